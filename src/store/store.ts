@@ -1,0 +1,54 @@
+/**
+ * The store: configuration objects with ETags, an atomic multi-object commit, a small
+ * key/value area (tokens, throttles, runtime state) and change notification.
+ * Two backends implement it: redis.ts (production, several processes) and embedded.ts
+ * (in-process, append-only file under DATA_DIR). One shared suite tests both
+ * (test/store.test.ts).
+ *
+ * Keys are opaque strings chosen by the caller (model/repo.ts builds them from tenant and
+ * path); `list(prefix)` returns every object whose key equals `prefix` or starts with
+ * `prefix + '/'` (prefix '' = everything), sorted by key.
+ */
+import type { JsonObject } from '../json.js';
+
+export type Entry = { key: string; value: JsonObject; etag: string };
+
+/**
+ * What must hold before a write: `undefined` no condition; `null` the object must not exist;
+ * `'*'` it must exist; any other string: it must exist with exactly that ETag.
+ */
+export type Expect = string | null | undefined;
+
+export type WriteOp =
+  | { op: 'put'; key: string; value: JsonObject; expect?: Expect }
+  | { op: 'delete'; key: string; expect?: Expect };
+
+export type CommitResult =
+  | { ok: true; etags: Record<string, string>; revision: number }
+  | { ok: false; key: string; reason: 'exists' | 'missing' | 'etag-mismatch' };
+
+export interface Store {
+  readonly kind: 'redis' | 'embedded';
+  get(key: string): Promise<Entry | undefined>;
+  list(prefix: string): Promise<Entry[]>;
+  /** All ops or none; every `expect` is checked against the state at commit time. */
+  commit(ops: WriteOp[]): Promise<CommitResult>;
+  /** Increases by one at every successful commit (any process). */
+  revision(): Promise<number>;
+  /** Called (possibly batched) with the keys changed by commits from any process. */
+  onChange(listener: (keys: string[]) => void): () => void;
+
+  /** Small key/value area, not configuration. ttlMs: expiry, none when omitted. */
+  kvGet(key: string): Promise<string | undefined>;
+  kvSet(key: string, value: string, ttlMs?: number): Promise<void>;
+  kvDel(key: string): Promise<void>;
+  /** Atomically add `by` and return the new value; sets the expiry when the key is new. */
+  kvIncr(key: string, by: number, ttlMs?: number): Promise<number>;
+  /** Keys of the kv area that start with `prefix`. */
+  kvKeys(prefix: string): Promise<string[]>;
+
+  close(): Promise<void>;
+}
+
+/** ETag of an object: strong, quoted, derived from the content only (CONTRACT §5). */
+export { etagOf } from './etag.js';
