@@ -1,0 +1,91 @@
+/**
+ * Variable expansion templates (seed 4.8): compiled once when the configuration is written,
+ * rendered per message. Compilation resolves everything that can be known in advance (syntax,
+ * functions, regexes, which variables exist); rendering is a loop over a flat list of literals
+ * and expressions and never throws: a variable without a value gives {ok: false}, and the
+ * exporter ignores the message and records the reason.
+ */
+import { ApiError } from '../errors.js';
+import { prepareCall, type Step } from './functions.js';
+import { parseTemplate } from './parse.js';
+
+export type RenderResult = { ok: true; value: string } | { ok: false; variable: string; reason: string };
+export type Lookup = (name: string) => string | undefined;
+
+export type Template = {
+  /** Every variable referenced, full names (`SYS_DNS_ZONES[default]`). */
+  readonly variables: ReadonlySet<string>;
+  /** True when the text has no `${...}`: render always gives the same value. */
+  readonly static: boolean;
+  render(lookup: Lookup): RenderResult;
+};
+
+export type TemplateOptions = {
+  /** Field path used in errors, e.g. `data` or `headers[2].value`. */
+  field: string;
+  /** Whether a name may be referenced; usually `(n) => knownVariable(n, declared)`. */
+  isDefined: (name: string) => boolean;
+};
+
+/** Always available (seed 2.2 + CONTRACT §3), besides the two indexed families below. */
+export const builtinVariables: ReadonlySet<string> = new Set([
+  'MSG', 'TOPIC', 'MSG_HOST', 'MSG_MTIME', 'MSG_ORIGIN', 'MSG_PAYLOAD', 'MSG_PRODUCER_NAME',
+  'MSG_REMAIN', 'MSG_SEQNO', 'MSG_TIME', 'SYS_SITE', 'SYS_TENANT', 'SYS_GLOBAL_DOMAIN',
+]);
+
+const indexed = /^(?:SYS_DNS_ZONES|SYS_SITE_LABELS)\[[^\]]+\]$/;
+
+/**
+ * Built-in or declared (`variables[].name`). Whether a zone or label exists is only known at
+ * run time (sites and zones change), so any index is accepted here and a missing one renders
+ * as {ok: false}.
+ */
+export function knownVariable(name: string, declared: ReadonlySet<string>): boolean {
+  return builtinVariables.has(name) || declared.has(name) || indexed.test(name);
+}
+
+/** The first lookup that has a value wins (declared variables, then message, then system). */
+export function lookupChain(...lookups: Lookup[]): Lookup {
+  return (name) => {
+    for (const lookup of lookups) {
+      const v = lookup(name);
+      if (v !== undefined) return v;
+    }
+    return undefined;
+  };
+}
+
+type CompiledExpr = { readonly variable: string; readonly steps: readonly Step[] };
+
+export function compileTemplate(text: string, opts: TemplateOptions): Template {
+  const parts: Array<string | CompiledExpr> = [];
+  const variables = new Set<string>();
+  for (const part of parseTemplate(text, opts.field)) {
+    if (typeof part === 'string') { parts.push(part); continue; }
+    if (!opts.isDefined(part.variable)) {
+      throw new ApiError('invalid-value', `Cannot use the value of ${opts.field} as a variable expression: variable ${part.variable} is not defined (declare it in variables) at position ${part.position}`, {
+        code: 'undefined-variable', position: part.position, path: opts.field, variable: part.variable,
+      });
+    }
+    variables.add(part.variable);
+    parts.push({ variable: part.variable, steps: part.calls.map((c) => prepareCall(c, opts.field)) });
+  }
+
+  if (variables.size === 0) {
+    const fixed: RenderResult = { ok: true, value: parts.join('') };
+    return { variables, static: true, render: () => fixed };
+  }
+  return { variables, static: false, render: (lookup) => render(parts, lookup) };
+}
+
+function render(parts: ReadonlyArray<string | CompiledExpr>, lookup: Lookup): RenderResult {
+  let out = '';
+  for (const part of parts) {
+    if (typeof part === 'string') { out += part; continue; }
+    let value = lookup(part.variable);
+    if (value === undefined) return { ok: false, variable: part.variable, reason: `variable ${part.variable} has no value` };
+    for (const step of part.steps) value = step(value);
+    out += value;
+  }
+  return { ok: true, value: out };
+}
