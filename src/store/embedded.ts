@@ -1,0 +1,223 @@
+/**
+ * Store in this process: Maps, made durable by the append-only file of aof.ts under the data
+ * directory. For a single process (a laptop, unit tests); several processes need Redis.
+ *
+ * commit() does all its work synchronously, so no other call can interleave with it: that
+ * is the whole of its atomicity. Objects are kept as JSON text and parsed on every read, so
+ * a caller mutating what it got can never change the store.
+ */
+import { join } from 'node:path';
+import { ApiError } from '../errors.js';
+import { log } from '../log.js';
+import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, rewrite, type EncodeOp } from './aof.js';
+import { etagOf } from './etag.js';
+import type { CommitResult, Entry, Store } from './store.js';
+
+type StoredObject = { text: string; etag: string };
+/** expiresAt undefined: no TTL, and the value is in the file. */
+type KvValue = { value: string; expiresAt: number | undefined };
+
+export type EmbeddedOptions = {
+  /** Compact at open when the file holds at least this many bytes more than the live data. Default 1 MiB. */
+  compactMinBytes?: number;
+};
+
+export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions = {}): Promise<Store> {
+  ensureDir(dataDir);
+  const path = join(dataDir, 'store.aof');
+  const objects = new Map<string, StoredObject>();
+  const kv = new Map<string, KvValue>();
+  let revision = 0;
+
+  const loaded = replay(path);
+  if (loaded.tornBytes > 0) log('warn', 'embedded store: dropped a torn last record', { path, bytes: loaded.tornBytes });
+  for (const rec of loaded.records) {
+    if ('c' in rec) {
+      revision = rec.r;
+      for (const op of rec.c) {
+        if ('v' in op) objects.set(op.k, { text: JSON.stringify(op.v), etag: etagOf(op.v) });
+        else objects.delete(op.k);
+      }
+    } else if ('s' in rec) kv.set(rec.kv, { value: rec.s, expiresAt: undefined });
+    else kv.delete(rec.kv);
+  }
+
+  const snapshot = function* (): Generator<string> {
+    yield encodeCommit(revision, []);
+    for (const [k, o] of objects) yield encodeCommit(revision, [{ k, text: o.text }]);
+    for (const [k, v] of kv) if (v.expiresAt === undefined) yield encodeKvSet(k, v.value);
+  };
+  let live = 0;
+  for (const line of snapshot()) live += Buffer.byteLength(line) + 1;
+  if (loaded.bytes - live >= (opts.compactMinBytes ?? 1 << 20) && loaded.bytes > 2 * live) {
+    const bytes = rewrite(path, snapshot());
+    log('info', 'embedded store: compacted its file', { path, before: loaded.bytes, after: bytes });
+  }
+
+  const aof = new AofWriter(path);
+  const listeners = new Set<(keys: string[]) => void>();
+  let pending = new Set<string>();
+  let closed = false;
+  let kvWrites = 0;
+
+  function checkOpen(): void {
+    if (closed) throw new ApiError('unavailable', 'The embedded store is closed');
+  }
+
+  function flushChanges(): void {
+    const keys = [...pending];
+    pending = new Set();
+    for (const l of listeners) {
+      try {
+        l(keys);
+      } catch (err) {
+        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+
+  function changed(keys: string[]): void {
+    if (listeners.size === 0) return;
+    const schedule = pending.size === 0;
+    for (const k of keys) pending.add(k);
+    // One delivery per turn of the event loop, batching the commits made in it.
+    if (schedule) setImmediate(flushChanges);
+  }
+
+  function liveKv(key: string, now = Date.now()): KvValue | undefined {
+    const v = kv.get(key);
+    if (v && v.expiresAt !== undefined && v.expiresAt <= now) {
+      kv.delete(key);
+      return undefined;
+    }
+    return v;
+  }
+
+  /** Expiry is lazy; this sweep keeps never-read keys (throttle counters) from piling up. */
+  function countKvWrite(): void {
+    if (++kvWrites % 1000 !== 0) return;
+    const now = Date.now();
+    for (const k of kv.keys()) liveKv(k, now);
+  }
+
+  function putKv(key: string, value: string, ttlMs: number | undefined): void {
+    const before = kv.get(key);
+    if (ttlMs === undefined) aof.append(encodeKvSet(key, value));
+    // A TTL value lives in memory only: forget any durable value so a restart cannot revive it.
+    else if (before && before.expiresAt === undefined) aof.append(encodeKvDel(key));
+    kv.set(key, { value, expiresAt: ttlMs === undefined ? undefined : Date.now() + Math.max(1, ttlMs) });
+    countKvWrite();
+  }
+
+  function parse(key: string, o: StoredObject): Entry {
+    return { key, value: JSON.parse(o.text), etag: o.etag };
+  }
+
+  return {
+    kind: 'embedded',
+
+    async get(key) {
+      checkOpen();
+      const o = objects.get(key);
+      return o && parse(key, o);
+    },
+
+    async list(prefix) {
+      checkOpen();
+      const below = prefix + '/';
+      const out: Entry[] = [];
+      for (const [k, o] of objects) if (prefix === '' || k === prefix || k.startsWith(below)) out.push(parse(k, o));
+      return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+
+    async commit(ops): Promise<CommitResult> {
+      checkOpen();
+      if (ops.length === 0) return { ok: true, etags: {}, revision };
+      for (const op of ops) {
+        const e = op.expect;
+        if (e === undefined) continue;
+        const cur = objects.get(op.key);
+        if (e === null && cur) return { ok: false, key: op.key, reason: 'exists' };
+        if (e !== null && !cur) return { ok: false, key: op.key, reason: 'missing' };
+        if (e !== null && e !== '*' && cur && cur.etag !== e) return { ok: false, key: op.key, reason: 'etag-mismatch' };
+      }
+      // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
+      const encoded: EncodeOp[] = ops.map((op) => (op.op === 'put' ? { k: op.key, text: JSON.stringify(op.value) } : { k: op.key, d: 1 }));
+      const etags: Record<string, string> = {};
+      const staged = encoded.map((op, i) => {
+        const src = ops[i];
+        return 'text' in op && src?.op === 'put' ? { k: op.k, o: { text: op.text, etag: etagOf(src.value) } } : { k: op.k, o: undefined };
+      });
+      aof.append(encodeCommit(revision + 1, encoded));
+      revision++;
+      for (const { k, o } of staged) {
+        if (o) {
+          objects.set(k, o);
+          etags[k] = o.etag;
+        } else {
+          objects.delete(k);
+          delete etags[k];
+        }
+      }
+      changed(staged.map((s) => s.k));
+      return { ok: true, etags, revision };
+    },
+
+    async revision() {
+      checkOpen();
+      return revision;
+    },
+
+    onChange(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+
+    async kvGet(key) {
+      checkOpen();
+      return liveKv(key)?.value;
+    },
+
+    async kvSet(key, value, ttlMs) {
+      checkOpen();
+      putKv(key, value, ttlMs);
+    },
+
+    async kvDel(key) {
+      checkOpen();
+      const before = kv.get(key);
+      if (!before) return;
+      if (before.expiresAt === undefined) aof.append(encodeKvDel(key));
+      kv.delete(key);
+    },
+
+    async kvIncr(key, by, ttlMs) {
+      checkOpen();
+      if (!Number.isSafeInteger(by)) throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
+      const cur = liveKv(key);
+      const n = (cur ? Number(cur.value) : 0) + by;
+      if (cur && !Number.isSafeInteger(Number(cur.value))) throw new ApiError('internal', `kv ${key} does not hold an integer`, { key });
+      if (!cur) putKv(key, String(n), ttlMs);
+      else if (cur.expiresAt === undefined) putKv(key, String(n), undefined);
+      else cur.value = String(n);
+      return n;
+    },
+
+    async kvKeys(prefix) {
+      checkOpen();
+      const now = Date.now();
+      const out: string[] = [];
+      for (const k of kv.keys()) if (k.startsWith(prefix) && liveKv(k, now)) out.push(k);
+      return out.sort();
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      listeners.clear();
+      aof.close();
+    },
+  };
+}

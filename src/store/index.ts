@@ -1,0 +1,15 @@
+/** Picks the store backend from the settings (CONTRACT §1): Redis when REDIS_URL is set. */
+import { log } from '../log.js';
+import type { Settings } from '../settings.js';
+import { openEmbeddedStore } from './embedded.js';
+import { openRedisStore } from './redis.js';
+import type { Store } from './store.js';
+
+export type { CommitResult, Entry, Expect, Store, WriteOp } from './store.js';
+export { etagOf } from './etag.js';
+
+export async function openStore(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Store> {
+  if (settings.redisUrl) return openRedisStore(settings.redisUrl);
+  log('info', 'no REDIS_URL: using the embedded store', { dataDir: settings.dataDir });
+  return openEmbeddedStore(settings.dataDir);
+}

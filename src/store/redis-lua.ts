@@ -1,0 +1,90 @@
+/**
+ * The Lua scripts of the Redis store. Each runs atomically on the server, which is what makes
+ * commit() all-or-nothing under concurrent writers in several processes. Scripts are sent
+ * by SHA (EVALSHA) and re-sent in full only when the server answers NOSCRIPT (after a
+ * restart or SCRIPT FLUSH).
+ *
+ * Layout (readable with redis-cli):
+ *   ep:cfg:<key>   hash {v: JSON text, e: etag}
+ *   ep:cfg-index   sorted set of every config key, score 0 (ZRANGEBYLEX for prefixes)
+ *   ep:rev         commit counter
+ *   ep:changes     pub/sub channel: JSON array of the keys changed by one commit
+ *   ep:kv:<key>    kv string, PX expiry when given a TTL
+ */
+import { createHash } from 'node:crypto';
+
+export const layout = {
+  cfgPrefix: 'ep:cfg:',
+  index: 'ep:cfg-index',
+  revision: 'ep:rev',
+  changes: 'ep:changes',
+  kvPrefix: 'ep:kv:',
+} as const;
+
+export type Script = { source: string; sha: string };
+
+function script(source: string): Script {
+  return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** Fields per op in ARGV after ARGV[1] = op count; see commitArgs() in redis.ts. */
+export const opFields = 5;
+
+/**
+ * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev.
+ * ARGV: n, then per op: kind ('put'|'delete'), key, expect mode ('' none | 'n' absent |
+ * '*' present | 'e' etag equal), expected etag, and for put: 'value JSON' followed by the
+ * new etag packed as one field `<etag>\n<json>` so every op has the same width.
+ * Returns {0, key, reason} when an expectation fails (nothing written), else {1, revision}.
+ * Every expectation is checked before the first write, against the state before the commit.
+ */
+export const commitScript = script(`
+local n = tonumber(ARGV[1])
+local index = KEYS[n + 1]
+local rev = KEYS[n + 2]
+for i = 1, n do
+  local b = 2 + (i - 1) * ${opFields}
+  local mode = ARGV[b + 2]
+  if mode ~= '' then
+    local cur = redis.call('HGET', KEYS[i], 'e')
+    if mode == 'n' then
+      if cur then return {0, ARGV[b + 1], 'exists'} end
+    elseif not cur then
+      return {0, ARGV[b + 1], 'missing'}
+    elseif mode == 'e' and cur ~= ARGV[b + 3] then
+      return {0, ARGV[b + 1], 'etag-mismatch'}
+    end
+  end
+end
+local changed = {}
+for i = 1, n do
+  local b = 2 + (i - 1) * ${opFields}
+  local key = ARGV[b + 1]
+  if ARGV[b] == 'put' then
+    local packed = ARGV[b + 4]
+    local nl = string.find(packed, '\\n', 1, true)
+    redis.call('HSET', KEYS[i], 'v', string.sub(packed, nl + 1), 'e', string.sub(packed, 1, nl - 1))
+    redis.call('ZADD', index, 0, key)
+  else
+    redis.call('DEL', KEYS[i])
+    redis.call('ZREM', index, key)
+  end
+  changed[#changed + 1] = key
+end
+local r = redis.call('INCR', rev)
+redis.call('PUBLISH', '${layout.changes}', cjson.encode(changed))
+return {1, r}
+`);
+
+/**
+ * KEYS[1] the kv key; ARGV: by, ttlMs ('' for none). The expiry is set only when the key did
+ * not exist before, so repeated increments do not extend a window (throttle counters).
+ */
+export const incrScript = script(`
+local existed = redis.call('EXISTS', KEYS[1])
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if existed == 0 and ARGV[2] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return v
+`);

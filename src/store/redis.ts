@@ -1,0 +1,230 @@
+/**
+ * Store on Redis (node-redis 5): the production backend, shared by every process of a
+ * deployment. Layout and scripts: redis-lua.ts. Redis failures reach callers as rejected
+ * promises carrying ApiError 'unavailable' (503), never as crashes: each connection has an
+ * 'error' listener that logs, node-redis reconnects on its own, and commands issued while
+ * disconnected fail at once instead of queueing without bound.
+ */
+import { createClient } from 'redis';
+import { ApiError } from '../errors.js';
+import { isObject } from '../json.js';
+import { log } from '../log.js';
+import { etagOf } from './etag.js';
+import { commitScript, incrScript, layout, type Script } from './redis-lua.js';
+import type { CommitResult, Entry, Store, WriteOp } from './store.js';
+
+type Client = ReturnType<typeof createClient>;
+
+const cfgKey = (key: string) => layout.cfgPrefix + key;
+const kvKey = (key: string) => layout.kvPrefix + key;
+
+/** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
+function unavailable(err: unknown): never {
+  if (err instanceof ApiError) throw err;
+  const message = err instanceof Error ? err.message : String(err);
+  throw new ApiError('unavailable', `The Redis store is unavailable: ${message}`, { code: 'store-unavailable' });
+}
+
+async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    return unavailable(err);
+  }
+}
+
+function connectionOptions(url: string, role: string) {
+  return {
+    url,
+    disableOfflineQueue: true,
+    // Exponential back-off capped at 2 s: a Redis restart is picked up within seconds.
+    socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 6), 2000), connectTimeout: 5000 },
+    name: `edgeplane-${role}`,
+  };
+}
+
+function watchErrors(client: Client, role: string): void {
+  client.on('error', (err: unknown) => {
+    log('warn', 'redis connection error', { role, error: err instanceof Error ? err.message : String(err) });
+  });
+}
+
+/** Builds the KEYS and ARGV of commitScript (layout documented there). */
+export function commitArgs(ops: WriteOp[]): { keys: string[]; args: string[]; etags: Record<string, string> } {
+  const keys: string[] = [];
+  const args: string[] = [String(ops.length)];
+  const etags: Record<string, string> = {};
+  for (const op of ops) {
+    keys.push(cfgKey(op.key));
+    const e = op.expect;
+    const mode = e === undefined ? '' : e === null ? 'n' : e === '*' ? '*' : 'e';
+    let packed = '';
+    if (op.op === 'put') {
+      const etag = etagOf(op.value);
+      etags[op.key] = etag;
+      packed = etag + '\n' + JSON.stringify(op.value);
+    } else {
+      delete etags[op.key];
+    }
+    args.push(op.op, op.key, mode, typeof e === 'string' ? e : '', packed);
+  }
+  keys.push(layout.index, layout.revision);
+  return { keys, args, etags };
+}
+
+function toEntry(key: string, v: unknown, e: unknown): Entry | undefined {
+  if (typeof v !== 'string' || typeof e !== 'string') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(v);
+  } catch {
+    value = undefined;
+  }
+  if (!isObject(value)) throw new ApiError('internal', `Stored object ${key} is not a JSON object; fix ${cfgKey(key)} in Redis`, { key });
+  return { key, value, etag: e };
+}
+
+/** Escapes glob characters so SCAN MATCH treats the prefix literally. */
+function globLiteral(s: string): string {
+  return s.replace(/[*?[\]\\]/g, (c) => '\\' + c);
+}
+
+export async function openRedisStore(url: string): Promise<Store> {
+  const client: Client = createClient(connectionOptions(url, 'store'));
+  watchErrors(client, 'store');
+  await guarded(() => client.connect());
+
+  let subscriber: Client | undefined;
+  let subscribing: Promise<void> | undefined;
+  const listeners = new Set<(keys: string[]) => void>();
+
+  async function runScript(s: Script, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await client.evalSha(s.sha, { keys, arguments: args });
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return client.eval(s.source, { keys, arguments: args });
+    }
+  }
+
+  function deliver(message: string): void {
+    let keys: unknown;
+    try {
+      keys = JSON.parse(message);
+    } catch {
+      return;
+    }
+    // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
+    if (!Array.isArray(keys)) return;
+    const changed = keys.filter((k): k is string => typeof k === 'string');
+    for (const l of listeners) {
+      try {
+        l(changed);
+      } catch (err) {
+        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  }
+
+  function startSubscriber(): void {
+    if (subscribing) return;
+    const sub: Client = client.duplicate(connectionOptions(url, 'store-changes'));
+    subscriber = sub;
+    watchErrors(sub, 'store-changes');
+    subscribing = sub
+      .connect()
+      .then(() => sub.subscribe(layout.changes, deliver))
+      .catch((err: unknown) => {
+        // Reconnection re-subscribes on its own; a first failure is only logged.
+        log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
+      });
+  }
+
+  const store: Store = {
+    kind: 'redis',
+
+    get: (key) =>
+      guarded(async () => {
+        const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
+        return toEntry(key, v, e);
+      }),
+
+    list: (prefix) =>
+      guarded(async () => {
+        // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
+        const keys = prefix === ''
+          ? await client.zRange(layout.index, 0, -1)
+          : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
+        if (keys.length === 0) return [];
+        const multi = client.multi();
+        for (const k of keys) multi.hmGet(cfgKey(k), ['v', 'e']);
+        const replies = await multi.exec();
+        const out: Entry[] = [];
+        keys.forEach((k, i) => {
+          const reply = replies[i];
+          const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1]) : undefined;
+          if (entry) out.push(entry);
+        });
+        return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      }),
+
+    commit: (ops) =>
+      guarded(async (): Promise<CommitResult> => {
+        if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
+        const { keys, args, etags } = commitArgs(ops);
+        const reply = await runScript(commitScript, keys, args);
+        if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
+        if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
+        const reason = reply[2];
+        if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch') throw new Error(`unexpected commit reason ${String(reason)}`);
+        return { ok: false, key: String(reply[1]), reason };
+      }),
+
+    revision: () => guarded(async () => Number((await client.get(layout.revision)) ?? 0)),
+
+    onChange(listener) {
+      listeners.add(listener);
+      startSubscriber();
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+
+    kvGet: (key) => guarded(async () => (await client.get(kvKey(key))) ?? undefined),
+
+    kvSet: (key, value, ttlMs) =>
+      guarded(async () => {
+        if (ttlMs !== undefined) await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
+        else await client.set(kvKey(key), value);
+      }),
+
+    kvDel: (key) =>
+      guarded(async () => {
+        await client.del(kvKey(key));
+      }),
+
+    kvIncr: (key, by, ttlMs) =>
+      guarded(async () => {
+        if (!Number.isSafeInteger(by)) throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
+        const ttl = ttlMs === undefined ? '' : String(Math.max(1, Math.ceil(ttlMs)));
+        return Number(await runScript(incrScript, [kvKey(key)], [String(by), ttl]));
+      }),
+
+    kvKeys: (prefix) =>
+      guarded(async () => {
+        const out: string[] = [];
+        for await (const batch of client.scanIterator({ MATCH: globLiteral(layout.kvPrefix + prefix) + '*', COUNT: 500 })) {
+          for (const k of batch) out.push(k.slice(layout.kvPrefix.length));
+        }
+        return [...new Set(out)].sort();
+      }),
+
+    async close() {
+      listeners.clear();
+      await subscribing;
+      const all = subscriber ? [client, subscriber] : [client];
+      await Promise.all(all.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+    },
+  };
+  return store;
+}
