@@ -1,0 +1,99 @@
+/**
+ * The message bus (CONTRACT §4): topic T is the stream `volga:T`, one message per entry.
+ * Consumer positions are consumer groups named after the exporter, so
+ * `redis-cli XINFO GROUPS volga:T` shows them. Two backends: redis-bus.ts (production)
+ * and embedded-bus.ts (in-process, persisted under DATA_DIR) with the same semantics.
+ *
+ * Offsets: an entry read through a group stays in the consumer's pending list until it is
+ * acked. Exporters ack each message once it is delivered, dropped or ignored, and on start
+ * read their own pending list first, so "the offset only moves past a message once it and
+ * every earlier one are handled" holds: the first unacked entry is the resume point.
+ */
+import type { JsonObject } from '../json.js';
+
+export const streamPrefix = 'volga:';
+
+export type StreamEntry = { id: string; fields: Record<string, string> };
+
+export type ProduceInput = {
+  payload: string;
+  'producer-name'?: string;
+  host?: string;
+  origin?: string;
+  time?: string;
+};
+
+export type TopicInfo = {
+  name: string;
+  length: number;
+  'last-entry-id': string | null;
+  'last-entry': JsonObject | null;
+};
+
+/** Where a new group starts: after the current last entry, at the oldest, or after an ID. */
+export type StartAt = { at: 'end' } | { at: 'beginning' } | { at: 'after'; id: string };
+
+/**
+ * `cursor` '>' reads entries never delivered to the group; an ID reads this consumer's own
+ * pending entries after that ID (use '0' to start). `lag`: entries not yet delivered to the
+ * group after the read (undefined when the backend cannot tell).
+ */
+export type GroupRead = { entries: StreamEntry[]; lag: number | undefined };
+
+/** Stable failure codes callers match on. */
+export type BusErrorCode = 'no-group' | 'unavailable';
+
+export class BusError extends Error {
+  readonly code: BusErrorCode;
+  constructor(code: BusErrorCode, message: string) {
+    super(message);
+    this.name = 'BusError';
+    this.code = code;
+  }
+}
+
+export interface Bus {
+  readonly kind: 'redis' | 'embedded';
+  produce(topic: string, msg: ProduceInput): Promise<string>;
+  listTopics(): Promise<string[]>;
+  topicInfo(topic: string): Promise<TopicInfo | undefined>;
+  /** Creates the group (and the stream) unless it exists; an existing group keeps its position. */
+  ensureGroup(topic: string, group: string, start: StartAt): Promise<void>;
+  read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead>;
+  /** Takes over entries pending longer than minIdleMs for other (dead) consumers. */
+  claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
+  ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
+  destroyGroup(topic: string, group: string): Promise<void>;
+  /** `wake` is called when the topic may have new entries (never for each entry). */
+  watch(topic: string, wake: () => void): () => void;
+  /** Called with every existing topic name, now and whenever the set changes (~1.5 s). */
+  onTopics(listener: (topics: ReadonlySet<string>) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Milliseconds and sequence of an entry ID, for ordering IDs without string tricks. */
+export function parseId(id: string): [number, number] {
+  const dash = id.indexOf('-');
+  if (dash < 0) return [Number(id), 0];
+  return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
+}
+
+export function compareIds(a: string, b: string): number {
+  const [am, as] = parseId(a);
+  const [bm, bs] = parseId(b);
+  return am !== bm ? am - bm : as - bs;
+}
+
+/** The entry as the topic-state API shows it. */
+export function entryObject(entry: StreamEntry): JsonObject {
+  return { id: entry.id, ...entry.fields };
+}
+
+export function produceFields(msg: ProduceInput): string[] {
+  const out = ['payload', msg.payload];
+  for (const k of ['producer-name', 'host', 'origin', 'time'] as const) {
+    const v = msg[k];
+    if (v !== undefined) out.push(k, v);
+  }
+  return out;
+}

@@ -1,0 +1,171 @@
+/**
+ * The bus without Redis (CONTRACT §1: first run on a laptop, unit tests): in-memory
+ * streams with the Redis semantics the exporters rely on (groups, per-consumer pending
+ * lists, ack, lag), persisted as an append-only JSON-lines file `bus.jsonl` under DATA_DIR
+ * so entries and group positions survive a restart. Deliveries are logged too, so a
+ * restart finds the same pending list Redis would.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BusError, compareIds, entryObject, type Bus, type GroupRead, type ProduceInput, type StartAt, type StreamEntry, type TopicInfo } from './bus.js';
+import { Discovery } from './discovery.js';
+
+type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };
+type Stream = { entries: StreamEntry[]; lastId: string; groups: Map<string, Group> };
+
+type Record_ =
+  | { op: 'add'; topic: string; id: string; fields: Record<string, string> }
+  | { op: 'group'; topic: string; group: string; last: string }
+  | { op: 'deliver'; topic: string; group: string; consumer: string; ids: string[] }
+  | { op: 'ack'; topic: string; group: string; ids: string[] }
+  | { op: 'destroy'; topic: string; group: string };
+
+/** Index of the first entry with an ID greater than `id` (entries are sorted). */
+function firstAfter(entries: StreamEntry[], id: string): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (compareIds(entries[mid]!.id, id) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function openEmbeddedBus(dataDir: string | undefined): Bus {
+  const streams = new Map<string, Stream>();
+  const watchers = new Map<string, Set<() => void>>();
+  const file = dataDir ? join(dataDir, 'bus.jsonl') : undefined;
+
+  const stream = (topic: string): Stream => {
+    let s = streams.get(topic);
+    if (!s) { s = { entries: [], lastId: '0-0', groups: new Map() }; streams.set(topic, s); }
+    return s;
+  };
+
+  const apply = (r: Record_): void => {
+    const s = stream(r.topic);
+    switch (r.op) {
+      case 'add': s.entries.push({ id: r.id, fields: r.fields }); s.lastId = r.id; break;
+      case 'group': if (!s.groups.has(r.group)) s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() }); break;
+      case 'deliver': {
+        const g = s.groups.get(r.group);
+        if (!g) break;
+        for (const id of r.ids) {
+          g.pending.set(id, { consumer: r.consumer, since: Date.now() });
+          if (compareIds(id, g.lastDelivered) > 0) g.lastDelivered = id;
+        }
+        break;
+      }
+      case 'ack': { const g = s.groups.get(r.group); if (g) for (const id of r.ids) g.pending.delete(id); break; }
+      case 'destroy': s.groups.delete(r.group); break;
+    }
+  };
+
+  if (file) {
+    mkdirSync(dataDir!, { recursive: true });
+    if (existsSync(file)) {
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        if (!line) continue;
+        try { apply(JSON.parse(line) as Record_); } catch { /* a torn last line after a crash */ }
+      }
+    }
+  }
+
+  const record = (r: Record_): void => {
+    apply(r);
+    if (file) appendFileSync(file, JSON.stringify(r) + '\n');
+  };
+
+  const discovery = new Discovery(async () => [...streams.keys()].sort());
+
+  const nextId = (s: Stream): string => {
+    const now = Date.now();
+    const [lastMs, lastSeq] = s.lastId.split('-').map(Number) as [number, number];
+    return now > lastMs ? `${now}-0` : `${lastMs}-${lastSeq + 1}`;
+  };
+
+  const group = (topic: string, name: string): Group => {
+    const g = streams.get(topic)?.groups.get(name);
+    if (!g) throw new BusError('no-group', `NOGROUP no group ${name} on topic ${topic}`);
+    return g;
+  };
+
+  return {
+    kind: 'embedded',
+
+    async produce(topic: string, msg: ProduceInput): Promise<string> {
+      const isNew = !streams.has(topic);
+      const s = stream(topic);
+      const fields: Record<string, string> = {};
+      for (const [k, v] of Object.entries(msg)) if (typeof v === 'string') fields[k] = v;
+      const id = nextId(s);
+      record({ op: 'add', topic, id, fields });
+      for (const wake of watchers.get(topic) ?? []) queueMicrotask(wake);
+      if (isNew) void discovery.poll();
+      return id;
+    },
+
+    listTopics: async () => [...streams.keys()].sort(),
+
+    async topicInfo(topic: string): Promise<TopicInfo | undefined> {
+      const s = streams.get(topic);
+      if (!s) return undefined;
+      const last = s.entries[s.entries.length - 1];
+      return { name: topic, length: s.entries.length, 'last-entry-id': last?.id ?? null, 'last-entry': last ? entryObject(last) : null };
+    },
+
+    async ensureGroup(topic: string, name: string, start: StartAt): Promise<void> {
+      const s = stream(topic);
+      if (s.groups.has(name)) return;
+      const last = start.at === 'end' ? s.lastId : start.at === 'beginning' ? '0-0' : start.id;
+      record({ op: 'group', topic, group: name, last });
+    },
+
+    async read(topic: string, name: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead> {
+      const s = stream(topic);
+      const g = group(topic, name);
+      if (opts.cursor !== '>') {
+        const mine = [...g.pending.entries()].filter(([id, p]) => p.consumer === consumer && compareIds(id, opts.cursor) > 0)
+          .map(([id]) => id).sort(compareIds).slice(0, opts.count);
+        const entries = mine.map((id) => s.entries[firstAfter(s.entries, id) - 1]).filter((e): e is StreamEntry => e !== undefined && mine.includes(e.id));
+        return { entries, lag: s.entries.length - firstAfter(s.entries, g.lastDelivered) };
+      }
+      const from = firstAfter(s.entries, g.lastDelivered);
+      const entries = s.entries.slice(from, from + opts.count);
+      if (entries.length > 0) record({ op: 'deliver', topic, group: name, consumer, ids: entries.map((e) => e.id) });
+      return { entries, lag: s.entries.length - from - entries.length };
+    },
+
+    async claimStale(topic: string, name: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
+      const s = stream(topic);
+      const g = group(topic, name);
+      const now = Date.now();
+      const ids = [...g.pending.entries()].filter(([, p]) => p.consumer !== consumer && now - p.since >= minIdleMs).map(([id]) => id).sort(compareIds).slice(0, count);
+      if (ids.length > 0) record({ op: 'deliver', topic, group: name, consumer, ids });
+      return ids.map((id) => s.entries[firstAfter(s.entries, id) - 1]).filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
+    },
+
+    async ack(topic: string, name: string, ids: readonly string[]): Promise<void> {
+      if (ids.length > 0 && streams.get(topic)?.groups.has(name)) record({ op: 'ack', topic, group: name, ids: [...ids] });
+    },
+
+    async destroyGroup(topic: string, name: string): Promise<void> {
+      if (streams.get(topic)?.groups.has(name)) record({ op: 'destroy', topic, group: name });
+    },
+
+    watch(topic: string, wake: () => void): () => void {
+      let set = watchers.get(topic);
+      if (!set) { set = new Set(); watchers.set(topic, set); }
+      set.add(wake);
+      return () => { set.delete(wake); };
+    },
+
+    onTopics: (listener) => discovery.onTopics(listener),
+
+    async close(): Promise<void> {
+      discovery.close();
+      watchers.clear();
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * One connection that waits for new entries on every watched stream at once
+ * (`XREAD BLOCK` over all of them with the last seen IDs) and wakes only the watchers of
+ * streams that got entries. This is what keeps 1,000 exporters at a handful of Redis
+ * connections: exporters never block on their own connection, they read with
+ * non-blocking XREADGROUP on the shared command connection when woken.
+ *
+ * A new watch learns the stream's last ID and wakes its watcher once, so entries that
+ * arrive between the exporter's first read and the next XREAD are not missed. The block
+ * time is short (1 s) so newly added streams join the wait soon without CLIENT UNBLOCK
+ * races. Exporters also poll slowly on their own as a safety net.
+ */
+import type { RedisClientType } from 'redis';
+import { log } from '../log.js';
+import { parseEntries, parseStreams } from './redis-replies.js';
+
+type Watched = { key: string; lastId: string; wakers: Set<() => void> };
+
+const blockMs = 1000;
+
+export class Notifier {
+  private readonly watched = new Map<string, Watched>();
+  private closed = false;
+  private loop: Promise<void> | undefined;
+  private idle: (() => void) | undefined;
+
+  constructor(private readonly conn: RedisClientType, private readonly command: RedisClientType) {}
+
+  watch(key: string, wake: () => void): () => void {
+    let w = this.watched.get(key);
+    if (!w) {
+      w = { key, lastId: '$', wakers: new Set() };
+      this.watched.set(key, w);
+      void this.learnLastId(w);
+    }
+    w.wakers.add(wake);
+    this.start();
+    this.idle?.();
+    return () => {
+      const cur = this.watched.get(key);
+      if (!cur) return;
+      cur.wakers.delete(wake);
+      if (cur.wakers.size === 0) this.watched.delete(key);
+    };
+  }
+
+  private async learnLastId(w: Watched): Promise<void> {
+    try {
+      const raw = await this.command.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1']);
+      const last = parseEntries(raw)[0];
+      if (w.lastId === '$') w.lastId = last ? last.id : '0-0';
+    } catch (err) {
+      log('debug', 'bus: cannot read last id', { key: w.key, error: String(err) });
+      if (w.lastId === '$') w.lastId = '0-0';
+    }
+    for (const wake of w.wakers) wake();
+  }
+
+  private start(): void {
+    if (this.loop || this.closed) return;
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      const ready = [...this.watched.values()].filter((w) => w.lastId !== '$');
+      if (ready.length === 0) {
+        await new Promise<void>((resolve) => { this.idle = resolve; setTimeout(resolve, 200).unref(); });
+        this.idle = undefined;
+        continue;
+      }
+      let reply: unknown;
+      try {
+        reply = await this.conn.sendCommand([
+          'XREAD', 'COUNT', '1', 'BLOCK', String(blockMs), 'STREAMS',
+          ...ready.map((w) => w.key), ...ready.map((w) => w.lastId),
+        ]);
+      } catch (err) {
+        if (this.closed) break;
+        log('debug', 'bus: notifier read failed, retrying', { error: String(err) });
+        await new Promise((r) => setTimeout(r, 500).unref());
+        continue;
+      }
+      const got = parseStreams(reply);
+      if (got.size === 0) continue;
+      // Jump to each stream's newest entry before waking, so the woken exporters' reads
+      // happen after that point and together cover everything up to it.
+      const woken = [...got.keys()].map((k) => this.watched.get(k)).filter((w): w is Watched => w !== undefined);
+      try {
+        const latest = await Promise.all(woken.map((w) => this.conn.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1'])));
+        woken.forEach((w, i) => { const e = parseEntries(latest[i])[0]; if (e) w.lastId = e.id; });
+      } catch (err) {
+        log('debug', 'bus: notifier could not read latest ids', { error: String(err) });
+      }
+      for (const w of woken) for (const wake of w.wakers) wake();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.idle?.();
+    await this.loop?.catch(() => undefined);
+  }
+}
