@@ -34,7 +34,10 @@ function integerArg(arg: Arg, field: string): number {
   return n;
 }
 
-/** compileRegex reports a position in the pattern; the client needs one in the template text. */
+/**
+ * compileRegex reports a position in the pattern; the client needs one in the template text.
+ * Exact for unquoted and escape-free quoted patterns; after a `\\"` escape it is off by one per escape.
+ */
 function regexArg(arg: Arg, field: string): ReturnType<typeof compileRegex> {
   try {
     return compileRegex(arg.value, `${field} (replace pattern)`);
