@@ -36,7 +36,7 @@ function integerArg(arg: Arg, field: string): number {
 
 /**
  * compileRegex reports a position in the pattern; the client needs one in the template text.
- * Exact for unquoted and escape-free quoted patterns; after a `\\"` escape it is off by one per escape.
+ * Exact for unquoted and escape-free quoted patterns; after a `\"` or `\\` escape it is off by one per escape.
  */
 function regexArg(arg: Arg, field: string): ReturnType<typeof compileRegex> {
   try {
