@@ -171,6 +171,8 @@ export async function openRedisStore(url: string): Promise<Store> {
     commit: (ops) =>
       guarded(async (): Promise<CommitResult> => {
         if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
+        // A listener registered before this commit must see it: wait for its subscription.
+        await subscribing;
         const { keys, args, etags } = commitArgs(ops);
         const reply = await runScript(commitScript, keys, args);
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
