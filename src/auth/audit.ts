@@ -1,0 +1,70 @@
+/**
+ * Audit trail: one message per write request and per login on the bus topic
+ * `system:audit-trail-log` (JSON payload), so a webhook exporter can forward it. An event
+ * names who, which path (never the query string), the method, the status and the time —
+ * never a body, so never a password or a secret value.
+ */
+import type { MiddlewareHandler } from 'hono';
+import type { Bus } from '../bus/bus.js';
+import { log } from '../log.js';
+import { clientAddress } from './client.js';
+import type { Principal } from './principal.js';
+
+export const auditTopic = 'system:audit-trail-log';
+
+export type AuditEvent = {
+  /** The authenticated user, or the username tried at login; null when there was no valid token. */
+  user: string | null;
+  tenant: string | null;
+  method: string;
+  path: string;
+  status: number;
+  /** ISO 8601 UTC with milliseconds. */
+  time: string;
+  'client-address': string;
+};
+
+export type AuditSink = (event: AuditEvent) => Promise<void>;
+
+/** The sink used in production: produce each event to the audit topic. */
+export function auditToBus(bus: Pick<Bus, 'produce'>, producerName = 'edgeplane-api'): AuditSink {
+  return async (event) => {
+    await bus.produce(auditTopic, { payload: JSON.stringify(event), 'producer-name': producerName, time: event.time });
+  };
+}
+
+/**
+ * Records an event without ever failing the request it describes: a bus outage is logged
+ * (the request already happened; refusing to answer would not undo it).
+ */
+export async function record(sink: AuditSink, event: AuditEvent): Promise<void> {
+  try {
+    await sink(event);
+  } catch (err) {
+    log('error', 'audit event not recorded', { method: event.method, path: event.path, status: event.status, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
+const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Hono middleware that records every write request after it is answered, including the
+ * refused ones (401, 403), with the principal set by authMiddleware when there is one.
+ * Mount it before authMiddleware so refusals are recorded too. /v1/login records itself.
+ */
+export function auditMiddleware(sink: AuditSink, now: () => number = Date.now): MiddlewareHandler<{ Variables: { principal?: Principal } }> {
+  return async (c, next) => {
+    await next();
+    if (!writeMethods.has(c.req.method) || c.req.path === '/v1/login') return;
+    const principal = c.get('principal');
+    await record(sink, {
+      user: principal?.user ?? null,
+      tenant: principal?.tenant ?? null,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      time: new Date(now()).toISOString(),
+      'client-address': clientAddress(c),
+    });
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * createAuth: login, bearer authentication, token refresh and authorization decisions,
+ * built on the Store (kv area for tokens and throttles, config objects for users, policies
+ * and tenants). Time is injectable so tests expire tokens without sleeping.
+ */
+import { ApiError } from '../errors.js';
+import type { JsonObject } from '../json.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/store.js';
+import { record, type AuditEvent, type AuditSink } from './audit.js';
+import { bootstrapAdmin } from './bootstrap.js';
+import { verifyPassword } from './passwords.js';
+import { decide, type Operation } from './policies.js';
+import { createDirectory, type Principal } from './principal.js';
+import { createTenantTree, type TenantTree } from './tenants.js';
+import { createThrottle, defaultThrottle, type ThrottleOptions } from './throttle.js';
+import { credentialOf, issueToken, lookupToken, looksLikeToken, revokeToken, tokenId, type TokenReply } from './tokens.js';
+import { prepareUserForStore } from './users.js';
+
+export type AuthOptions = {
+  settings: Pick<Settings, 'tenant' | 'tokenTtlSeconds' | 'adminPassword'>;
+  store: Store;
+  audit: AuditSink;
+  now?: () => number;
+  throttle?: ThrottleOptions;
+  /** Receives the one line announcing a generated admin password (default: stdout). */
+  announce?: (line: string) => void;
+};
+
+export type Auth = {
+  readonly tenants: TenantTree;
+  /** 401 unauthorized on a wrong user or password, 429 too-many-requests when throttled. */
+  login(username: string, password: string, clientAddr: string): Promise<TokenReply>;
+  /** The principal of an `Authorization: Bearer <token>` header, or 401. */
+  authenticate(authorizationHeader: string | undefined): Promise<Principal>;
+  /** A new token for the same user (the old one stops working), or 401 if it already has. */
+  refresh(principal: Principal): Promise<TokenReply>;
+  /**
+   * 403 forbidden unless the principal's policies allow `op` on `absolutePath`
+   * (`/v1/config/...`, relative to the tenant tree). With `tenant` (the owner of the object
+   * when it is not the principal's own tenant): 404 not-found unless that tenant is the
+   * principal's or below it.
+   */
+  authorize(principal: Principal, absolutePath: string, op: Operation, tenant?: string): void;
+  /** The same decision without throwing, for filtering multi-object reads. */
+  allows(principal: Principal, absolutePath: string, op: Operation, tenant?: string): boolean;
+  bootstrap(): Promise<void>;
+  prepareUserForStore(obj: JsonObject, previous?: JsonObject): Promise<JsonObject>;
+  /** Records an audit event; never throws. */
+  audit(event: AuditEvent): Promise<void>;
+  /** Stops listening to store changes. */
+  close(): void;
+};
+
+/** `name` or `name@tenant`: no '/', '|', spaces or control characters can reach a store key. */
+const usernameForm = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:@([A-Za-z0-9][A-Za-z0-9._-]{0,127}))?$/;
+
+function unauthorized(message: string, code: string): ApiError {
+  return new ApiError('unauthorized', message, { code }, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } });
+}
+
+export function createAuth(opts: AuthOptions): Auth {
+  const { settings, store } = opts;
+  const now = opts.now ?? Date.now;
+  const root = settings.tenant;
+  const tenants = createTenantTree(store, root);
+  const directory = createDirectory(store, tenants);
+  const throttle = createThrottle(store, opts.throttle ?? defaultThrottle);
+  const audit = (event: AuditEvent) => record(opts.audit, event);
+
+  const loginEvent = (user: string | null, tenant: string | null, status: number, addr: string): AuditEvent => ({
+    user, tenant, method: 'POST', path: '/v1/login', status, time: new Date(now()).toISOString(), 'client-address': addr,
+  });
+
+  async function login(username: string, password: string, clientAddr: string): Promise<TokenReply> {
+    const m = usernameForm.exec(username);
+    const name = m?.[1];
+    const tenant = m?.[2] ?? root;
+    // Throttle key: the name as typed (bounded by usernameForm) or a fixed marker for junk.
+    const who = name ? `${tenant}/${name}` : '-';
+    try {
+      await throttle.check(who, clientAddr);
+    } catch (err) {
+      await audit(loginEvent(name ?? null, name ? tenant : null, 429, clientAddr));
+      throw err;
+    }
+    const user = name && (await tenants.exists(tenant)) ? await directory.user(tenant, name) : undefined;
+    const ok = await verifyPassword(password, user?.passwordHash);
+    if (!ok || !user?.passwordHash || !name) {
+      await throttle.failed(who, clientAddr);
+      await audit(loginEvent(name ?? null, name ? tenant : null, 401, clientAddr));
+      throw new ApiError('unauthorized', 'Cannot log in: unknown user or wrong password', { code: 'bad-credentials', path: '/v1/login' });
+    }
+    await throttle.succeeded(who, clientAddr);
+    const issued = await issueToken(store, { user: name, tenant, credential: credentialOf(user.passwordHash) }, now(), settings.tokenTtlSeconds);
+    await audit(loginEvent(name, tenant, 200, clientAddr));
+    const { id: _id, ...reply } = issued;
+    return reply;
+  }
+
+  async function authenticate(header: string | undefined): Promise<Principal> {
+    if (header === undefined || header.trim() === '') throw unauthorized('Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)', 'missing-token');
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    if (!m?.[1]) throw unauthorized('Cannot authenticate: the Authorization header must be Bearer <token>', 'bad-authorization');
+    const token = m[1];
+    if (!looksLikeToken(token)) throw unauthorized('Cannot authenticate: the token is not one this server issued; log in again', 'invalid-token');
+    const id = tokenId(token);
+    const rec = await lookupToken(store, id, now());
+    if (!rec) throw unauthorized('Cannot authenticate: the token is unknown or expired; log in again', 'invalid-token');
+    // The user, its tenant and its password must still be what they were at login.
+    const user = (await tenants.exists(rec.tenant)) ? await directory.user(rec.tenant, rec.user) : undefined;
+    if (!user?.passwordHash || credentialOf(user.passwordHash) !== rec.credential) {
+      throw unauthorized('Cannot authenticate: the token\'s user, tenant or password has changed; log in again', 'invalid-token');
+    }
+    const [policies, reach] = await Promise.all([directory.policies(rec.tenant, user.policies), directory.reach(rec.tenant)]);
+    return { user: rec.user, tenant: rec.tenant, tokenId: id, expires: rec.expires, policies, tenants: reach };
+  }
+
+  async function refresh(principal: Principal): Promise<TokenReply> {
+    const rec = await lookupToken(store, principal.tokenId, now());
+    if (!rec) throw unauthorized('Cannot refresh the token: it is unknown or expired; log in again', 'invalid-token');
+    const issued = await issueToken(store, { user: rec.user, tenant: rec.tenant, credential: rec.credential }, now(), settings.tokenTtlSeconds);
+    await revokeToken(store, principal.tokenId);
+    const { id: _id, ...reply } = issued;
+    return reply;
+  }
+
+  function check(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
+    if (tenant !== undefined && !principal.tenants.has(tenant)) {
+      return new ApiError('not-found', `Cannot find ${absolutePath}`, { code: 'not-found', path: absolutePath });
+    }
+    const d = decide(principal.policies, absolutePath, op);
+    if (d.allowed) return undefined;
+    const why = d.rule ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})` : 'no policy of this user allows it';
+    return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: ${why}`, {
+      code: 'forbidden',
+      path: absolutePath,
+      operation: op,
+      ...(d.rule ? { rule: d.rule.origin } : {}),
+    });
+  }
+
+  return {
+    tenants,
+    login,
+    authenticate,
+    refresh,
+    authorize(principal, absolutePath, op, tenant) {
+      const err = check(principal, absolutePath, op, tenant);
+      if (err) throw err;
+    },
+    allows: (principal, absolutePath, op, tenant) => check(principal, absolutePath, op, tenant) === undefined,
+    bootstrap: () => bootstrapAdmin({ store, rootTenant: root, adminPassword: settings.adminPassword, now, ...(opts.announce ? { announce: opts.announce } : {}) }),
+    prepareUserForStore,
+    audit,
+    close: directory.close,
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Policies: named lists of rules `{path, operations, effect}` stored at
+ * `/v1/config/system/policies/<name>`. A principal's policies are compiled once into one
+ * list of rules sorted most specific first (deny before allow when equally specific); a
+ * decision is then the first rule that matches the path and lists the operation. No
+ * matching rule means deny.
+ */
+import { ApiError, combine } from '../errors.js';
+import { isObject, type JsonObject } from '../json.js';
+import { compareSpecificity, isProblem, matches, parsePattern, splitPath, type PathPattern } from './patterns.js';
+
+export const operations = ['read', 'create', 'update', 'delete', 'execute'] as const;
+export type Operation = (typeof operations)[number];
+export type Effect = 'allow' | 'deny';
+
+export type CompiledRule = {
+  pattern: PathPattern;
+  operations: ReadonlySet<Operation>;
+  effect: Effect;
+  /** Where the rule came from, for error-info: `<policy>#<index>`. */
+  origin: string;
+};
+
+export type CompiledPolicies = { readonly names: readonly string[]; readonly rules: readonly CompiledRule[] };
+
+/** Built-in policy `admin`: everything in the own tenant tree (and, through it, subtenants). */
+export const adminPolicyName = 'admin';
+export const adminPolicy: JsonObject = {
+  name: adminPolicyName,
+  rules: [{ path: '/**', operations: [...operations], effect: 'allow' }],
+};
+
+function isOperation(v: unknown): v is Operation {
+  return typeof v === 'string' && (operations as readonly string[]).includes(v);
+}
+
+/**
+ * Every problem of a policy object, each naming its field path (e.g. `/rules/2/path`) and,
+ * for patterns, the character position. Empty when the policy is valid.
+ */
+export function policyProblems(obj: unknown): ApiError[] {
+  const bad = (message: string, path: string, extra?: { position?: number; code?: string }) =>
+    new ApiError('invalid-value', message, { code: extra?.code ?? 'invalid-policy', path, ...(extra?.position !== undefined ? { position: extra.position } : {}) });
+  if (!isObject(obj)) return [bad('Cannot accept the policy: it must be an object with name and rules', '')];
+  const rules = obj.rules;
+  if (!Array.isArray(rules)) return [bad('Cannot accept the policy: rules must be a list of {path, operations, effect}', '/rules')];
+  const problems: ApiError[] = [];
+  rules.forEach((rule, i) => {
+    const at = `/rules/${i}`;
+    if (!isObject(rule)) { problems.push(bad(`Cannot accept rule ${i}: it must be an object {path, operations, effect}`, at)); return; }
+    if (typeof rule.path !== 'string') problems.push(bad(`Cannot accept rule ${i}: path must be a string such as /v1/config/volga/**`, `${at}/path`));
+    else {
+      const p = parsePattern(rule.path);
+      if (isProblem(p)) problems.push(bad(`Cannot accept rule ${i} path ${JSON.stringify(rule.path)}: ${p.reason} at position ${p.position}`, `${at}/path`, { position: p.position, code: 'bad-pattern' }));
+    }
+    if (!Array.isArray(rule.operations) || rule.operations.length === 0) {
+      problems.push(bad(`Cannot accept rule ${i}: operations must be a non-empty list of ${operations.join(', ')}`, `${at}/operations`));
+    } else {
+      rule.operations.forEach((op, j) => {
+        if (!isOperation(op)) problems.push(bad(`Cannot accept rule ${i}: operation ${JSON.stringify(op)} is not one of ${operations.join(', ')}`, `${at}/operations/${j}`));
+      });
+    }
+    if (rule.effect !== 'allow' && rule.effect !== 'deny') problems.push(bad(`Cannot accept rule ${i}: effect must be allow or deny`, `${at}/effect`));
+  });
+  return problems;
+}
+
+/** Throws one 400 listing every problem (the write path calls this before storing a policy). */
+export function validatePolicy(obj: unknown): void {
+  const problems = policyProblems(obj);
+  if (problems.length > 0) throw combine(problems);
+}
+
+/**
+ * Compiles the named policies (already fetched; a missing or invalid one contributes no
+ * rule, which can only deny more). Rules are sorted once here, never per request.
+ */
+export function compilePolicies(named: ReadonlyArray<{ name: string; value: unknown }>): CompiledPolicies {
+  const rules: CompiledRule[] = [];
+  for (const { name, value } of named) {
+    if (!isObject(value) || policyProblems(value).length > 0 || !Array.isArray(value.rules)) continue;
+    value.rules.forEach((rule, i) => {
+      if (!isObject(rule) || typeof rule.path !== 'string' || !Array.isArray(rule.operations)) return;
+      const pattern = parsePattern(rule.path);
+      if (isProblem(pattern)) return;
+      rules.push({
+        pattern,
+        operations: new Set(rule.operations.filter(isOperation)),
+        effect: rule.effect === 'allow' ? 'allow' : 'deny',
+        origin: `${name}#${i}`,
+      });
+    });
+  }
+  rules.sort((a, b) => compareSpecificity(a.pattern, b.pattern) || (a.effect === b.effect ? 0 : a.effect === 'deny' ? -1 : 1));
+  return { names: named.map((n) => n.name), rules };
+}
+
+export type Decision = { allowed: boolean; rule: CompiledRule | undefined };
+
+/** The decision for `op` on an absolute API path (`/v1/config/...`, query string ignored). */
+export function decide(policies: CompiledPolicies, absolutePath: string, op: Operation): Decision {
+  const path = splitPath(absolutePath.split('?')[0] ?? '');
+  // Dot components could make a pattern match a path that names something else: never allowed.
+  if (path.some((s) => s === '.' || s === '..')) return { allowed: false, rule: undefined };
+  for (const rule of policies.rules) {
+    if (rule.operations.has(op) && matches(rule.pattern, path)) return { allowed: rule.effect === 'allow', rule };
+  }
+  return { allowed: false, rule: undefined };
+}

@@ -1,0 +1,71 @@
+/**
+ * Who is calling: the Principal built from a token, with the caller's policies compiled once
+ * (cached per tenant and policy list, dropped when a user, policy or tenant object changes)
+ * and the set of tenants it reaches (its own and every subtenant below it).
+ */
+import { configKey, splitKey } from '../model/keys.js';
+import type { Store } from '../store/store.js';
+import { createAsyncCache } from './cache.js';
+import { adminPolicy, adminPolicyName, compilePolicies, type CompiledPolicies } from './policies.js';
+import type { TenantTree } from './tenants.js';
+import { tenantsPath } from './tenants.js';
+import { policiesPath, readUser, usersPath, type UserRecord } from './users.js';
+
+export type Principal = {
+  user: string;
+  tenant: string;
+  /** Hex SHA-256 of the bearer token (never the token itself). */
+  tokenId: string;
+  /** Milliseconds since the epoch. */
+  expires: number;
+  policies: CompiledPolicies;
+  /** The principal's tenant and every tenant below it. */
+  tenants: ReadonlySet<string>;
+};
+
+export type Directory = {
+  user(tenant: string, name: string): Promise<UserRecord | undefined>;
+  policies(tenant: string, names: readonly string[]): Promise<CompiledPolicies>;
+  reach(tenant: string): Promise<ReadonlySet<string>>;
+  /** Stops listening to store changes. */
+  close(): void;
+};
+
+export function createDirectory(store: Store, tenants: TenantTree): Directory {
+  const users = createAsyncCache<UserRecord | undefined>();
+  const compiled = createAsyncCache<CompiledPolicies>();
+  const reaches = createAsyncCache<ReadonlySet<string>>();
+
+  const unsubscribe = store.onChange((keys) => {
+    for (const key of keys) {
+      const { path } = splitKey(key);
+      if (path.startsWith(usersPath + '/')) users.delete(key);
+      // A user's policy list changed too: compiled sets are keyed by names, so only policy
+      // objects themselves invalidate them.
+      if (path.startsWith(policiesPath + '/') || path === policiesPath) compiled.clear();
+      if (path.startsWith(tenantsPath + '/') || path === tenantsPath) { tenants.invalidate(); reaches.clear(); users.clear(); }
+    }
+  });
+
+  return {
+    user(tenant, name) {
+      const key = configKey(tenant, `${usersPath}/${name}`);
+      return users.get(key, async () => readUser(name, (await store.get(key))?.value));
+    },
+    policies(tenant, names) {
+      const sorted = [...new Set(names)].sort();
+      return compiled.get(`${tenant}|${sorted.join(',')}`, async () => {
+        const named = await Promise.all(sorted.map(async (name) => ({
+          name,
+          // The built-in admin policy cannot be redefined: a stored one would risk a lock-out.
+          value: name === adminPolicyName ? adminPolicy : (await store.get(configKey(tenant, `${policiesPath}/${name}`)))?.value,
+        })));
+        return compilePolicies(named);
+      });
+    },
+    reach(tenant) {
+      return reaches.get(tenant, async () => new Set([tenant, ...(await tenants.descendants(tenant))]));
+    },
+    close: unsubscribe,
+  };
+}
