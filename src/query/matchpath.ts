@@ -1,0 +1,62 @@
+/**
+ * `match-path` (seed 4.2): a '/'-separated path where `*` matches exactly one component and
+ * `**`, only as the last component, matches one or more further components. A leading '/' is
+ * optional on both the pattern and the tested path; one trailing '/' is ignored.
+ * `prefix` is the literal part before the first wildcard, so callers can narrow a store listing
+ * instead of testing every object.
+ */
+import { queryError } from './error.js';
+
+export type MatchPath = ((path: string) => boolean) & { readonly prefix: string; readonly source: string };
+
+type Component = { text: string; pos: number };
+
+function components(text: string): Component[] {
+  let start = text.startsWith('/') ? 1 : 0;
+  const end = text.length > start && text.endsWith('/') ? text.length - 1 : text.length;
+  const out: Component[] = [];
+  if (start >= end) return out;
+  for (;;) {
+    const slash = text.indexOf('/', start);
+    const stop = slash < 0 || slash > end ? end : slash;
+    out.push({ text: text.slice(start, stop), pos: start });
+    if (stop >= end) return out;
+    start = stop + 1;
+  }
+}
+
+function split(path: string): string[] {
+  const trimmed = path.replace(/^\/+/, '').replace(/\/$/, '');
+  return trimmed === '' ? [] : trimmed.split('/');
+}
+
+export function compileMatchPath(text: string): MatchPath {
+  const parts = components(text);
+  if (parts.length === 0) throw queryError('match-path', 'empty', 0, 'the path has no component');
+  parts.forEach((c, i) => {
+    if (c.text === '') throw queryError('match-path', 'empty-component', c.pos, 'a path component is empty (two slashes in a row)');
+    if (c.text === '**' && i !== parts.length - 1) throw queryError('match-path', 'descendant-not-last', c.pos, "'**' may only be the last component");
+  });
+  const pattern = parts.map((c) => c.text);
+  const last = pattern[pattern.length - 1];
+  const descendants = last === '**';
+  const fixed = descendants ? pattern.slice(0, -1) : pattern;
+  const firstWild = pattern.findIndex((c) => c === '*' || c === '**');
+  const literal = firstWild < 0 ? pattern : pattern.slice(0, firstWild);
+
+  const test = (path: string): boolean => {
+    const got = split(path);
+    if (descendants ? got.length <= fixed.length : got.length !== fixed.length) return false;
+    for (let i = 0; i < fixed.length; i++) {
+      const want = fixed[i];
+      if (want !== '*' && want !== got[i]) return false;
+    }
+    return true;
+  };
+  return Object.assign(test, { prefix: '/' + literal.join('/'), source: text });
+}
+
+/** The longest literal leading part of a match-path, e.g. `/v1/config/sites` for `/v1/config/sites/*`. */
+export function matchPathPrefix(text: string): string {
+  return compileMatchPath(text).prefix;
+}

@@ -1,0 +1,138 @@
+/**
+ * The XPath 1.0 data model over JSON, and the conversions and comparisons of XPath §3.4, §4.
+ *
+ * A JSON object is an element whose children are its fields; a field holding an array is
+ * several sibling elements of the same name (nested arrays flatten); a scalar is an element
+ * whose text is the scalar as XML would print it (`true`, `42`, `null` → empty). The
+ * string-value of an object is the concatenation of its descendants' text, in order.
+ */
+import { isObject, type Json } from '../json.js';
+
+export class XNode {
+  constructor(readonly name: string, readonly value: Json, readonly parent: XNode | null) {}
+}
+
+export type NodeSet = XNode[];
+export type XValue = number | string | boolean | NodeSet;
+
+function scalarText(v: Json): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number') return numberToString(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return '';
+}
+
+function deepText(v: Json): string {
+  if (Array.isArray(v)) return v.map(deepText).join('');
+  if (isObject(v)) {
+    let s = '';
+    for (const k in v) { const c = v[k]; if (c !== undefined) s += deepText(c); }
+    return s;
+  }
+  return scalarText(v);
+}
+
+export function stringValue(n: XNode): string {
+  const v = n.value;
+  return typeof v === 'string' ? v : deepText(v);
+}
+
+/** XPath `string(number)`: integers without '.0', no exponent notation, NaN/Infinity spelled out. */
+export function numberToString(n: number): string {
+  if (Number.isNaN(n)) return 'NaN';
+  if (n === Infinity) return 'Infinity';
+  if (n === -Infinity) return '-Infinity';
+  if (Object.is(n, -0)) return '0';
+  const s = String(n);
+  if (!s.includes('e')) return s;
+  if (Number.isInteger(n)) return BigInt(n).toString();
+  return n.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+/** XPath `number(string)`: optional blanks, optional '-', digits with an optional fraction. */
+const numberSyntax = /^\s*-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*$/;
+export function stringToNumber(s: string): number {
+  return numberSyntax.test(s) ? Number(s) : NaN;
+}
+
+export function toStr(v: XValue): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number') return numberToString(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  const first = v[0];
+  return first ? stringValue(first) : '';
+}
+
+export function toNum(v: XValue): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return stringToNumber(typeof v === 'string' ? v : toStr(v));
+}
+
+export function toBool(v: XValue): boolean {
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'number') return v !== 0 && !Number.isNaN(v);
+  return v.length > 0;
+}
+
+export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
+
+function numbers(op: CompareOp, a: number, b: number): boolean {
+  switch (op) {
+    case '=': return a === b;
+    case '!=': return a !== b;
+    case '<': return a < b;
+    case '<=': return a <= b;
+    case '>': return a > b;
+    case '>=': return a >= b;
+  }
+}
+
+/** Comparison of two values none of which is a node-set (§3.4, last paragraphs). */
+function atoms(op: CompareOp, a: string | number | boolean, b: string | number | boolean): boolean {
+  if (op === '=' || op === '!=') {
+    let eq: boolean;
+    if (typeof a === 'boolean' || typeof b === 'boolean') eq = toBool(a) === toBool(b);
+    else if (typeof a === 'number' || typeof b === 'number') eq = toNum(a) === toNum(b);
+    else eq = a === b;
+    return op === '=' ? eq : !eq;
+  }
+  return numbers(op, toNum(a), toNum(b));
+}
+
+/** Some node n of `set` with `n op atom` (the node on the left). */
+function setAtom(op: CompareOp, set: NodeSet, atom: string | number | boolean): boolean {
+  if (typeof atom === 'boolean') return atoms(op, set.length > 0, atom);
+  if (typeof atom === 'number') {
+    for (const n of set) if (numbers(op, stringToNumber(stringValue(n)), atom)) return true;
+    return false;
+  }
+  if (op === '=' || op === '!=') {
+    for (const n of set) if ((stringValue(n) === atom) === (op === '=')) return true;
+    return false;
+  }
+  const b = stringToNumber(atom);
+  for (const n of set) if (numbers(op, stringToNumber(stringValue(n)), b)) return true;
+  return false;
+}
+
+const flipped: Record<CompareOp, CompareOp> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+
+export function compare(op: CompareOp, a: XValue, b: XValue): boolean {
+  const aSet = Array.isArray(a);
+  const bSet = Array.isArray(b);
+  if (aSet && bSet) {
+    if (a.length === 0 || b.length === 0) return false;
+    const right = b.map(stringValue);
+    for (const n of a) {
+      const s = stringValue(n);
+      for (const t of right) {
+        if (op === '=' ? s === t : op === '!=' ? s !== t : numbers(op, stringToNumber(s), stringToNumber(t))) return true;
+      }
+    }
+    return false;
+  }
+  if (aSet) return setAtom(op, a, b as string | number | boolean);
+  if (bSet) return setAtom(flipped[op], b, a);
+  return atoms(op, a, b);
+}

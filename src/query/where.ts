@@ -1,0 +1,21 @@
+/**
+ * `where` (seed 4.7): a subset of XPath 1.0 evaluated against each list entry.
+ * lexer (where-lexer) → parser (where-parser) → closures (where-eval, where-functions) over
+ * the JSON-as-XML model of where-values. Compile once per request; `test` per entry.
+ */
+import type { Json } from '../json.js';
+import { lexWhere } from './where-lexer.js';
+import { WhereParser } from './where-parser.js';
+import { compileExpr } from './where-eval.js';
+import { toBool, XNode } from './where-values.js';
+
+export type WherePredicate = { readonly source: string; test(node: Json): boolean };
+
+/** Throws ApiError('invalid-query', {code, position, parameter:'where'}) on any problem. */
+export function compileWhere(text: string): WherePredicate {
+  const fn = compileExpr(new WhereParser(lexWhere(text)).parse());
+  return {
+    source: text,
+    test: (node) => toBool(fn(new XNode('', node, null), 1, 1)),
+  };
+}
