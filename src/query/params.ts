@@ -54,7 +54,7 @@ function bad(parameter: string, code: string, message: string): ApiError {
   return new ApiError('invalid-query', `Cannot use the ${parameter} parameter: ${message}`, { code, parameter });
 }
 
-function oneOf<T extends string>(parameter: string, value: string, allowed: readonly T[]): T {
+function oneOf<const T extends string>(parameter: string, value: string, allowed: readonly T[]): T {
   const hit = allowed.find((a) => a === value);
   if (hit === undefined) throw bad(parameter, 'bad-value', `${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
   return hit;
