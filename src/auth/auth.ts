@@ -131,12 +131,15 @@ export function createAuth(opts: AuthOptions): Auth {
     }
     const d = decide(principal.policies, absolutePath, op);
     if (d.allowed) return undefined;
-    const why = d.rule ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})` : 'no policy of this user allows it';
+    const why = d.invalidPolicy !== undefined
+      ? `policy ${d.invalidPolicy} of this user is not valid, so everything is denied until it is fixed`
+      : d.rule ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})` : 'no policy of this user allows it';
     return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: ${why}`, {
       code: 'forbidden',
       path: absolutePath,
       operation: op,
       ...(d.rule ? { rule: d.rule.origin } : {}),
+      ...(d.invalidPolicy !== undefined ? { 'invalid-policy': d.invalidPolicy } : {}),
     });
   }
 

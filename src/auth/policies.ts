@@ -21,7 +21,12 @@ export type CompiledRule = {
   origin: string;
 };
 
-export type CompiledPolicies = { readonly names: readonly string[]; readonly rules: readonly CompiledRule[] };
+export type CompiledPolicies = {
+  readonly names: readonly string[];
+  readonly rules: readonly CompiledRule[];
+  /** Stored policies that are not valid: while there is one, everything is denied. */
+  readonly invalid: readonly string[];
+};
 
 /** Built-in policy `admin`: everything in the own tenant tree (and, through it, subtenants). */
 export const adminPolicyName = 'admin';
@@ -72,13 +77,16 @@ export function validatePolicy(obj: unknown): void {
 }
 
 /**
- * Compiles the named policies (already fetched; a missing or invalid one contributes no
- * rule, which can only deny more). Rules are sorted once here, never per request.
+ * Compiles the named policies (already fetched). A missing one contributes no rule. An
+ * invalid one (written around validatePolicy) fails closed: skipping it could drop a deny
+ * rule and allow more than intended. Rules are sorted once here, never per request.
  */
 export function compilePolicies(named: ReadonlyArray<{ name: string; value: unknown }>): CompiledPolicies {
   const rules: CompiledRule[] = [];
+  const invalid: string[] = [];
   for (const { name, value } of named) {
-    if (!isObject(value) || policyProblems(value).length > 0 || !Array.isArray(value.rules)) continue;
+    if (value === undefined) continue;
+    if (!isObject(value) || policyProblems(value).length > 0 || !Array.isArray(value.rules)) { invalid.push(name); continue; }
     value.rules.forEach((rule, i) => {
       if (!isObject(rule) || typeof rule.path !== 'string' || !Array.isArray(rule.operations)) return;
       const pattern = parsePattern(rule.path);
@@ -92,13 +100,15 @@ export function compilePolicies(named: ReadonlyArray<{ name: string; value: unkn
     });
   }
   rules.sort((a, b) => compareSpecificity(a.pattern, b.pattern) || (a.effect === b.effect ? 0 : a.effect === 'deny' ? -1 : 1));
-  return { names: named.map((n) => n.name), rules };
+  return { names: named.map((n) => n.name), rules, invalid };
 }
 
-export type Decision = { allowed: boolean; rule: CompiledRule | undefined };
+export type Decision = { allowed: boolean; rule: CompiledRule | undefined; invalidPolicy?: string };
 
 /** The decision for `op` on an absolute API path (`/v1/config/...`, query string ignored). */
 export function decide(policies: CompiledPolicies, absolutePath: string, op: Operation): Decision {
+  const broken = policies.invalid[0];
+  if (broken !== undefined) return { allowed: false, rule: undefined, invalidPolicy: broken };
   const path = splitPath(absolutePath.split('?')[0] ?? '');
   // Dot components could make a pattern match a path that names something else: never allowed.
   if (path.some((s) => s === '.' || s === '..')) return { allowed: false, rule: undefined };

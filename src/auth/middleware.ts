@@ -1,0 +1,20 @@
+/**
+ * Bearer authentication for every path except POST /v1/login: sets `principal` for the
+ * handlers, or throws 401 (ApiError with `WWW-Authenticate: Bearer`), which the app's error
+ * handler renders in the negotiated encoding.
+ */
+import type { MiddlewareHandler } from 'hono';
+import type { Auth } from './auth.js';
+import type { Principal } from './principal.js';
+
+export type AuthVariables = { principal: Principal };
+
+export const publicPaths: ReadonlySet<string> = new Set(['/v1/login']);
+
+export function authMiddleware(auth: Auth): MiddlewareHandler<{ Variables: AuthVariables }> {
+  return async (c, next) => {
+    if (publicPaths.has(c.req.path)) return next();
+    c.set('principal', await auth.authenticate(c.req.header('authorization')));
+    return next();
+  };
+}

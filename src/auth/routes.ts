@@ -1,0 +1,56 @@
+/**
+ * POST /v1/login {username, password} → {token, expires-in, expires, creation-time}, and
+ * POST /v1/state/strongbox/token/refresh (same reply, for the caller's own token: any
+ * authenticated user may refresh, no policy needed). Token replies are never cached.
+ */
+import { Hono, type Context } from 'hono';
+import { parseBody } from '../api/body.js';
+import { contentTypeOf, encode, negotiate } from '../api/reply.js';
+import { ApiError } from '../errors.js';
+import { isObject } from '../json.js';
+import type { Auth } from './auth.js';
+import { clientAddress } from './client.js';
+import type { AuthVariables } from './middleware.js';
+import type { TokenReply } from './tokens.js';
+
+/** A login body is two short strings; anything much larger is not one. */
+const maxLoginBytes = 16 * 1024;
+
+async function readCredentials(c: Context): Promise<{ username: string; password: string }> {
+  const declared = Number(c.req.header('content-length') ?? 0);
+  if (declared > maxLoginBytes) throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, { code: 'too-large', path: '/v1/login' });
+  const text = await c.req.text();
+  if (text.length > maxLoginBytes) throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, { code: 'too-large', path: '/v1/login' });
+  const { docs } = parseBody(text, c.req.header('content-type'));
+  const body = docs[0];
+  if (docs.length !== 1 || !isObject(body)) throw new ApiError('invalid-document', 'Cannot log in: the body must be one object {username, password}', { code: 'invalid-login', path: '' });
+  for (const field of ['username', 'password'] as const) {
+    if (typeof body[field] !== 'string' || body[field] === '') {
+      throw new ApiError('invalid-value', `Cannot log in: ${field} must be a non-empty string`, { code: 'invalid-login', path: `/${field}` });
+    }
+  }
+  const extra = Object.keys(body).find((k) => k !== 'username' && k !== 'password');
+  if (extra !== undefined) throw new ApiError('invalid-value', `Cannot log in: unknown field ${JSON.stringify(extra)}; send only username and password`, { code: 'invalid-login', path: `/${extra}` });
+  return { username: String(body.username), password: String(body.password) };
+}
+
+function tokenReply(c: Context, reply: TokenReply): Response {
+  const format = negotiate(c.req.header('accept'));
+  return new Response(encode(reply, format), { status: 200, headers: { 'content-type': contentTypeOf(format), 'cache-control': 'no-store' } });
+}
+
+export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
+  const app = new Hono<{ Variables: AuthVariables }>();
+  app.post('/v1/login', async (c) => {
+    // Negotiate first: a 406 must not cost a login attempt.
+    negotiate(c.req.header('accept'));
+    const { username, password } = await readCredentials(c);
+    return tokenReply(c, await auth.login(username, password, clientAddress(c)));
+  });
+  app.post('/v1/state/strongbox/token/refresh', async (c) => {
+    // The principal is set by authMiddleware; authenticate here when mounted without it.
+    const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
+    return tokenReply(c, await auth.refresh(principal));
+  });
+  return app;
+}
