@@ -1,0 +1,113 @@
+/**
+ * MSG (CONTRACT §4): `{time, mtime, seqno, remain, producer-name, host, origin, payload}` built
+ * from one stream entry. Optional entry fields that are absent are left out of the object and
+ * expand to '' as MSG_* variables. The JSON text is made once, lazily: filters and `${MSG}`
+ * share it, and an exporter without filters that never names MSG never pays for it.
+ */
+import type { Json, JsonObject } from '../json.js';
+import type { StreamEntry } from '../bus/bus.js';
+
+function parsePayload(text: string): Json {
+  // Only text that can start a JSON value is tried, so plain strings skip the exception path.
+  const c = text.charCodeAt(0);
+  const maybe = c === 123 || c === 91 || c === 34 || c === 45 || (c >= 48 && c <= 57) || text === 'true' || text === 'false' || text === 'null';
+  if (!maybe) return text;
+  try {
+    return JSON.parse(text) as Json;
+  } catch {
+    return text;
+  }
+}
+
+export class Message {
+  readonly topic: string;
+  readonly entry: StreamEntry;
+  readonly remain: number;
+  readonly mtime: number;
+  readonly payload: Json;
+  private objectCache: JsonObject | undefined;
+  private textCache: string | undefined;
+  private payloadTextCache: string | undefined;
+
+  constructor(topic: string, entry: StreamEntry, remain: number) {
+    this.topic = topic;
+    this.entry = entry;
+    this.remain = remain;
+    const dash = entry.id.indexOf('-');
+    this.mtime = Number(dash < 0 ? entry.id : entry.id.slice(0, dash));
+    this.payload = parsePayload(entry.fields.payload ?? '');
+  }
+
+  get time(): string {
+    const t = this.entry.fields.time;
+    if (t !== undefined) return t;
+    return new Date(this.mtime).toISOString();
+  }
+
+  get object(): JsonObject {
+    if (this.objectCache) return this.objectCache;
+    const o: JsonObject = { time: this.time, mtime: this.mtime, seqno: this.entry.id, remain: this.remain };
+    for (const k of ['producer-name', 'host', 'origin'] as const) {
+      const v = this.entry.fields[k];
+      if (v !== undefined) o[k] = v;
+    }
+    o.payload = this.payload;
+    this.objectCache = o;
+    return o;
+  }
+
+  /** The JSON serialisation of MSG that filters test and `${MSG}` expands to. */
+  get text(): string {
+    if (this.textCache === undefined) this.textCache = JSON.stringify(this.object);
+    return this.textCache;
+  }
+
+  /** MSG_PAYLOAD: strings as is, other JSON values as their JSON text. */
+  get payloadText(): string {
+    if (this.payloadTextCache === undefined) {
+      this.payloadTextCache = typeof this.payload === 'string' ? this.payload : JSON.stringify(this.payload);
+    }
+    return this.payloadTextCache;
+  }
+
+  /** Built-in message variables; undefined for any other name. */
+  variable(name: string): string | undefined {
+    switch (name) {
+      case 'MSG': return this.text;
+      case 'TOPIC': return this.topic;
+      case 'MSG_PAYLOAD': return this.payloadText;
+      case 'MSG_SEQNO': return this.entry.id;
+      case 'MSG_MTIME': return String(this.mtime);
+      case 'MSG_TIME': return this.time;
+      case 'MSG_REMAIN': return String(this.remain);
+      case 'MSG_HOST': return this.entry.fields.host ?? '';
+      case 'MSG_ORIGIN': return this.entry.fields.origin ?? '';
+      case 'MSG_PRODUCER_NAME': return this.entry.fields['producer-name'] ?? '';
+      default: return undefined;
+    }
+  }
+}
+
+/** RFC 6901: "/a/b~1c" → ['a', 'b/c']; '' is the whole document. */
+export function parsePointer(pointer: string): string[] | undefined {
+  if (pointer === '') return [];
+  if (!pointer.startsWith('/')) return undefined;
+  return pointer.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+/** The value at the pointer as variable text (strings as is, other JSON as JSON text), or undefined. */
+export function resolvePointer(doc: Json, tokens: readonly string[]): string | undefined {
+  let cur: Json | undefined = doc;
+  for (const t of tokens) {
+    if (Array.isArray(cur)) {
+      if (!/^(0|[1-9]\d*)$/.test(t)) return undefined;
+      cur = cur[Number(t)];
+    } else if (cur !== null && typeof cur === 'object') {
+      cur = Object.prototype.hasOwnProperty.call(cur, t) ? cur[t] : undefined;
+    } else {
+      return undefined;
+    }
+    if (cur === undefined) return undefined;
+  }
+  return typeof cur === 'string' ? cur : JSON.stringify(cur);
+}

@@ -1,0 +1,53 @@
+/**
+ * Whether an exporter runs at this site (CONTRACT §2 `site-placement`): exactly one of
+ * all-sites, sites, application-deployments (the sites those deployments select) and
+ * match-site-labels. Label expressions are compiled once per text and cached, since the
+ * supervisor re-evaluates placement at every relevant configuration change.
+ */
+import { isObject, type JsonObject } from '../json.js';
+import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
+import type { SiteContext } from './system-vars.js';
+
+const compiled = new Map<string, LabelMatcher | Error>();
+
+function matcher(text: string): LabelMatcher | Error {
+  let m = compiled.get(text);
+  if (!m) {
+    try { m = compileLabelExpr(text); } catch (err) { m = err instanceof Error ? err : new Error(String(err)); }
+    if (compiled.size > 10_000) compiled.clear();
+    compiled.set(text, m);
+  }
+  return m;
+}
+
+export type Placement = { placed: true } | { placed: false; reason: string } | { placed: 'invalid'; reason: string };
+
+export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
+  if (!isObject(sitePlacement)) return { placed: 'invalid', reason: 'site-placement is missing' };
+  const p: JsonObject = sitePlacement;
+  if ('all-sites' in p) {
+    // Both `all-sites: true` and the seed example's `all-sites: {all-sites: true}` mean all.
+    const v = p['all-sites'];
+    const all = v === true || (isObject(v) && v['all-sites'] === true);
+    return all ? { placed: true } : { placed: false, reason: 'all-sites is false' };
+  }
+  if (Array.isArray(p.sites)) {
+    return p.sites.includes(ctx.site) ? { placed: true } : { placed: false, reason: `site ${ctx.site} is not listed in site-placement/sites` };
+  }
+  if (Array.isArray(p['application-deployments'])) {
+    for (const name of p['application-deployments']) {
+      if (typeof name !== 'string') continue;
+      const expr = ctx.deployments.get(name);
+      if (expr === undefined) continue;
+      const m = matcher(expr);
+      if (!(m instanceof Error) && m.test(ctx.labels)) return { placed: true };
+    }
+    return { placed: false, reason: `no listed application deployment selects site ${ctx.site}` };
+  }
+  if (typeof p['match-site-labels'] === 'string') {
+    const m = matcher(p['match-site-labels']);
+    if (m instanceof Error) return { placed: 'invalid', reason: `site-placement/match-site-labels: ${m.message}` };
+    return m.test(ctx.labels) ? { placed: true } : { placed: false, reason: `site ${ctx.site} labels do not match site-placement/match-site-labels` };
+  }
+  return { placed: 'invalid', reason: 'site-placement names none of all-sites, sites, application-deployments, match-site-labels' };
+}

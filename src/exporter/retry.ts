@@ -1,0 +1,54 @@
+/**
+ * Retry timing of failing POSTs (CONTRACT §3): capped exponential back-off with jitter from
+ * `retry-interval` (default 1s) to `max-retry-interval` (default 60s); a `Retry-After`
+ * header (seconds or an HTTP date) replaces the computed delay, capped at the maximum.
+ */
+import { ApiError } from '../errors.js';
+
+const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** `250ms`, `1s`, `5m`, `1h` → milliseconds; throws a 400 naming the field. */
+export function parseDuration(text: string, field: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
+  if (!m) {
+    throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(text)} as ${field}: write a number and a unit (ms, s, m, h), e.g. 250ms or 5m`, { code: 'invalid-duration', path: field, position: 0 });
+  }
+  return Math.round(Number(m[1]) * units[m[2] as keyof typeof units]);
+}
+
+export type RetryPolicy = {
+  /** Attempts in all, 0 = without limit. */
+  tries: number;
+  baseMs: number;
+  maxMs: number;
+};
+
+/** Delay before attempt `attempt + 1` (attempt counts from 1): base·2^(attempt-1), capped, ±20 % jitter. */
+export function backoffMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const exp = policy.baseMs * 2 ** Math.min(attempt - 1, 30);
+  const capped = Math.min(exp, policy.maxMs);
+  // Jitter spreads retries of many exporters hitting the same broken endpoint.
+  const jittered = capped * (0.8 + 0.4 * random());
+  return Math.max(0, Math.min(Math.round(jittered), policy.maxMs));
+}
+
+/** Retry-After as milliseconds from `now`, or undefined when absent or unreadable. */
+export function retryAfterMs(header: string | undefined, now: number): number | undefined {
+  if (header === undefined) return undefined;
+  const text = header.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** The wait before the next attempt: Retry-After when given, else back-off; never above maxMs. */
+export function nextDelayMs(policy: RetryPolicy, attempt: number, retryAfter: number | undefined, random?: () => number): number {
+  if (retryAfter !== undefined) return Math.min(retryAfter, policy.maxMs);
+  return backoffMs(policy, attempt, random);
+}
+
+/** True when another attempt is allowed after `attempt` failed ones. */
+export function mayRetry(policy: RetryPolicy, attempt: number): boolean {
+  return policy.tries === 0 || attempt < policy.tries;
+}

@@ -1,0 +1,93 @@
+/**
+ * POSTs with undici. One shared Agent per TLS profile (the four TLS fields), never one per
+ * message or per exporter, so connections are pooled across exporters that talk alike.
+ * Every response body is dumped so sockets return to the pool; each attempt has its own
+ * header and body timeouts so a hanging server counts as a failed attempt.
+ */
+import { checkServerIdentity, rootCertificates, type PeerCertificate } from 'node:tls';
+import { Agent, request } from 'undici';
+
+export type TlsProfile = {
+  verify: boolean;
+  ca: string | undefined;
+  useRootCerts: boolean;
+  serverName: string | undefined;
+};
+
+const agents = new Map<string, Agent>();
+
+function connectOptions(p: TlsProfile): Record<string, unknown> {
+  const opts: Record<string, unknown> = { rejectUnauthorized: p.verify };
+  // Node's default trust is the root bundle; giving `ca` replaces it, hence the concatenation.
+  if (p.ca !== undefined) opts.ca = p.useRootCerts ? [...rootCertificates, p.ca] : [p.ca];
+  else if (!p.useRootCerts) opts.ca = [];
+  if (p.serverName !== undefined) {
+    const name = p.serverName;
+    opts.servername = name;
+    // The name sent in SNI is also the one the certificate must carry, whatever the URL host.
+    opts.checkServerIdentity = (_host: string, cert: PeerCertificate) => checkServerIdentity(name, cert);
+  }
+  return opts;
+}
+
+export function agentFor(p: TlsProfile): Agent {
+  const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null]);
+  let agent = agents.get(key);
+  if (!agent) {
+    agent = new Agent({ connect: connectOptions(p), keepAliveTimeout: 10_000, connections: 128 });
+    agents.set(key, agent);
+  }
+  return agent;
+}
+
+export async function closeAgents(): Promise<void> {
+  const all = [...agents.values()];
+  agents.clear();
+  await Promise.all(all.map((a) => a.close().catch(() => undefined)));
+}
+
+export type PostOutcome =
+  | { ok: true; status: number }
+  | { ok: false; error: string; retryAfter: string | undefined };
+
+export type PostRequest = {
+  url: string;
+  headers: string[];
+  body: string;
+  agent: Agent;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+};
+
+/** Only the origin goes into errors: paths and queries may carry expanded secrets. */
+function origin(url: string): string {
+  try { return new URL(url).origin; } catch { return 'the webhook'; }
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  const code = (err as { code?: unknown }).code;
+  return `${typeof code === 'string' ? code + ' ' : ''}${err.message}${cause}`;
+}
+
+/** One attempt. Never throws: network errors, timeouts and non-2xx are outcomes. */
+export async function postOnce(req: PostRequest): Promise<PostOutcome> {
+  try {
+    const res = await request(req.url, {
+      method: 'POST',
+      headers: req.headers,
+      body: req.body,
+      dispatcher: req.agent,
+      headersTimeout: req.timeoutMs,
+      bodyTimeout: req.timeoutMs,
+      signal: req.signal,
+    });
+    await res.body.dump();
+    if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
+    const ra = res.headers['retry-after'];
+    return { ok: false, error: `POST to ${origin(req.url)} answered HTTP ${res.statusCode}`, retryAfter: Array.isArray(ra) ? ra[0] : ra };
+  } catch (err) {
+    return { ok: false, error: `POST to ${origin(req.url)} failed: ${describe(err)}`, retryAfter: undefined };
+  }
+}
