@@ -1,0 +1,135 @@
+/**
+ * Request bodies: JSON (strict: duplicate keys rejected) or YAML (unique keys, alias count
+ * capped), by Content-Type. Size and nesting are capped before any value reaches the model.
+ */
+import { parseAllDocuments } from 'yaml';
+import { ApiError } from '../errors.js';
+import type { Json } from '../json.js';
+
+export const MAX_DEPTH = 64;
+
+export type BodyFormat = 'json' | 'yaml' | 'json-patch+json' | 'json-patch+yaml';
+
+export function formatOf(contentType: string | undefined): BodyFormat {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  switch (type) {
+    case 'application/json': return 'json';
+    case 'application/yaml': case 'text/yaml': case 'application/x-yaml': return 'yaml';
+    case 'application/json-patch+json': return 'json-patch+json';
+    case 'application/json-patch+yaml': return 'json-patch+yaml';
+    case '': throw new ApiError('unsupported-media-type', 'Cannot read the request body: Content-Type is missing; use application/json or application/yaml', { code: 'missing-content-type' });
+    default: throw new ApiError('unsupported-media-type', `Cannot read the request body as ${type}: use application/json, application/yaml, application/json-patch+json or application/json-patch+yaml`, { code: 'unsupported-content-type' });
+  }
+}
+
+function lineCol(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let last = -1;
+  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) { line++; last = i; }
+  return { line, column: offset - last };
+}
+
+function invalid(text: string, offset: number, reason: string, code: string): ApiError {
+  const { line, column } = lineCol(text, offset);
+  return new ApiError('invalid-document', `Cannot parse the request body: ${reason} at line ${line}, column ${column}`, { code, position: offset, line, column });
+}
+
+/**
+ * One pass over JSON text before JSON.parse: rejects duplicate keys and nesting deeper than
+ * MAX_DEPTH (JSON.parse alone would accept the first and recurse on the second).
+ */
+function scanJson(text: string): void {
+  const keys: Array<Set<string> | null> = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x22 /* " */) {
+      const start = i;
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) !== 0x22) j += text.charCodeAt(j) === 0x5c ? 2 : 1;
+      const frame = keys[keys.length - 1];
+      if (expectKey && frame) {
+        let key: string;
+        try { key = JSON.parse(text.slice(start, j + 1)) as string; } catch { return; }
+        if (frame.has(key)) throw invalid(text, start, `duplicate key ${JSON.stringify(key)}`, 'duplicate-key');
+        frame.add(key);
+        expectKey = false;
+      }
+      i = j;
+    } else if (ch === 0x7b /* { */ || ch === 0x5b /* [ */) {
+      keys.push(ch === 0x7b ? new Set() : null);
+      if (keys.length > MAX_DEPTH) throw invalid(text, i, `nesting deeper than ${MAX_DEPTH} levels`, 'too-deep');
+      expectKey = ch === 0x7b;
+    } else if (ch === 0x7d || ch === 0x5d) {
+      keys.pop();
+      expectKey = false;
+    } else if (ch === 0x2c /* , */) {
+      expectKey = keys[keys.length - 1] instanceof Set;
+    }
+  }
+}
+
+export function parseJson(text: string): Json {
+  scanJson(text);
+  try {
+    return JSON.parse(text) as Json;
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    const m = /position (\d+)/.exec(msg);
+    return (() => { throw invalid(text, m ? Number(m[1]) : 0, msg.replace(/ in JSON at position \d+.*$/, '').replace(/^JSON\.parse: /, ''), 'syntax'); })();
+  }
+}
+
+/** Checks depth and that every value is plain JSON (YAML may produce dates, binary, maps). */
+function checkJsonValue(v: unknown, depth: number, path: string): void {
+  if (depth > MAX_DEPTH) throw new ApiError('invalid-document', `Cannot accept the request body: nesting deeper than ${MAX_DEPTH} levels at ${path || '/'}`, { code: 'too-deep', path });
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new ApiError('invalid-document', `Cannot accept the request body: ${v} is not a JSON number at ${path || '/'}`, { code: 'not-json', path });
+    return;
+  }
+  if (Array.isArray(v)) { v.forEach((x, i) => checkJsonValue(x, depth + 1, `${path}/${i}`)); return; }
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    for (const [k, x] of Object.entries(v)) checkJsonValue(x, depth + 1, `${path}/${k}`);
+    return;
+  }
+  throw new ApiError('invalid-document', `Cannot accept the request body: the value at ${path || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`, { code: 'not-json', path });
+}
+
+/** YAML text → its documents (several for multi-object bodies). */
+export function parseYaml(text: string): Json[] {
+  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, strict: true });
+  const list = Array.isArray(docs) ? docs : [docs];
+  const out: Json[] = [];
+  for (const doc of list) {
+    const err = doc.errors[0];
+    if (err) {
+      const offset = err.pos[0];
+      const code = err.code === 'DUPLICATE_KEY' ? 'duplicate-key' : 'syntax';
+      throw invalid(text, offset, err.message.split('\n')[0] ?? err.code, code);
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {
+      throw new ApiError('invalid-document', `Cannot parse the request body: ${e instanceof Error ? e.message : String(e)}`, { code: 'alias-limit' });
+    }
+    if (value === undefined || (value === null && doc.contents === null)) continue;
+    checkJsonValue(value, 0, '');
+    out.push(value as Json);
+  }
+  return out;
+}
+
+export type ParsedBody = { format: BodyFormat; docs: Json[] };
+
+/** Parses a body already read as text (size checked by the caller). */
+export function parseBody(text: string, contentType: string | undefined): ParsedBody {
+  const format = formatOf(contentType);
+  if (text.trim() === '') throw new ApiError('invalid-document', 'Cannot read the request body: it is empty', { code: 'empty-body' });
+  if (format === 'json' || format === 'json-patch+json') {
+    const v = parseJson(text);
+    return { format, docs: [v] };
+  }
+  return { format, docs: parseYaml(text) };
+}

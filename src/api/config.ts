@@ -1,0 +1,224 @@
+/**
+ * /v1/config: reads of the intended configuration and every write (single-resource and
+ * transactional), all through model/transaction.ts (seed 4.1–4.5, 4.7).
+ */
+import { Hono } from 'hono';
+import { ApiError } from '../errors.js';
+import { isObject, type Json, type JsonObject } from '../json.js';
+import { configKey } from '../model/keys.js';
+import { resolve, resolvePath, type Resolved } from '../model/resources.js';
+import { runTransaction, ops, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
+import { parseQuery, type ParsedQuery } from '../query/params.js';
+import type { Operation } from '../auth/index.js';
+import type { AppDeps, AppEnv } from './deps.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx } from './http.js';
+import { knownIn, redact, shape } from './present.js';
+
+const PREFIX = '/v1/config';
+
+const allowFor = {
+  root: ['GET', 'POST', 'PATCH', 'OPTIONS'],
+  list: ['GET', 'POST', 'OPTIONS'],
+  item: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  object: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+} as const;
+
+const writeParams = ['dry-run', 'validate'] as const;
+
+function modeOf(q: ParsedQuery): TxMode {
+  if (q.dryRun && q.validate) throw new ApiError('invalid-query', 'Cannot use dry-run and validate together: choose one', { code: 'conflicting-parameters', parameter: 'dry-run' });
+  return q.dryRun ? 'dry-run' : q.validate ? 'validate' : 'commit';
+}
+
+const opToAuth = (op: Op, exists: boolean): Operation =>
+  op === 'delete' || op === 'remove' ? 'delete' : op === 'update' ? 'update' : op === 'create' ? 'create' : exists ? 'update' : 'create';
+
+export function configRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  const txContext = (c: Ctx): TxContext => {
+    const p = principalOf(c);
+    return {
+      store: deps.store,
+      strongbox: deps.strongbox,
+      tenant: p.tenant,
+      authorize: (change) => {
+        // replace may create or update: both must be allowed unless one clearly applies.
+        const path = `${PREFIX}/${change.path}`;
+        if (change.op === 'replace') {
+          if (!deps.auth.allows(p, path, 'create') || !deps.auth.allows(p, path, 'update')) deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create') ? 'update' : 'create');
+        } else deps.auth.authorize(p, path, opToAuth(change.op, true));
+      },
+    };
+  };
+
+  const txReply = async (c: Ctx, changes: Change[], mode: TxMode, success: (created: boolean, etag: string | undefined) => Response): Promise<Response> => {
+    const result = await runTransaction(txContext(c), changes, mode);
+    if (mode === 'validate') return new Response(null, { status: 204 });
+    if (mode === 'dry-run') return reply(c, 200, { 'impacted-resources': result.impacted ?? [] });
+    const first = changes[0];
+    return success(result.created[0] ?? false, first ? result.etags[first.path] : undefined);
+  };
+
+  app.on(['GET', 'HEAD'], PREFIX, (c) => readAll(c, deps));
+  app.on(['PATCH', 'POST'], PREFIX, async (c) => {
+    const q = parseQuery(new URL(c.req.url).searchParams, [...writeParams, 'default-operation']);
+    const body = await readBody(c, deps.settings.maxBodyBytes);
+    const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
+    return txReply(c, changes, modeOf(q), () => new Response(null, { status: 204 }));
+  });
+  app.options(PREFIX, () => options(allowFor.root, true));
+  app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, allowFor.root); });
+
+  app.all(`${PREFIX}/*`, async (c) => {
+    const segs = segmentsAfter(c, PREFIX);
+    const r = resolve(segs);
+    if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+    const allow = allowFor[r.kind];
+    const method = c.req.method;
+    if (method === 'OPTIONS') return options(allow, r.kind !== 'list');
+    if (!(allow as readonly string[]).includes(method) && method !== 'HEAD') throw methodNotAllowed(method, c.req.path, allow);
+    if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
+    const params = new URL(c.req.url).searchParams;
+    if (method === 'GET' || method === 'HEAD') return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
+    const q = parseQuery(params, writeParams);
+    const mode = modeOf(q);
+    if (method === 'DELETE') {
+      return txReply(c, [{ path: r.path, op: 'delete', ...conditions(c) }], mode, () => new Response(null, { status: 204 }));
+    }
+    const body = await readBody(c, deps.settings.maxBodyBytes);
+    const doc = singleDoc(body.docs);
+    if (method === 'POST') {
+      const value = objectBody(doc);
+      if (typeof value.name !== 'string') throw new ApiError('invalid-value', `Missing required field name: POST to ${c.req.path} creates the entry it names`, { code: 'schema-required', path: 'name' });
+      const path = `${r.path}/${value.name}`;
+      if (!resolvePath(path)) throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, { code: 'bad-name', path: 'name' });
+      return txReply(c, [{ path, op: 'create', value }], mode, (_created, etag) =>
+        new Response(null, { status: 201, headers: { Location: `${PREFIX}/${path}`, ...(etag ? { ETag: etag } : {}) } }));
+    }
+    if (method === 'PUT') {
+      return txReply(c, [{ path: r.path, op: 'replace', value: objectBody(doc), ...conditions(c) }], mode, (created, etag) =>
+        new Response(null, { status: created ? 201 : 204, headers: { ...(created ? { Location: `${PREFIX}/${r.path}` } : {}), ...(etag ? { ETag: etag } : {}) } }));
+    }
+    const change: Change = body.format.startsWith('json-patch')
+      ? { path: r.path, op: 'update', jsonPatch: doc, ...conditions(c) }
+      : { path: r.path, op: 'update', value: objectBody(doc), ...conditions(c) };
+    return txReply(c, [change], mode, (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }));
+  });
+  return app;
+}
+
+function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
+  const out: Pick<Change, 'ifMatch' | 'ifNoneMatch'> = {};
+  const im = c.req.header('if-match');
+  const inm = c.req.header('if-none-match');
+  if (im) out.ifMatch = im.trim();
+  if (inm) out.ifNoneMatch = inm.trim();
+  return out;
+}
+
+function singleDoc(docs: Json[]): Json {
+  if (docs.length !== 1) throw new ApiError('invalid-document', `Cannot use a body of ${docs.length} documents here: send exactly one object`, { code: 'document-count' });
+  return docs[0] as Json;
+}
+
+function objectBody(doc: Json): JsonObject {
+  if (!isObject(doc)) throw new ApiError('invalid-document', `Cannot use a ${Array.isArray(doc) ? 'list' : typeof doc} as the body: send one object`, { code: 'not-an-object' });
+  for (const k of Object.keys(doc)) {
+    if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in a single-resource body: x- fields belong to /v1/config multi-object bodies`, { code: 'x-field', path: k });
+  }
+  return doc;
+}
+
+/** A multi-object body (JSON list or YAML documents) → changes, checked before anything is read. */
+export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
+  const items: Json[] = docs.length === 1 && Array.isArray(docs[0]) ? docs[0] : docs;
+  if (items.length === 0) throw new ApiError('invalid-document', 'Cannot apply an empty change: send a list of objects with x-path', { code: 'empty' });
+  return items.map((item, i) => {
+    const where = `item ${i + 1}`;
+    if (!isObject(item)) throw new ApiError('invalid-document', `Cannot use ${where}: it is not an object`, { code: 'not-an-object', index: i });
+    const xPath = item['x-path'];
+    if (typeof xPath !== 'string') throw new ApiError('invalid-value', `Missing x-path in ${where}`, { code: 'missing-x-path', index: i });
+    if (!xPath.startsWith(`${PREFIX}/`)) throw new ApiError('invalid-value', `Cannot use x-path ${JSON.stringify(xPath)} in ${where}: it must lie under ${PREFIX}/`, { code: 'x-path-outside', index: i, 'x-path': xPath });
+    const rawOp = item['x-operation'] ?? defaultOp;
+    if (typeof rawOp !== 'string' || !(ops as readonly string[]).includes(rawOp)) {
+      throw new ApiError('invalid-value', `Cannot use x-operation ${JSON.stringify(rawOp)} in ${where} (${xPath}): use one of ${ops.join(', ')}`, { code: 'bad-x-operation', index: i, 'x-path': xPath });
+    }
+    const op = rawOp as Op;
+    const etag = item['x-etag'];
+    if (etag !== undefined && typeof etag !== 'string') throw new ApiError('invalid-value', `Cannot use x-etag in ${where} (${xPath}): it must be a string`, { code: 'bad-x-etag', index: i, 'x-path': xPath });
+    const value: JsonObject = {};
+    for (const [k, v] of Object.entries(item)) {
+      if (k === 'x-path' || k === 'x-operation' || k === 'x-etag' || k === 'x-json-patch') continue;
+      if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in ${where} (${xPath}): unknown x- field`, { code: 'x-field', index: i, 'x-path': xPath });
+      value[k] = v;
+    }
+    const path = xPath.slice(PREFIX.length + 1).replace(/\/+$/, '');
+    const change: Change = { path, op };
+    if (etag !== undefined) change.ifMatch = etag;
+    if (item['x-json-patch'] !== undefined) {
+      if (op !== 'update') throw new ApiError('invalid-value', `Cannot use x-json-patch with x-operation ${op} in ${where} (${xPath}): only update takes a JSON Patch`, { code: 'x-json-patch-op', index: i, 'x-path': xPath });
+      if (Object.keys(value).length > 0) throw new ApiError('invalid-value', `Cannot use x-json-patch together with fields in ${where} (${xPath}): give one or the other`, { code: 'x-json-patch-fields', index: i, 'x-path': xPath });
+      change.jsonPatch = item['x-json-patch'];
+    } else if (op !== 'delete' && op !== 'remove') change.value = value;
+    return change;
+  });
+}
+
+async function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
+  const q = parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+  const p = principalOf(c);
+  deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
+  const entry = await deps.store.get(configKey(p.tenant, r.path));
+  if (!entry) throw new ApiError('not-found', `No object at ${PREFIX}/${r.path}`, { code: 'missing', 'x-path': `${PREFIX}/${r.path}` });
+  const etag = entry.etag;
+  const inm = c.req.header('if-none-match');
+  if (inm && (inm.trim() === '*' || inm.split(',').map((s) => s.trim()).includes(etag))) return new Response(null, { status: 304, headers: { ETag: etag } });
+  const im = c.req.header('if-match');
+  if (im && im.trim() !== '*' && !im.split(',').map((s) => s.trim()).includes(etag)) {
+    throw new ApiError('precondition-failed', `Cannot read ${PREFIX}/${r.path}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
+  }
+  return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });
+}
+
+async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
+  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+  const p = principalOf(c);
+  deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
+  const prefix = configKey(p.tenant, r.path) + '/';
+  const entries = (await deps.store.list(configKey(p.tenant, r.path))).filter((e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'));
+  let values = entries.map((e) => redact(r.def, e.value));
+  if (q.where) {
+    const where = q.where;
+    values = values.filter((v) => where.test(v));
+  }
+  if (q.count) return reply(c, 200, { count: values.length });
+  if (q.keys) return reply(c, 200, values.map((v) => v.name ?? null));
+  return reply(c, 200, values.map((v) => shape(r.def, v, q)), { multi: true });
+}
+
+async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
+  const q = parseQuery(new URL(c.req.url).searchParams, ['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where']);
+  const p = principalOf(c);
+  const tenants = q.includeTenantConfig ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b))) : [p.tenant];
+  const out: Json[] = [];
+  for (const tenant of tenants) {
+    for (const e of await deps.store.list(tenant)) {
+      const path = e.key.slice(tenant.length + 1);
+      const xPath = `${PREFIX}/${path}`;
+      const r = resolvePath(path);
+      if (!r || r.kind === 'list') continue;
+      if (q.matchPath && !q.matchPath(xPath)) continue;
+      if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
+      if (r.def.needsUnsealed && deps.strongbox.sealed && r.def.id !== 'webhook') continue;
+      const value = redact(r.def, e.value);
+      if (q.where && !q.where.test(value)) continue;
+      const shaped = shape(r.def, value, q);
+      const head: JsonObject = { 'x-path': xPath };
+      if (tenant !== p.tenant) head['x-tenant'] = tenant;
+      if (q.sendEtag) head['x-etag'] = e.etag;
+      out.push(isObject(shaped) ? { ...head, ...shaped } : { ...head, value: shaped });
+    }
+  }
+  return reply(c, 200, out, { multi: true });
+}

@@ -1,0 +1,75 @@
+/** Small request/response helpers shared by the route modules. */
+import type { Context } from 'hono';
+import { ApiError } from '../errors.js';
+import type { Json } from '../json.js';
+import type { Principal } from '../auth/index.js';
+import { parseBody, type ParsedBody } from './body.js';
+import { contentTypeOf, encode, negotiate } from './reply.js';
+import type { AppEnv } from './deps.js';
+
+export type Ctx = Context<AppEnv>;
+
+/** Reads and parses the body; 413 above maxBytes (checked while reading, not after). */
+export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
+  const declared = Number(c.req.header('content-length') ?? NaN);
+  const tooLarge = () => new ApiError('payload-too-large', `Cannot accept a request body over ${maxBytes} bytes (MAX_BODY_BYTES)`, { code: 'body-too-large', limit: maxBytes });
+  if (declared > maxBytes) throw tooLarge();
+  const contentType = c.req.header('content-type');
+  const body = c.req.raw.body;
+  if (!body) return parseBody('', contentType);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) { await reader.cancel(); throw tooLarge(); }
+    chunks.push(value);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new ApiError('invalid-document', 'Cannot read the request body: it is not valid UTF-8', { code: 'encoding' });
+  }
+  return parseBody(text, contentType);
+}
+
+/** Encodes `body` as the client asked (JSON or YAML); `multi` = one YAML document per item. */
+export function reply(c: Ctx, status: number, body: Json | undefined, opts: { multi?: boolean; headers?: Record<string, string> } = {}): Response {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (body === undefined) return new Response(null, { status, headers });
+  const format = negotiate(c.req.header('accept'));
+  headers['content-type'] = contentTypeOf(format);
+  return new Response(encode(body, format, opts.multi), { status, headers });
+}
+
+export function principalOf(c: Ctx): Principal {
+  const p = c.get('principal');
+  if (!p) throw new ApiError('unauthorized', 'Authentication required: send Authorization: Bearer <token> (POST /v1/login)', { code: 'no-token' });
+  return p;
+}
+
+/** The path segments after a prefix like '/v1/config'; each decoded, empty ones refused. */
+export function segmentsAfter(c: Ctx, prefix: string): string[] {
+  const rest = c.req.path.slice(prefix.length).replace(/^\/+/, '').replace(/\/+$/, '');
+  if (rest === '') return [];
+  return rest.split('/').map((s, i) => {
+    let d: string;
+    try { d = decodeURIComponent(s); } catch { throw new ApiError('bad-request', `Cannot read path segment ${i + 1} (${s}): bad percent-encoding`, { code: 'bad-path', position: i }); }
+    if (d === '' || d.includes('/')) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path' });
+    return d;
+  });
+}
+
+/** Methods a resource shape allows (seed 4.1), for 405 and OPTIONS. */
+export function methodNotAllowed(method: string, path: string, allow: readonly string[]): ApiError {
+  return new ApiError('method-not-allowed', `Cannot ${method} ${path}: allowed methods are ${allow.join(', ')}`, { code: 'method-not-allowed', path }, { headers: { Allow: allow.join(', ') } });
+}
+
+export function options(allow: readonly string[], patch: boolean): Response {
+  const headers: Record<string, string> = { Allow: allow.join(', ') };
+  if (patch) headers['Accept-Patch'] = 'application/json, application/yaml, application/json-patch+json, application/json-patch+yaml';
+  return new Response(null, { status: 204, headers });
+}

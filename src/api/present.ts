@@ -1,0 +1,40 @@
+/**
+ * How stored objects are shown: secrets and password hashes never leave in clear (config
+ * reads), defaults added or trimmed, fields selected, x-path / x-etag for multi-object reads.
+ */
+import type { Json, JsonObject } from '../json.js';
+import type { ParsedQuery } from '../query/params.js';
+import { applyDefaults } from '../model/defaults.js';
+import type { ResourceDef } from '../model/resources.js';
+import type { Schema } from '../model/schemas.js';
+import { redactSecret } from '../secrets/secrets.js';
+import { redactUser } from '../auth/index.js';
+
+export function redact(def: ResourceDef, value: JsonObject): JsonObject {
+  if (def.id === 'secret') return redactSecret(value);
+  if (def.id === 'user') return redactUser(value);
+  return value;
+}
+
+/** Applies with-defaults then fields; `where` is applied by the caller before this. */
+export function shape(def: ResourceDef | undefined, value: JsonObject, q: ParsedQuery): Json {
+  let v: JsonObject = value;
+  if (def && q.withDefaults) v = applyDefaults(v, def.schema, q.withDefaults);
+  return q.fields ? q.fields.apply(v) : v;
+}
+
+/** Whether `path` (member names) exists in a schema, for `fields` checking. */
+export function knownIn(schema: Schema): (path: string[]) => boolean {
+  return (path) => {
+    let node: Schema | undefined = schema;
+    for (const name of path) {
+      while (node && node.type === 'array' && typeof node.items === 'object') node = node.items as Schema;
+      const props = node?.properties as Record<string, Schema> | undefined;
+      if (props?.[name]) { node = props[name]; continue; }
+      // Maps (labels, data) admit any member name.
+      if (node && typeof node.additionalProperties === 'object') { node = node.additionalProperties as Schema; continue; }
+      return false;
+    }
+    return true;
+  };
+}

@@ -1,0 +1,46 @@
+/** Response encoding: JSON or YAML by Accept (CONTRACT §5), errors in the same encoding. */
+import { stringify } from 'yaml';
+import { ApiError } from '../errors.js';
+
+export type ReplyFormat = 'json' | 'yaml';
+
+const yamlTypes = new Set(['application/yaml', 'text/yaml', 'application/x-yaml']);
+
+/** Picks the encoding from Accept; throws 406 when nothing acceptable is offered. */
+export function negotiate(accept: string | undefined): ReplyFormat {
+  if (!accept || accept.trim() === '') return 'json';
+  let best: { format: ReplyFormat; q: number } | undefined;
+  for (const part of accept.split(',')) {
+    const [rawType, ...params] = part.split(';');
+    const type = (rawType ?? '').trim().toLowerCase();
+    let q = 1;
+    for (const p of params) {
+      const m = /^\s*q\s*=\s*([0-9.]+)\s*$/.exec(p);
+      if (m) q = Number(m[1]);
+    }
+    if (q <= 0) continue;
+    const format: ReplyFormat | undefined = type === 'application/json' || type === '*/*' || type === 'application/*'
+      ? 'json' : yamlTypes.has(type) ? 'yaml' : undefined;
+    if (format && (!best || q > best.q)) best = { format, q };
+  }
+  if (!best) throw new ApiError('not-acceptable', `Cannot answer in ${accept}: accept application/json or application/yaml`, { code: 'not-acceptable' });
+  return best.format;
+}
+
+export function contentTypeOf(format: ReplyFormat): string {
+  return format === 'json' ? 'application/json' : 'application/yaml';
+}
+
+/** Encodes one value; `multi` marks a multi-object result (YAML: one document per object). */
+export function encode(value: unknown, format: ReplyFormat, multi = false): string {
+  if (format === 'json') return JSON.stringify(value);
+  if (multi && Array.isArray(value)) {
+    return value.map((v) => '---\n' + stringify(v, { lineWidth: 0 })).join('');
+  }
+  return stringify(value, { lineWidth: 0 });
+}
+
+export function errorResponse(err: ApiError, format: ReplyFormat): Response {
+  const headers: Record<string, string> = { 'content-type': contentTypeOf(format), ...err.headers };
+  return new Response(encode(err.toBody(), format), { status: err.status, headers });
+}

@@ -1,0 +1,187 @@
+/**
+ * /v1/state: operational state = the applied configuration (applied as soon as it is
+ * committed) plus system fields: exporter status and counters, the sites a deployment
+ * selects, the default DNS zone, topics of the bus (seed 4.4, CONTRACT §2).
+ */
+import { Hono } from 'hono';
+import { ApiError } from '../errors.js';
+import { isObject, type Json, type JsonObject } from '../json.js';
+import { configKey, kvPrefix } from '../model/keys.js';
+import { resolve, resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
+import { parseQuery, type ParsedQuery } from '../query/params.js';
+import { compileLabelExpr } from '../query/labels.js';
+import { siteLabels } from '../exporter/system-vars.js';
+import { decryptSecret } from '../secrets/secrets.js';
+import type { AppDeps, AppEnv } from './deps.js';
+import { methodNotAllowed, options, principalOf, reply, segmentsAfter, type Ctx } from './http.js';
+import { knownIn, redact, shape } from './present.js';
+import { topicRoutes, topicStateObjects } from './topics.js';
+
+const PREFIX = '/v1/state';
+const readOnly = ['GET', 'OPTIONS'] as const;
+
+type Item = { path: string; value: JsonObject; config: ReadonlySet<string> };
+
+/** Runtime fields of one object, added to its applied configuration. */
+async function extras(deps: AppDeps, tenant: string, def: ResourceDef, value: JsonObject, cache: Map<string, Entry[]>): Promise<JsonObject> {
+  if (def.id === 'webhook' && typeof value.name === 'string') {
+    const live = deps.runtime?.exporterState(tenant, value.name);
+    if (live) return live;
+    const stored = await deps.store.kvGet(`${kvPrefix.webhookState}${tenant}/${value.name}`);
+    if (stored) { try { const v = JSON.parse(stored) as unknown; if (isObject(v)) return v; } catch { /* fall through */ } }
+    return { status: 'starting' };
+  }
+  if (def.id === 'deployment') {
+    const placement = isObject(value.placement) ? value.placement : {};
+    const expr = placement['match-site-labels'];
+    const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
+    let selected: string[] = [];
+    if (typeof expr === 'string') {
+      try {
+        const m = compileLabelExpr(expr);
+        selected = sites.filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value)))).map((s) => String(s.value.name));
+      } catch { selected = []; }
+    }
+    return { status: { 'selected-sites': selected } };
+  }
+  return {};
+}
+
+type Entry = { key: string; value: JsonObject };
+
+async function listCached(deps: AppDeps, prefix: string, cache: Map<string, Entry[]>): Promise<Entry[]> {
+  let hit = cache.get(prefix);
+  if (!hit) { hit = await deps.store.list(prefix); cache.set(prefix, hit); }
+  return hit;
+}
+
+function contentFilter(item: Item, q: ParsedQuery): JsonObject {
+  const content = q.content ?? 'all';
+  if (content === 'all') return item.value;
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(item.value)) {
+    const isConfig = item.config.has(k);
+    if (k === 'name' || (content === 'config') === isConfig) out[k] = v;
+  }
+  return out;
+}
+
+/** Every state object of one list (or one object), in stored order. */
+async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map<string, Entry[]>): Promise<Item[]> {
+  const base = configKey(tenant, r.listPath);
+  const entries = r.kind === 'list'
+    ? (await listCached(deps, base, cache)).filter((e) => e.key.startsWith(base + '/') && !e.key.slice(base.length + 1).includes('/'))
+    : await (async () => { const e = await deps.store.get(configKey(tenant, r.path)); return e ? [e] : []; })();
+  const items: Item[] = [];
+  for (const e of entries) {
+    const value = redact(r.def, e.value);
+    items.push({ path: e.key.slice(tenant.length + 1), value: { ...value, ...(await extras(deps, tenant, r.def, value, cache)) }, config: new Set(Object.keys(value)) });
+  }
+  if (r.def.id === 'dns-zone' && !items.some((i) => i.value.name === 'default') && (r.kind === 'list' || r.name === 'default')) {
+    const settings = await deps.store.get(configKey(tenant, 'system/settings'));
+    const domain = settings?.value['default-domain'] ?? `${deps.settings.site}.local`;
+    items.unshift({ path: 'system/dns-zones/default', value: { name: 'default', domain }, config: new Set() });
+  }
+  if (r.def.id === 'settings' && items.length === 0) {
+    items.push({ path: 'system/settings', value: { 'default-domain': `${deps.settings.site}.local` }, config: new Set() });
+  } else if (r.def.id === 'settings') {
+    const v = items[0] as Item;
+    if (v.value['default-domain'] === undefined) v.value = { ...v.value, 'default-domain': `${deps.settings.site}.local` };
+  }
+  return items;
+}
+
+export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.route('/', topicRoutes(deps));
+
+  app.post(`${PREFIX}/volga/webhooks/:name/restart`, async (c) => {
+    const p = principalOf(c);
+    const name = c.req.param('name');
+    parseQuery(new URL(c.req.url).searchParams, []);
+    deps.auth.authorize(p, c.req.path, 'execute');
+    if (deps.strongbox.sealed) throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
+    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`)))) throw new ApiError('not-found', `No webhook exporter ${name}`, { code: 'missing', 'x-path': `/v1/config/volga/webhooks/${name}` });
+    if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name))) throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
+    return new Response(null, { status: 204 });
+  });
+
+  app.on(['GET', 'HEAD'], PREFIX, async (c) => {
+    const q = parseQuery(new URL(c.req.url).searchParams, ['fields', 'where', 'match-path', 'content', 'with-defaults']);
+    const p = principalOf(c);
+    const cache = new Map<string, Entry[]>();
+    const out: Json[] = [];
+    const seen = new Set<string>();
+    const lists = new Set<string>();
+    for (const e of await deps.store.list(p.tenant)) {
+      const r = resolvePath(e.key.slice(p.tenant.length + 1));
+      if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
+    }
+    lists.add('system/dns-zones').add('system/settings');
+    const addItem = (item: Item, def: ResourceDef | undefined) => {
+      const xPath = `${PREFIX}/${item.path}`;
+      if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
+      seen.add(xPath);
+      const value = contentFilter(item, q);
+      if (q.where && !q.where.test(value)) return;
+      const shaped = shape(def, value, q);
+      out.push(isObject(shaped) ? { 'x-path': xPath, ...shaped } : { 'x-path': xPath, value: shaped });
+    };
+    for (const listPath of [...lists].sort()) {
+      const r = resolvePath(listPath);
+      if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+      for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
+    }
+    for (const item of await topicStateObjects(deps)) addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
+    return reply(c, 200, out, { multi: true });
+  });
+  app.options(PREFIX, () => options(readOnly, false));
+  app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, readOnly); });
+
+  app.all(`${PREFIX}/*`, async (c) => {
+    const segs = segmentsAfter(c, PREFIX);
+    const r = resolve(segs);
+    if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+    if (c.req.method === 'OPTIONS') return options(readOnly, false);
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, readOnly);
+    if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
+    const p = principalOf(c);
+    deps.auth.authorize(p, c.req.path, 'read');
+    const params = new URL(c.req.url).searchParams;
+    const cache = new Map<string, Entry[]>();
+    if (r.kind === 'list') {
+      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults']);
+      checkSite(deps, q);
+      let items = (await stateItems(deps, p.tenant, r, cache)).map((i) => contentFilter(i, q));
+      if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
+      if (q.count) return reply(c, 200, { count: items.length });
+      if (q.keys) return reply(c, 200, items.map((v) => v.name ?? null));
+      return reply(c, 200, items.map((v) => shape(r.def, v, q)), { multi: true });
+    }
+    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], { knownField: r.def.id === 'webhook' ? undefined : knownIn(r.def.schema) });
+    checkSite(deps, q);
+    if (r.def.id === 'secret') return reply(c, 200, await secretState(deps, p.tenant, r));
+    const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
+    if (!item) throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
+    const value = contentFilter(item, q);
+    if (q.where && !q.where.test(value)) throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
+    return reply(c, 200, shape(r.def, value, q));
+  });
+  return app;
+}
+
+/** `site` sends a request to another site: this process serves only its own. */
+function checkSite(deps: AppDeps, q: ParsedQuery): void {
+  if (q.site !== undefined && q.site !== deps.settings.site) {
+    throw new ApiError('not-found', `Cannot reach site ${q.site} from here: this process serves site ${deps.settings.site}`, { code: 'unknown-site', parameter: 'site' });
+  }
+}
+
+/** A secret in clear ({name, dict}) for a caller whose policies allow reading its state path. */
+async function secretState(deps: AppDeps, tenant: string, r: Resolved): Promise<JsonObject> {
+  const key = configKey(tenant, r.path);
+  const entry = await deps.store.get(key);
+  if (!entry) throw new ApiError('not-found', `No secret at ${PREFIX}/${r.path}`, { code: 'missing' });
+  const plain = decryptSecret(deps.strongbox, key, entry.value);
+  return { name: plain.name ?? r.name ?? '', dict: isObject(plain.data) ? plain.data : {} };
+}

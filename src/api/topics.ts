@@ -1,0 +1,73 @@
+/**
+ * Topics of the message bus under /v1/state/volga/topics (read-only state) and the produce
+ * operation (CONTRACT §4): the way for applications in containers, and for the embedded bus.
+ */
+import { Hono } from 'hono';
+import { ApiError } from '../errors.js';
+import { isObject, type JsonObject } from '../json.js';
+import { TOPIC_PATTERN } from '../model/schemas.js';
+import { parseQuery } from '../query/params.js';
+import type { AppDeps, AppEnv } from './deps.js';
+import { methodNotAllowed, options, principalOf, readBody, reply } from './http.js';
+
+const BASE = '/v1/state/volga/topics';
+const topicRe = new RegExp(TOPIC_PATTERN);
+
+function checkTopic(topic: string): void {
+  if (!topicRe.test(topic)) throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(topic)} as a topic name: it must match ${TOPIC_PATTERN}`, { code: 'bad-topic', path: 'topic' });
+}
+
+const toObject = (t: { name: string; length: number; 'last-entry-id': string | null; 'last-entry': JsonObject | null }): JsonObject =>
+  ({ name: t.name, length: t.length, 'last-entry-id': t['last-entry-id'], 'last-entry': t['last-entry'] });
+
+export async function topicStateObjects(deps: AppDeps): Promise<Array<{ path: string; value: JsonObject }>> {
+  const names = (await deps.bus.listTopics()).sort();
+  const infos = await Promise.all(names.map((n) => deps.bus.topicInfo(n)));
+  return infos.flatMap((t) => (t ? [{ path: `volga/topics/${t.name}`, value: toObject(t) }] : []));
+}
+
+export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.get(BASE, async (c) => {
+    const q = parseQuery(new URL(c.req.url).searchParams, ['fields', 'where', 'keys', 'count']);
+    deps.auth.authorize(principalOf(c), BASE, 'read');
+    let items = (await topicStateObjects(deps)).map((i) => i.value);
+    if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
+    if (q.count) return reply(c, 200, { count: items.length });
+    if (q.keys) return reply(c, 200, items.map((v) => v.name ?? null));
+    return reply(c, 200, items.map((v) => (q.fields ? q.fields.apply(v) : v)), { multi: true });
+  });
+  app.get(`${BASE}/:topic`, async (c) => {
+    const q = parseQuery(new URL(c.req.url).searchParams, ['fields']);
+    const topic = c.req.param('topic');
+    checkTopic(topic);
+    deps.auth.authorize(principalOf(c), c.req.path, 'read');
+    const info = await deps.bus.topicInfo(topic);
+    if (!info) throw new ApiError('not-found', `No topic ${topic}`, { code: 'missing', path: c.req.path });
+    const v = toObject(info);
+    return reply(c, 200, q.fields ? q.fields.apply(v) : v);
+  });
+  app.post(`${BASE}/:topic/produce`, async (c) => {
+    parseQuery(new URL(c.req.url).searchParams, []);
+    const topic = c.req.param('topic');
+    checkTopic(topic);
+    deps.auth.authorize(principalOf(c), c.req.path, 'execute');
+    const body = await readBody(c, deps.settings.maxBodyBytes);
+    const doc = body.docs[0];
+    if (body.docs.length !== 1 || !isObject(doc)) throw new ApiError('invalid-document', 'Cannot produce: send one object {payload, producer-name?}', { code: 'not-an-object' });
+    for (const k of Object.keys(doc)) if (k !== 'payload' && k !== 'producer-name') throw new ApiError('invalid-value', `Cannot produce with field ${k}: only payload and producer-name are accepted`, { code: 'unknown-field', path: k });
+    const payload = doc.payload;
+    if (payload === undefined) throw new ApiError('invalid-value', 'Missing required field payload', { code: 'schema-required', path: 'payload' });
+    const producer = doc['producer-name'];
+    if (producer !== undefined && typeof producer !== 'string') throw new ApiError('invalid-value', 'Cannot use producer-name: it must be a string', { code: 'schema-type', path: 'producer-name' });
+    const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
+    const seqno = await deps.bus.produce(topic, producer ? { payload: text, 'producer-name': producer } : { payload: text });
+    return reply(c, 201, { seqno }, { headers: { Location: `${BASE}/${topic}` } });
+  });
+  for (const path of [BASE, `${BASE}/:topic`]) {
+    app.options(path, () => options(['GET', 'OPTIONS'], false));
+    app.all(path, (c) => { throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']); });
+  }
+  app.all(`${BASE}/:topic/produce`, (c) => { if (c.req.method === 'OPTIONS') return options(['POST', 'OPTIONS'], false); throw methodNotAllowed(c.req.method, c.req.path, ['POST', 'OPTIONS']); });
+  return app;
+}

@@ -1,0 +1,270 @@
+/**
+ * The one write path: a list of changes (one for a single-resource request, many for
+ * PATCH/POST /v1/config) applied all or nothing (seed 4.3).
+ *
+ * 1. Each change is resolved and checked alone (path, op, body).
+ * 2. The current objects are read; the changes are applied in body order to a working copy, so
+ *    a later change sees the earlier ones (create then update of one path works; two full
+ *    writes of one path are refused as conflicting).
+ * 3. Every resulting object is validated (schema + semantic checks); every problem is reported.
+ * 4. dry-run / validate stop here. Otherwise the writes go to the store in ONE commit whose
+ *    expectations are the ETags read in step 2: if another writer got in between, the whole
+ *    transaction is re-run on fresh data (optimistic concurrency, no lost update), while a
+ *    client's own x-etag / If-Match is checked against the data each run read.
+ */
+import { ApiError, combine } from '../errors.js';
+import { isObject, deepEqual, type JsonObject } from '../json.js';
+import type { Store, WriteOp } from '../store/store.js';
+import type { Strongbox } from '../secrets/strongbox.js';
+import { decryptSecret, encryptSecret, unredact } from '../secrets/secrets.js';
+import { prepareUserForStore } from '../auth/users.js';
+import { configKey } from './keys.js';
+import { mergePatch } from './merge.js';
+import { applyJsonPatch } from './jsonpatch.js';
+import { resolvePath, type Resolved } from './resources.js';
+import { schemaErrors } from './validate.js';
+import { semanticErrors } from './checks.js';
+import { impactedResources, type Impacted } from './impact.js';
+
+export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
+export const ops: readonly Op[] = ['create', 'replace', 'update', 'delete', 'remove'];
+
+export type Change = {
+  /** Config path without /v1/config/, e.g. 'volga/webhooks/a'. */
+  path: string;
+  op: Op;
+  /** Full object (create/replace) or plain patch (update). */
+  value?: JsonObject;
+  /** JSON Patch operations (update). */
+  jsonPatch?: unknown;
+  /** x-etag or If-Match: the object must exist with this ETag ('*': must exist). */
+  ifMatch?: string;
+  /** If-None-Match: '*' the object must not exist; an ETag: it must not have it. */
+  ifNoneMatch?: string;
+};
+
+export type TxContext = {
+  store: Store;
+  strongbox: Strongbox;
+  tenant: string;
+  /** Called per change before anything is read (policies); throws ApiError to refuse. */
+  authorize?: (change: Change, resolved: Resolved) => void;
+};
+
+export type TxMode = 'commit' | 'dry-run' | 'validate';
+
+export type TxResult = {
+  /** Per change: whether it created the object. */
+  created: boolean[];
+  /** New ETags by path. */
+  etags: Record<string, string>;
+  impacted?: Impacted[];
+};
+
+type Slot = { resolved: Resolved; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number };
+
+const xPathOf = (path: string) => `/v1/config/${path}`;
+
+function prefix(err: ApiError, xPath: string): ApiError {
+  if (err.info?.['x-path']) return err;
+  return new ApiError(err.code, `${err.message} (${xPath})`, { ...err.info, 'x-path': xPath }, { headers: err.headers });
+}
+
+/** Static checks of one change: the path names one object, the body fits the op. */
+function resolveChange(change: Change): Resolved {
+  const xPath = xPathOf(change.path);
+  const r = resolvePath(change.path);
+  if (!r || r.kind === 'list') {
+    throw new ApiError(r ? 'bad-request' : 'not-found', r ? `Cannot ${change.op} ${xPath}: it is a list; address one entry by name` : `Cannot ${change.op} ${xPath}: no such resource`, { code: r ? 'not-an-object' : 'unknown-path', 'x-path': xPath });
+  }
+  if (change.value !== undefined && r.kind === 'item' && change.value.name !== undefined && change.value.name !== r.name) {
+    throw new ApiError('bad-request', `Cannot use name ${JSON.stringify(change.value.name)} in the body of ${xPath}: it differs from the name in the path (${r.name})`, { code: 'name-mismatch', path: 'name', 'x-path': xPath });
+  }
+  const needsValue = change.op === 'create' || change.op === 'replace' || (change.op === 'update' && change.jsonPatch === undefined);
+  if (needsValue && change.value === undefined) throw new ApiError('bad-request', `Cannot ${change.op} ${xPath}: the object is missing`, { code: 'missing-body', 'x-path': xPath });
+  return r;
+}
+
+function withName(r: Resolved, value: JsonObject): JsonObject {
+  return r.kind === 'item' && value.name === undefined ? { name: r.name ?? '', ...value } : value;
+}
+
+/** Reads one object in its working (plaintext) form. */
+async function load(ctx: TxContext, r: Resolved, key: string): Promise<{ value: JsonObject | undefined; etag: string | undefined }> {
+  const entry = await ctx.store.get(key);
+  if (!entry) return { value: undefined, etag: undefined };
+  const value = r.def.id === 'secret' ? decryptSecret(ctx.strongbox, key, entry.value) : entry.value;
+  return { value, etag: entry.etag };
+}
+
+function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
+  if (change.ifMatch !== undefined) {
+    if (slot.beforeEtag === undefined) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: the ETag condition ${change.ifMatch} failed because the object does not exist`, { code: 'etag-mismatch', 'x-path': xPath });
+    if (change.ifMatch !== '*' && change.ifMatch !== slot.beforeEtag) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: its ETag is ${slot.beforeEtag}, not ${change.ifMatch}`, { code: 'etag-mismatch', 'x-path': xPath });
+  }
+  if (change.ifNoneMatch !== undefined && slot.beforeEtag !== undefined && (change.ifNoneMatch === '*' || change.ifNoneMatch === slot.beforeEtag)) {
+    throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: If-None-Match ${change.ifNoneMatch} failed (the object exists with ETag ${slot.beforeEtag})`, { code: 'etag-match', 'x-path': xPath });
+  }
+}
+
+/** A later change on a path already written in this transaction must build on it. */
+function checkSequence(change: Change, slot: Slot, index: number, xPath: string): void {
+  if (slot.lastOp === undefined) return;
+  const prev = slot.lastOp;
+  const builds = change.op === 'update' ? slot.after !== undefined : (change.op === 'create' && (prev === 'delete' || prev === 'remove'));
+  if (!builds) {
+    throw new ApiError('bad-request', `Cannot ${change.op} ${xPath} as change ${index + 1}: change ${(slot.lastIndex ?? 0) + 1} already did ${prev} on the same path (only an update, or a create after a delete, may follow)`, { code: 'conflicting-operations', 'x-path': xPath, index, 'previous-index': slot.lastIndex });
+  }
+}
+
+function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefined {
+  const current = slot.after;
+  const r = slot.resolved;
+  switch (change.op) {
+    case 'create':
+      if (current) throw new ApiError('exists', `Cannot create ${xPath}: it already exists`, { code: 'exists', 'x-path': xPath });
+      return withName(r, change.value ?? {});
+    case 'replace':
+      return withName(r, change.value ?? {});
+    case 'update': {
+      if (!current) throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
+      if (change.jsonPatch !== undefined) {
+        const patched = applyJsonPatch(current, change.jsonPatch);
+        if (!isObject(patched)) throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, { code: 'not-an-object', 'x-path': xPath });
+        return patched;
+      }
+      return mergePatch(current, change.value ?? {}, (p) => r.def.ordered.has(p.join('/')));
+    }
+    case 'delete':
+      if (!current) throw new ApiError('not-found', `Cannot delete ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
+      return undefined;
+    case 'remove':
+      return undefined;
+  }
+}
+
+function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>, ctx: TxContext): ApiError[] {
+  const r = slot.resolved;
+  const after = slot.after;
+  if (!after) {
+    if (r.def.id === 'vault') {
+      const prefixKey = configKey(ctx.tenant, `${r.path}/secrets/`);
+      for (const [k, s] of slots) if (k.startsWith(prefixKey) && s.after) return [new ApiError('conflict', `Cannot delete ${xPath}: secret ${s.resolved.name} still uses it`, { code: 'in-use', 'x-path': xPath })];
+    }
+    return [];
+  }
+  const errors = [...schemaErrors(r.def, after, xPath), ...semanticErrors(r.def.id, after, xPath)];
+  if (r.kind === 'item' && after.name !== r.name) {
+    errors.push(new ApiError('bad-request', `Cannot change name to ${JSON.stringify(after.name)} in ${xPath}: it must stay ${r.name}`, { code: 'name-mismatch', path: 'name', 'x-path': xPath }));
+  }
+  const vault = r.params.vault;
+  if (r.def.parent === 'vault' && vault !== undefined) {
+    const parentKey = configKey(ctx.tenant, `strongbox/vaults/${vault}`);
+    if (!slots.get(parentKey)?.after) errors.push(new ApiError('not-found', `Cannot store ${xPath}: vault ${vault} does not exist`, { code: 'missing-parent', 'x-path': xPath }));
+  }
+  return errors;
+}
+
+/** Loads every slot the changes touch, plus vault parents/children the checks look at. */
+async function loadSlots(ctx: TxContext, resolved: Resolved[]): Promise<Map<string, Slot>> {
+  const slots = new Map<string, Slot>();
+  const want = new Map<string, Resolved>();
+  for (const r of resolved) {
+    want.set(configKey(ctx.tenant, r.path), r);
+    const vault = r.params.vault;
+    if (r.def.parent === 'vault' && vault !== undefined) {
+      const pr = resolvePath(`strongbox/vaults/${vault}`);
+      if (pr) want.set(configKey(ctx.tenant, pr.path), pr);
+    }
+  }
+  for (const r of resolved) {
+    if (r.def.id !== 'vault') continue;
+    for (const e of await ctx.store.list(configKey(ctx.tenant, `${r.path}/secrets`))) {
+      const sr = resolvePath(e.key.slice(ctx.tenant.length + 1));
+      if (sr) want.set(e.key, sr);
+    }
+  }
+  const keys = [...want.keys()];
+  const loaded = await Promise.all(keys.map((k) => load(ctx, want.get(k) as Resolved, k)));
+  keys.forEach((k, i) => {
+    const l = loaded[i] as { value: JsonObject | undefined; etag: string | undefined };
+    slots.set(k, { resolved: want.get(k) as Resolved, key: k, before: l.value, beforeEtag: l.etag, after: l.value });
+  });
+  return slots;
+}
+
+async function toStored(ctx: TxContext, slot: Slot): Promise<JsonObject> {
+  const after = slot.after as JsonObject;
+  if (slot.resolved.def.id === 'secret') return encryptSecret(ctx.strongbox, slot.key, after);
+  if (slot.resolved.def.id === 'user') return prepareUserForStore(after, slot.before);
+  return after;
+}
+
+async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], mode: TxMode): Promise<TxResult | 'retry'> {
+  const slots = await loadSlots(ctx, resolved);
+  const errors: ApiError[] = [];
+  const created: boolean[] = [];
+  changes.forEach((change, i) => {
+    const r = resolved[i] as Resolved;
+    const xPath = xPathOf(r.path);
+    const slot = slots.get(configKey(ctx.tenant, r.path)) as Slot;
+    try {
+      checkSequence(change, slot, i, xPath);
+      checkPreconditions(change, slot, xPath);
+      let next = apply(change, slot, xPath);
+      if (next && r.def.id === 'secret') next = unredact(next, slot.before);
+      created.push(slot.after === undefined && next !== undefined);
+      slot.after = next;
+      slot.lastOp = change.op;
+      slot.lastIndex = i;
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      errors.push(prefix(err, xPath));
+      created.push(false);
+    }
+  });
+  for (const slot of slots.values()) if (slot.lastOp !== undefined || slot.resolved.def.id === 'vault') errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots, ctx));
+  if (errors.length > 0) throw combine(errors);
+  const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
+  if (mode === 'validate') return { created, etags: {} };
+  if (mode === 'dry-run') return { created, etags: {}, impacted: await impactedResources(ctx.store, ctx.tenant, changed) };
+  const writes: WriteOp[] = [];
+  for (const s of changed) {
+    const expect = s.beforeEtag ?? null;
+    writes.push(s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect });
+  }
+  if (writes.length === 0) return { created, etags: Object.fromEntries([...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string])) };
+  const result = await ctx.store.commit(writes);
+  if (!result.ok) return 'retry';
+  const etags: Record<string, string> = {};
+  for (const s of slots.values()) {
+    const e = result.etags[s.key] ?? s.beforeEtag;
+    if (e && s.after) etags[s.resolved.path] = e;
+  }
+  return { created, etags };
+}
+
+const MAX_RUNS = 50;
+
+export async function runTransaction(ctx: TxContext, changes: Change[], mode: TxMode = 'commit'): Promise<TxResult> {
+  const problems: ApiError[] = [];
+  const resolved: Resolved[] = [];
+  for (const change of changes) {
+    try {
+      const r = resolveChange(change);
+      ctx.authorize?.(change, r);
+      if (r.def.needsUnsealed && ctx.strongbox.sealed) throw new ApiError('sealed', `Cannot ${change.op} ${xPathOf(change.path)}: the secret store is sealed`, { code: 'sealed' });
+      resolved.push(r);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      problems.push(prefix(err, xPathOf(change.path)));
+    }
+  }
+  if (problems.length > 0) throw combine(problems);
+  for (let run = 0; run < MAX_RUNS; run++) {
+    const outcome = await runOnce(ctx, changes, resolved, mode);
+    if (outcome !== 'retry') return outcome;
+    await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** run)));
+  }
+  throw new ApiError('conflict', 'Cannot commit the change: other writers kept changing the same objects; try again', { code: 'contention' });
+}

@@ -1,0 +1,103 @@
+/**
+ * Schema validation with @cfworker/json-schema (compiled once per resource), its errors
+ * translated into ApiErrors that name the field: "Cannot use X as Y: ...".
+ * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept.
+ */
+import { Validator, type OutputUnit } from '@cfworker/json-schema';
+import { ApiError } from '../errors.js';
+import type { JsonObject } from '../json.js';
+import type { ResourceDef } from './resources.js';
+import type { Schema } from './schemas.js';
+
+const validators = new Map<string, Validator>();
+
+function validatorOf(def: ResourceDef): Validator {
+  let v = validators.get(def.id);
+  if (!v) {
+    v = new Validator(def.schema as ConstructorParameters<typeof Validator>[0], '2020-12', false);
+    validators.set(def.id, v);
+  }
+  return v;
+}
+
+/** '#/headers/0/name' → 'headers[0]/name' (readable field path). */
+export function fieldPath(instanceLocation: string): string {
+  return instanceLocation
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}/${p}` : p), '');
+}
+
+/** The schema node a keywordLocation points into ('#/properties/a/pattern' → its parent). */
+function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
+  const parts = keywordLocation.replace(/^#\/?/, '').split('/').filter((p) => p !== '');
+  parts.pop();
+  let node: unknown = root;
+  for (const p of parts) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[decodeURIComponent(p)];
+  }
+  return typeof node === 'object' && node !== null ? (node as Schema) : undefined;
+}
+
+const chainKeywords = new Set(['properties', 'items', 'prefixItems', 'additionalProperties', 'propertyNames', 'allOf', '$ref', 'unevaluatedProperties']);
+
+function describe(unit: OutputUnit, root: Schema, value: unknown): { message: string; field: string } | undefined {
+  const field = fieldPath(unit.instanceLocation);
+  const where = field || 'the object';
+  const schema = schemaAt(root, unit.keywordLocation) ?? {};
+  const shown = JSON.stringify(value)?.slice(0, 80) ?? 'undefined';
+  switch (unit.keyword) {
+    case 'false': {
+      const parent = field.includes('/') ? field.slice(0, field.lastIndexOf('/')) : '';
+      const member = field.slice(field.lastIndexOf('/') + 1);
+      return { field, message: `Cannot accept field ${JSON.stringify(member)}${parent ? ` in ${parent}` : ''}: unknown field` };
+    }
+    case 'required': {
+      const m = /"([^"]+)"/.exec(unit.error);
+      const missing = m?.[1] ?? '?';
+      const f = field ? `${field}/${missing}` : missing;
+      return { field: f, message: `Missing required field ${f}` };
+    }
+    case 'type': return { field, message: `Cannot use ${shown} as ${where}: expected ${String(schema.type)}` };
+    case 'pattern': return { field, message: `Cannot use ${shown} as ${where}: it must match ${String(schema.pattern)}` };
+    case 'enum': return { field, message: `Cannot use ${shown} as ${where}: allowed values are ${(schema.enum as unknown[]).map((x) => JSON.stringify(x)).join(', ')}` };
+    case 'const': return { field, message: `Cannot use ${shown} as ${where}: the only allowed value is ${JSON.stringify(schema.const)}` };
+    case 'minimum': case 'maximum': return { field, message: `Cannot use ${shown} as ${where}: it must be between ${String(schema.minimum ?? '-∞')} and ${String(schema.maximum ?? '∞')}` };
+    case 'minLength': return { field, message: `Cannot use ${shown} as ${where}: it must not be shorter than ${String(schema.minLength)}` };
+    case 'maxLength': return { field, message: `Cannot use a value of ${(value as string).length} characters as ${where}: at most ${String(schema.maxLength)}` };
+    case 'minItems': return { field, message: `Cannot use ${shown} as ${where}: it needs at least ${String(schema.minItems)} entries` };
+    case 'uniqueItems': return { field, message: `Cannot use ${shown} as ${where}: entries must be unique` };
+    case 'minProperties': case 'maxProperties':
+      return { field, message: `Cannot use ${shown} as ${where}: give exactly one of ${Object.keys((schema.properties as object | undefined) ?? {}).join(', ')}` };
+    default:
+      if (chainKeywords.has(unit.keyword)) return undefined;
+      return { field, message: `Cannot use ${shown} as ${where}: ${unit.error}` };
+  }
+}
+
+function valueAt(obj: unknown, instanceLocation: string): unknown {
+  let node = obj;
+  for (const p of instanceLocation.replace(/^#\/?/, '').split('/').filter((x) => x !== '')) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[decodeURIComponent(p)];
+  }
+  return node;
+}
+
+/** Every schema problem of `obj`, each naming its field (empty when valid). */
+export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): ApiError[] {
+  const result = validatorOf(def).validate(obj);
+  if (result.valid) return [];
+  const seen = new Set<string>();
+  const out: ApiError[] = [];
+  for (const unit of result.errors) {
+    const d = describe(unit, def.schema, valueAt(obj, unit.instanceLocation));
+    if (!d || seen.has(d.message)) continue;
+    seen.add(d.message);
+    out.push(new ApiError('invalid-value', `${d.message} (${xPath})`, { code: `schema-${unit.keyword}`, path: d.field, 'x-path': xPath }));
+  }
+  return out;
+}
