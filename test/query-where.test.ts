@@ -192,6 +192,18 @@ test('one compiled predicate serves many objects', () => {
   assert.equal(items.map((i) => p.test(i)), [true, false, false, false]);
 });
 
+test('plain paths against constants (read directly) agree with the general node-set path', () => {
+  // './' before a path keeps it off the direct route, so both routes run on the same input.
+  const forms = ["tags = 'y'", "tags != 'x'", "'x' != tags", 'hosts/cpus > 6', '6 < hosts/cpus', "hosts/cpus >= '8'",
+    "hosts/labels/gpu = 'yes'", 'deployed-applications = 3.0', "connection-state = 'true2024'", "missing != 'x'",
+    'text < 1', "version = '1.10'", 'nothing = 0', "nothing = ''"];
+  const docs: JsonObject[] = [site, {}, { tags: [] }, { hosts: { cpus: '7' } }, { tags: [['y']] }];
+  for (const form of forms) {
+    const general = form.replace(/(^|[ (])([a-z])/g, '$1./$2');
+    for (const doc of docs) assert.is(compileWhere(form).test(doc), compileWhere(general).test(doc), `${form} vs ${general} on ${JSON.stringify(doc)}`);
+  }
+});
+
 test('a non-object entry has no children', () => {
   assert.is(compileWhere("type = 'x'").test(null), false);
   assert.is(compileWhere("string(.) = 'plain'").test('plain'), true);

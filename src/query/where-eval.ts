@@ -6,6 +6,7 @@
  */
 import { isObject, type Json } from '../json.js';
 import { queryError } from './error.js';
+import { directCompare } from './where-direct.js';
 import { functions, type Fn } from './where-functions.js';
 import type { Expr, Step } from './where-parser.js';
 import { compare, toBool, toNum, XNode, type NodeSet, type XValue } from './where-values.js';
@@ -141,6 +142,8 @@ export function compileExpr(e: Expr): Fn {
           return arithmetic(e.op, l, r);
         default: {
           const op = e.op;
+          const direct = directCompare(op, e.left, e.right);
+          if (direct) return direct;
           const rc = constant(e.right);
           if (rc !== undefined) return (n, p, s) => compare(op, l(n, p, s), rc);
           return (n, p, s) => compare(op, l(n, p, s), r(n, p, s));

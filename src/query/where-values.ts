@@ -32,9 +32,13 @@ function deepText(v: Json): string {
   return scalarText(v);
 }
 
-export function stringValue(n: XNode): string {
-  const v = n.value;
+/** The string-value of the node holding `v` (XPath §5). */
+export function textOf(v: Json): string {
   return typeof v === 'string' ? v : deepText(v);
+}
+
+export function stringValue(n: XNode): string {
+  return textOf(n.value);
 }
 
 /** XPath `string(number)`: integers without '.0', no exponent notation, NaN/Infinity spelled out. */
@@ -100,23 +104,27 @@ function atoms(op: CompareOp, a: string | number | boolean, b: string | number |
   return numbers(op, toNum(a), toNum(b));
 }
 
+/**
+ * The test one node's string-value must pass for `node op atom` to hold, atom being a string or
+ * number (§3.4). Built once per comparison with a constant side, so evaluation only calls it.
+ */
+export function textTest(op: CompareOp, atom: string | number): (text: string) => boolean {
+  if (typeof atom === 'number') return (t) => numbers(op, stringToNumber(t), atom);
+  if (op === '=') return (t) => t === atom;
+  if (op === '!=') return (t) => t !== atom;
+  const b = stringToNumber(atom);
+  return (t) => numbers(op, stringToNumber(t), b);
+}
+
 /** Some node n of `set` with `n op atom` (the node on the left). */
 function setAtom(op: CompareOp, set: NodeSet, atom: string | number | boolean): boolean {
   if (typeof atom === 'boolean') return atoms(op, set.length > 0, atom);
-  if (typeof atom === 'number') {
-    for (const n of set) if (numbers(op, stringToNumber(stringValue(n)), atom)) return true;
-    return false;
-  }
-  if (op === '=' || op === '!=') {
-    for (const n of set) if ((stringValue(n) === atom) === (op === '=')) return true;
-    return false;
-  }
-  const b = stringToNumber(atom);
-  for (const n of set) if (numbers(op, stringToNumber(stringValue(n)), b)) return true;
+  const pass = textTest(op, atom);
+  for (const n of set) if (pass(stringValue(n))) return true;
   return false;
 }
 
-const flipped: Record<CompareOp, CompareOp> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+export const flipped: Record<CompareOp, CompareOp> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
 
 export function compare(op: CompareOp, a: XValue, b: XValue): boolean {
   const aSet = Array.isArray(a);
