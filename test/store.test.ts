@@ -1,7 +1,7 @@
 /**
  * The Store contract against both backends (test/helpers/store-suite.ts), then what only one
  * backend has: the embedded file (restart, torn record, compaction) and the Redis layout.
- * Redis: database 5 of REDIS_TEST_URL, flushed before each test (no other file uses it).
+ * Redis: databases 5 and 7 of REDIS_TEST_URL, flushed before use (no other file uses them).
  */
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,8 @@ import { ApiError } from '../src/errors.js';
 import { openEmbeddedStore } from '../src/store/embedded.js';
 import { etagOf } from '../src/store/etag.js';
 import { openStore } from '../src/store/index.js';
-import { openRedisStore } from '../src/store/redis.js';
+import { commitArgs, openRedisStore } from '../src/store/redis.js';
+import { changesChannel } from '../src/store/redis-lua.js';
 import type { Store } from '../src/store/store.js';
 import { rejects } from './helpers/assert.js';
 import { startRedis } from './helpers/redis.js';
@@ -145,6 +146,50 @@ embedded.run();
 // ---- redis only -----------------------------------------------------------------------
 
 const redis = suite('redis store layout and failures');
+
+redis('script arguments: ops packed 5 fields each; change channel per database', () => {
+  const { keys, args, etags } = commitArgs([
+    { op: 'put', key: 'a/b', value: { n: 1 }, expect: null },
+    { op: 'delete', key: 'a/c', expect: '"e1"' },
+    { op: 'put', key: 'a/d', value: {}, expect: '*' },
+    { op: 'delete', key: 'a/e' },
+  ], 'ep:changes');
+  assert.equal(keys, ['ep:cfg:a/b', 'ep:cfg:a/c', 'ep:cfg:a/d', 'ep:cfg:a/e', 'ep:cfg-index', 'ep:rev']);
+  assert.equal(args, [
+    '4', 'ep:changes',
+    'put', 'a/b', 'n', '', `${etagOf({ n: 1 })}\n{"n":1}`,
+    'delete', 'a/c', 'e', '"e1"', '',
+    'put', 'a/d', '*', '', `${etagOf({})}\n{}`,
+    'delete', 'a/e', '', '', '',
+  ]);
+  assert.equal(etags, { 'a/b': etagOf({ n: 1 }), 'a/d': etagOf({}) });
+  assert.is(changesChannel('redis://h:1'), 'ep:changes');
+  assert.is(changesChannel('redis://h:1/0'), 'ep:changes');
+  assert.is(changesChannel('redis://h:1/5'), 'ep:changes:5');
+});
+
+redis('stores on different databases of one server do not hear each other', async () => {
+  const a = await freshRedis();
+  const other = withDb(redisBase, 7);
+  const admin = createClient({ url: other });
+  await admin.connect();
+  await admin.flushDb();
+  await admin.close();
+  const b = await openRedisStore(other);
+  try {
+    const seen: string[] = [];
+    a.onChange((keys) => seen.push(...keys));
+    await a.revision();
+    await b.commit([{ op: 'put', key: 'from-7', value: {} }]);
+    await a.commit([{ op: 'put', key: 'from-5', value: {} }]);
+    await eventually(() => seen.includes('from-5'), 'own change delivered');
+    assert.equal(seen, ['from-5']);
+    assert.is(await a.get('from-7'), undefined);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
 
 redis('layout is readable with a second client', async () => {
   const store = await freshRedis();

@@ -142,24 +142,25 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
         if (e !== null && e !== '*' && cur && cur.etag !== e) return { ok: false, key: op.key, reason: 'etag-mismatch' };
       }
       // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
-      const encoded: EncodeOp[] = ops.map((op) => (op.op === 'put' ? { k: op.key, text: JSON.stringify(op.value) } : { k: op.key, d: 1 }));
+      const encoded: EncodeOp[] = [];
       const etags: Record<string, string> = {};
-      const staged = encoded.map((op, i) => {
-        const src = ops[i];
-        return 'text' in op && src?.op === 'put' ? { k: op.k, o: { text: op.text, etag: etagOf(src.value) } } : { k: op.k, o: undefined };
-      });
-      aof.append(encodeCommit(revision + 1, encoded));
-      revision++;
-      for (const { k, o } of staged) {
-        if (o) {
-          objects.set(k, o);
-          etags[k] = o.etag;
+      for (const op of ops) {
+        if (op.op === 'put') {
+          encoded.push({ k: op.key, text: JSON.stringify(op.value) });
+          etags[op.key] = etagOf(op.value);
         } else {
-          objects.delete(k);
-          delete etags[k];
+          encoded.push({ k: op.key, d: 1 });
+          delete etags[op.key];
         }
       }
-      changed(staged.map((s) => s.k));
+      aof.append(encodeCommit(revision + 1, encoded));
+      revision++;
+      for (const op of encoded) {
+        const etag = etags[op.k];
+        if ('text' in op && etag) objects.set(op.k, { text: op.text, etag });
+        else objects.delete(op.k);
+      }
+      changed(encoded.map((op) => op.k));
       return { ok: true, etags, revision };
     },
 
@@ -197,8 +198,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       checkOpen();
       if (!Number.isSafeInteger(by)) throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
       const cur = liveKv(key);
-      const n = (cur ? Number(cur.value) : 0) + by;
       if (cur && !Number.isSafeInteger(Number(cur.value))) throw new ApiError('internal', `kv ${key} does not hold an integer`, { key });
+      const n = (cur ? Number(cur.value) : 0) + by;
       if (!cur) putKv(key, String(n), ttlMs);
       else if (cur.expiresAt === undefined) putKv(key, String(n), undefined);
       else cur.value = String(n);

@@ -8,7 +8,9 @@
  *   ep:cfg:<key>   hash {v: JSON text, e: etag}
  *   ep:cfg-index   sorted set of every config key, score 0 (ZRANGEBYLEX for prefixes)
  *   ep:rev         commit counter
- *   ep:changes     pub/sub channel: JSON array of the keys changed by one commit
+ *   ep:changes     pub/sub channel: JSON array of the keys changed by one commit. Pub/sub is
+ *                  server-wide, not per database, so a store on database N > 0 uses
+ *                  ep:changes:N (see changesChannel) and never hears another database's commits.
  *   ep:kv:<key>    kv string, PX expiry when given a TTL
  */
 import { createHash } from 'node:crypto';
@@ -21,18 +23,24 @@ export const layout = {
   kvPrefix: 'ep:kv:',
 } as const;
 
+/** The change channel of the database selected by `url` (its path, as node-redis reads it). */
+export function changesChannel(url: string): string {
+  const db = Number(new URL(url).pathname.slice(1) || '0');
+  return Number.isSafeInteger(db) && db > 0 ? `${layout.changes}:${db}` : layout.changes;
+}
+
 export type Script = { source: string; sha: string };
 
 function script(source: string): Script {
   return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
-/** Fields per op in ARGV after ARGV[1] = op count; see commitArgs() in redis.ts. */
+/** Fields per op in ARGV after ARGV[1] = op count and ARGV[2] = channel; see commitArgs() in redis.ts. */
 export const opFields = 5;
 
 /**
  * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev.
- * ARGV: n, then per op: kind ('put'|'delete'), key, expect mode ('' none | 'n' absent |
+ * ARGV: n, the changes channel, then per op: kind ('put'|'delete'), key, expect mode ('' none | 'n' absent |
  * '*' present | 'e' etag equal), expected etag, and for put: 'value JSON' followed by the
  * new etag packed as one field `<etag>\n<json>` so every op has the same width.
  * Returns {0, key, reason} when an expectation fails (nothing written), else {1, revision}.
@@ -43,7 +51,7 @@ local n = tonumber(ARGV[1])
 local index = KEYS[n + 1]
 local rev = KEYS[n + 2]
 for i = 1, n do
-  local b = 2 + (i - 1) * ${opFields}
+  local b = 3 + (i - 1) * ${opFields}
   local mode = ARGV[b + 2]
   if mode ~= '' then
     local cur = redis.call('HGET', KEYS[i], 'e')
@@ -58,7 +66,7 @@ for i = 1, n do
 end
 local changed = {}
 for i = 1, n do
-  local b = 2 + (i - 1) * ${opFields}
+  local b = 3 + (i - 1) * ${opFields}
   local key = ARGV[b + 1]
   if ARGV[b] == 'put' then
     local packed = ARGV[b + 4]
@@ -72,7 +80,7 @@ for i = 1, n do
   changed[#changed + 1] = key
 end
 local r = redis.call('INCR', rev)
-redis.call('PUBLISH', '${layout.changes}', cjson.encode(changed))
+redis.call('PUBLISH', ARGV[2], cjson.encode(changed))
 return {1, r}
 `);
 

@@ -10,7 +10,7 @@ import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
 import { log } from '../log.js';
 import { etagOf } from './etag.js';
-import { commitScript, incrScript, layout, type Script } from './redis-lua.js';
+import { changesChannel, commitScript, incrScript, layout, type Script } from './redis-lua.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
 
 type Client = ReturnType<typeof createClient>;
@@ -50,9 +50,9 @@ function watchErrors(client: Client, role: string): void {
 }
 
 /** Builds the KEYS and ARGV of commitScript (layout documented there). */
-export function commitArgs(ops: WriteOp[]): { keys: string[]; args: string[]; etags: Record<string, string> } {
+export function commitArgs(ops: WriteOp[], channel: string): { keys: string[]; args: string[]; etags: Record<string, string> } {
   const keys: string[] = [];
-  const args: string[] = [String(ops.length)];
+  const args: string[] = [String(ops.length), channel];
   const etags: Record<string, string> = {};
   for (const op of ops) {
     keys.push(cfgKey(op.key));
@@ -66,7 +66,7 @@ export function commitArgs(ops: WriteOp[]): { keys: string[]; args: string[]; et
     } else {
       delete etags[op.key];
     }
-    args.push(op.op, op.key, mode, typeof e === 'string' ? e : '', packed);
+    args.push(op.op, op.key, mode, mode === 'e' && typeof e === 'string' ? e : '', packed);
   }
   keys.push(layout.index, layout.revision);
   return { keys, args, etags };
@@ -94,6 +94,7 @@ export async function openRedisStore(url: string): Promise<Store> {
   watchErrors(client, 'store');
   await guarded(() => client.connect());
 
+  const channel = changesChannel(url);
   let subscriber: Client | undefined;
   let subscribing: Promise<void> | undefined;
   const listeners = new Set<(keys: string[]) => void>();
@@ -133,7 +134,7 @@ export async function openRedisStore(url: string): Promise<Store> {
     watchErrors(sub, 'store-changes');
     subscribing = sub
       .connect()
-      .then(() => sub.subscribe(layout.changes, deliver))
+      .then(() => sub.subscribe(channel, deliver))
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
         log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
@@ -173,7 +174,7 @@ export async function openRedisStore(url: string): Promise<Store> {
         if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
         // A listener registered before this commit must see it: wait for its subscription.
         await subscribing;
-        const { keys, args, etags } = commitArgs(ops);
+        const { keys, args, etags } = commitArgs(ops, channel);
         const reply = await runScript(commitScript, keys, args);
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
