@@ -67,6 +67,8 @@ const errors: Array<[string, string, number]> = [
   ['=x', 'syntax', 0],
   ['a b', 'syntax', 2],
   ['a=x/b,a=y/c', 'conflicting-rename', 6],
+  ['a=x,a/b', 'conflicting-rename', 4],
+  ['a/[b=x],a/[c,b=y]', 'conflicting-rename', 13],
 ];
 for (const [text, code, position] of errors) {
   test(`fields error ${code} at ${position}: ${JSON.stringify(text)}`, () => {

@@ -18,7 +18,7 @@ export type FieldsSelector = { readonly source: string; apply(obj: Json): Json }
 export type FieldsOptions = { known?: (path: string[]) => boolean };
 
 /** `sub` null: the field whole; otherwise only these parts of it. */
-type Selection = Map<string, { out: string; sub: Selection | null }>;
+type Selection = Map<string, { out: string; pos: number; sub: Selection | null }>;
 
 type Token = { kind: 'name' | ',' | '/' | '[' | ']' | '=' | 'end'; text: string; pos: number };
 
@@ -111,11 +111,9 @@ function insert(into: Selection, steps: Step[], sub: Selection | null): void {
     if (level === null) return; // an ancestor is already selected whole
     const last = i === steps.length - 1;
     let entry = level.get(step.name);
-    if (entry && entry.out !== step.out) {
-      throw queryError('fields', 'conflicting-rename', step.pos, `field ${step.name} is renamed both to ${entry.out} and to ${step.out}`);
-    }
+    if (entry) sameName(step.name, entry.out, step.out, step.pos);
     if (!entry) {
-      entry = { out: step.out, sub: last ? sub : new Map() };
+      entry = { out: step.out, pos: step.pos, sub: last ? sub : new Map() };
       level.set(step.name, entry);
     } else if (last) {
       entry.sub = sub === null || entry.sub === null ? null : merge(entry.sub, sub);
@@ -124,9 +122,14 @@ function insert(into: Selection, steps: Step[], sub: Selection | null): void {
   });
 }
 
+function sameName(name: string, first: string, second: string, pos: number): void {
+  if (first !== second) throw queryError('fields', 'conflicting-rename', pos, `field ${name} is renamed both to ${first} and to ${second}`);
+}
+
 function merge(a: Selection, b: Selection): Selection {
   for (const [name, e] of b) {
     const mine = a.get(name);
+    if (mine) sameName(name, mine.out, e.out, e.pos);
     if (!mine) a.set(name, e);
     else mine.sub = mine.sub === null || e.sub === null ? null : merge(mine.sub, e.sub);
   }
