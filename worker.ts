@@ -30,7 +30,8 @@ async function main(): Promise<void> {
   const inst = await createInstance(settings);
   const server = serve({ fetch: inst.app.fetch, port: settings.port, hostname: settings.host }, (info) => {
     const host = settings.host === '0.0.0.0' ? 'localhost' : settings.host;
-    log('info', `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in with POST /v1/login {"username":"admin","password":...}`, { port: info.port, host: settings.host, site: settings.site });
+    const how = settings.adminPassword ? 'the ADMIN_PASSWORD' : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+    log('info', `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`, { port: info.port, host: settings.host, site: settings.site });
   });
   let stopping = false;
   const stop = (signal: string) => {
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
 /** True when this file is the program (tsx worker.ts, node build/edgeplane.cjs, the SEA). */
 function isMain(): boolean {
   if (process.env.EDGEPLANE_NO_MAIN === '1') return false;
+  if (isSea()) return true;
   const entry = process.argv[1];
   if (!entry) return true;
   try {
@@ -58,6 +60,17 @@ function isMain(): boolean {
 }
 
 declare const __filename: string | undefined;
+
+function isSea(): boolean {
+  try {
+    // node:sea exists from Node 20.12; require is there in the CommonJS bundle only.
+    const req = typeof require === 'function' ? require : undefined;
+    const sea = req?.('node:sea') as { isSea(): boolean } | undefined;
+    return sea?.isSea() ?? false;
+  } catch {
+    return false;
+  }
+}
 
 if (isMain()) {
   main().catch((err: unknown) => {

@@ -10,6 +10,5 @@ export { etagOf } from './etag.js';
 
 export async function openStore(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Store> {
   if (settings.redisUrl) return openRedisStore(settings.redisUrl);
-  log('info', 'no REDIS_URL: using the embedded store', { dataDir: settings.dataDir });
   return openEmbeddedStore(settings.dataDir);
 }
