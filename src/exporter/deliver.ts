@@ -1,0 +1,87 @@
+/**
+ * One message through one exporter: filter, expand, POST with retries. Returns how it was
+ * handled; every outcome but `aborted` (the exporter is stopping) lets the message be acked.
+ * Problems with the message itself (a variable without value, an invalid URL, data that is
+ * not JSON) ignore it and are recorded as the last error; failed POSTs are retried per the
+ * policy and then dropped.
+ */
+import type { Agent } from 'undici';
+import { log } from '../log.js';
+import type { Clock } from './clock.js';
+import type { Message } from './message.js';
+import { resolvePointer } from './message.js';
+import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
+import { postOnce } from './send.js';
+import { validUrl, type ExporterSpec } from './spec.js';
+import type { ExporterState } from './state.js';
+
+export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborted';
+
+export type DeliverContext = {
+  spec: ExporterSpec;
+  agent: Agent;
+  clock: Clock;
+  attemptTimeoutMs: number;
+  /** SYS_* variables of this site and tenant. */
+  sys: ReadonlyMap<string, string>;
+  /** Declared secret variables, read at exporter start. */
+  secrets: ReadonlyMap<string, string>;
+  state: ExporterState;
+  /** Aborted when the exporter stops: no new attempt, no further waiting. */
+  stopping: AbortSignal;
+  /** Aborted at the stop deadline: POSTs still running are cut. */
+  deadline: AbortSignal;
+};
+
+function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
+  ctx.state.error(`message ${msg.entry.id} of topic ${msg.topic} ignored: ${why}`, ctx.clock.now());
+  return 'ignored';
+}
+
+export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
+  const { spec } = ctx;
+  if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
+
+  // Message variables are resolved once per message, before any template asks for them.
+  let fromMessage: Map<string, string> | undefined;
+  for (const v of spec.messageVars) {
+    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
+    if (value === undefined) return ignore(ctx, msg, `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default`);
+    (fromMessage ??= new Map()).set(v.name, value);
+  }
+  const lookup = (name: string): string | undefined =>
+    msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+
+  const url = spec.url.render(lookup);
+  if (!url.ok) return ignore(ctx, msg, `url: ${url.reason}`);
+  if (!spec.url.static && !validUrl(url.value)) return ignore(ctx, msg, 'url: the expanded value is not an absolute http or https URL');
+  const headers: string[] = [];
+  for (const h of spec.headers) {
+    const r = h.value.render(lookup);
+    if (!r.ok) return ignore(ctx, msg, `header ${h.name}: ${r.reason}`);
+    headers.push(h.name, r.value);
+  }
+  const data = spec.data.render(lookup);
+  if (!data.ok) return ignore(ctx, msg, `data: ${data.reason}`);
+  if (spec.format === 'json') {
+    try { JSON.parse(data.value); } catch { return ignore(ctx, msg, 'data: the expanded value is not valid JSON (data-format json)'); }
+    if (!spec.hasContentType) headers.push('content-type', 'application/json');
+  } else if (!spec.hasContentType) {
+    headers.push('content-type', 'text/plain; charset=utf-8');
+  }
+
+  for (let attempt = 1; ; attempt++) {
+    if (ctx.stopping.aborted) return 'aborted';
+    const r = await postOnce({ url: url.value, headers, body: data.value, agent: ctx.agent, timeoutMs: ctx.attemptTimeoutMs, signal: ctx.deadline });
+    if (r.ok) return 'delivered';
+    if (ctx.deadline.aborted) return 'aborted';
+    ctx.state.count('failed-attempts');
+    ctx.state.error(r.error, ctx.clock.now());
+    if (!mayRetry(spec.policy, attempt)) {
+      log('warn', 'exporter: message dropped after its last attempt', { tenant: spec.tenant, exporter: spec.name, topic: msg.topic, id: msg.entry.id, attempts: attempt });
+      return 'dropped';
+    }
+    const wait = nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now()));
+    await ctx.clock.sleep(wait, ctx.stopping);
+  }
+}

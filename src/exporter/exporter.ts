@@ -1,0 +1,209 @@
+/**
+ * The message loop of one running exporter. It reads batches from each consumed topic
+ * (non-blocking, on the bus's shared connection) and handles up to `max-in-flight`
+ * messages at once, in topic order: with 1, strictly one after the other. When every topic
+ * is drained it sleeps until the bus notifier wakes it (a topic got entries) or a slow
+ * safety poll fires. Each message is acked once handled; see bus.ts for why acking each
+ * handled message is the "offset moves only past handled messages" rule.
+ */
+import type { Agent } from 'undici';
+import type { Bus, StartAt } from '../bus/bus.js';
+import { log } from '../log.js';
+import type { Clock } from './clock.js';
+import { deliver, type DeliverContext } from './deliver.js';
+import { Message } from './message.js';
+import type { ExporterSpec } from './spec.js';
+import type { ExporterState } from './state.js';
+import { TopicReader } from './topic-reader.js';
+
+export type ExporterDeps = {
+  spec: ExporterSpec;
+  bus: Bus;
+  clock: Clock;
+  agent: Agent;
+  group: string;
+  consumer: string;
+  sys: ReadonlyMap<string, string>;
+  secrets: ReadonlyMap<string, string>;
+  state: ExporterState;
+  attemptTimeoutMs: number;
+  pollMs: number;
+};
+
+const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function startAt(spec: ExporterSpec): StartAt {
+  return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
+}
+
+export class Exporter {
+  private readonly readers = new Map<string, TopicReader>();
+  private readonly opening = new Set<string>();
+  private readonly cleanups: Array<() => void> = [];
+  private readonly stopCtl = new AbortController();
+  private readonly deadlineCtl = new AbortController();
+  private readonly ctx: DeliverContext;
+  private dirty = true;
+  private wakeLoop: (() => void) | undefined;
+  private inFlight = 0;
+  private slotFreed: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly d: ExporterDeps) {
+    this.ctx = {
+      spec: d.spec, agent: d.agent, clock: d.clock, attemptTimeoutMs: d.attemptTimeoutMs, sys: d.sys, secrets: d.secrets,
+      state: d.state, stopping: this.stopCtl.signal, deadline: this.deadlineCtl.signal,
+    };
+  }
+
+  /** Topics this exporter reads now (named ones and those found by topic-patterns). */
+  topics(): string[] {
+    return [...this.readers.keys()];
+  }
+
+  start(): void {
+    this.loop = this.run().catch((err: unknown) => {
+      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.setStatus('error');
+    });
+  }
+
+  private wake = (): void => {
+    this.dirty = true;
+    this.wakeLoop?.();
+  };
+
+  private async addTopic(topic: string, start: StartAt): Promise<void> {
+    if (this.readers.has(topic) || this.opening.has(topic)) return;
+    this.opening.add(topic);
+    const reader = new TopicReader(this.d.bus, topic, this.d.group, this.d.consumer, start);
+    try {
+      for (;;) {
+        if (this.stopCtl.signal.aborted) return;
+        try { await reader.open(); break; } catch (err) {
+          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          await realSleep(1000);
+        }
+      }
+      this.readers.set(topic, reader);
+      this.d.state.addTopic(topic);
+      this.cleanups.push(this.d.bus.watch(topic, this.wake));
+      this.wake();
+    } finally {
+      this.opening.delete(topic);
+    }
+  }
+
+  private async run(): Promise<void> {
+    const { spec, state } = this.d;
+    await Promise.all(spec.topics.map((t) => this.addTopic(t, startAt(spec))));
+    if (spec.patterns.length > 0) {
+      let first = true;
+      this.cleanups.push(this.d.bus.onTopics((all) => {
+        // Topics that appear after the start hold only messages produced since: read them whole.
+        const start = first ? startAt(spec) : { at: 'beginning' as const };
+        first = false;
+        for (const t of all) if (spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);
+      }));
+    }
+    if (this.stopCtl.signal.aborted) return;
+    state.setStatus('ready');
+    const count = Math.min(512, Math.max(64, spec.maxInFlight * 2));
+    while (!this.stopCtl.signal.aborted) {
+      this.dirty = false;
+      let got = 0;
+      for (const reader of [...this.readers.values()]) {
+        if (this.stopCtl.signal.aborted) break;
+        got += await this.drainOnce(reader, count);
+      }
+      if (got === 0 && !this.dirty && !this.stopCtl.signal.aborted) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.d.pollMs);
+          this.wakeLoop = () => { clearTimeout(timer); resolve(); };
+        });
+        this.wakeLoop = undefined;
+      }
+    }
+  }
+
+  /** Reads one batch of a topic and dispatches it; returns how many entries it read. */
+  private async drainOnce(reader: TopicReader, count: number): Promise<number> {
+    const { state } = this.d;
+    let batch;
+    try {
+      batch = await reader.read(count);
+    } catch (err) {
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      await realSleep(500);
+      return 0;
+    }
+    const n = batch.entries.length;
+    state.setUnread(reader.topic, batch.lag);
+    if (n === 0) return 0;
+    state.unhandled(reader.topic, n);
+    const lagAfter = batch.lag ?? 0;
+    for (let i = 0; i < n; i++) {
+      await this.slot();
+      // Entries not dispatched stay in our pending list and are read again at the next start.
+      if (this.stopCtl.signal.aborted) break;
+      const msg = new Message(reader.topic, batch.entries[i]!, n - 1 - i + lagAfter);
+      void this.handle(reader, msg);
+    }
+    return n;
+  }
+
+  private async slot(): Promise<void> {
+    while (this.inFlight >= this.d.spec.maxInFlight && !this.stopCtl.signal.aborted) {
+      await new Promise<void>((resolve) => { this.slotFreed = resolve; });
+    }
+  }
+
+  private async handle(reader: TopicReader, msg: Message): Promise<void> {
+    const { state } = this.d;
+    this.inFlight++;
+    state.inFlight = this.inFlight;
+    try {
+      const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
+        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        return 'ignored' as const;
+      });
+      if (outcome !== 'aborted') {
+        reader.handled(msg.entry.id);
+        state.count(outcome);
+        state.unhandled(reader.topic, -1);
+      }
+    } finally {
+      this.inFlight--;
+      state.inFlight = this.inFlight;
+      state.version++;
+      const freed = this.slotFreed;
+      this.slotFreed = undefined;
+      freed?.();
+      if (this.inFlight === 0) this.idle?.();
+    }
+  }
+
+  private idle: (() => void) | undefined;
+
+  /** Stops reading, lets running POSTs finish until the deadline, acks what was handled. */
+  async stop(deadlineMs: number): Promise<void> {
+    this.stopCtl.abort();
+    for (const c of this.cleanups) c();
+    this.wakeLoop?.();
+    this.slotFreed?.();
+    await this.loop;
+    if (this.inFlight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => { this.idle = resolve; }),
+        new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); }),
+      ]);
+      clearTimeout(timer);
+      this.deadlineCtl.abort();
+      while (this.inFlight > 0) await new Promise<void>((resolve) => { this.idle = resolve; });
+    }
+    this.deadlineCtl.abort();
+    await Promise.all([...this.readers.values()].map((r) => r.flush()));
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The webhook exporter runtime, as the API process starts it:
+ * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
+ * running exporters in step with the configuration, and publishes each exporter's state to
+ * the store's kv area (`kvPrefix.webhookState + '<tenant>/<name>'`, every ~500 ms when it
+ * changed) so the API of any process can show it.
+ */
+import type { Bus } from '../bus/bus.js';
+import type { JsonObject } from '../json.js';
+import { log } from '../log.js';
+import { kvPrefix } from '../model/keys.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/store.js';
+import { systemClock, type Clock } from './clock.js';
+import type { SecretReader } from './secret-vars.js';
+import { closeAgents } from './send.js';
+import { Supervisor } from './supervisor.js';
+
+export type { SecretReader } from './secret-vars.js';
+export type { Clock } from './clock.js';
+export { groupName } from './supervisor.js';
+
+export type RuntimeOptions = {
+  settings: Pick<Settings, 'site' | 'globalDomain'>;
+  store: Store;
+  bus: Bus;
+  secrets?: SecretReader;
+  clock?: Clock;
+  /** Header and body timeout of one POST attempt (default 30 s); a hang is a failed attempt. */
+  attemptTimeoutMs?: number;
+  /** Safety poll of an idle exporter besides the bus notifier (default 5 s). */
+  pollMs?: number;
+  /** How often changed states are written to the kv area (default 500 ms). */
+  publishMs?: number;
+};
+
+export type Runtime = {
+  /** Stops reading, lets running POSTs finish until the deadline, acks, publishes the states. */
+  stop(deadlineMs: number): Promise<void>;
+  exporterState(tenant: string, name: string): JsonObject | undefined;
+  restart(tenant: string, name: string): Promise<boolean>;
+  readonly bus: Bus;
+};
+
+export const stateKey = (tenant: string, name: string): string => `${kvPrefix.webhookState}${tenant}/${name}`;
+
+export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const supervisor = new Supervisor({
+    site: opts.settings.site,
+    globalDomain: opts.settings.globalDomain,
+    store: opts.store,
+    bus: opts.bus,
+    secrets: opts.secrets,
+    clock,
+    attemptTimeoutMs: opts.attemptTimeoutMs ?? 30_000,
+    pollMs: opts.pollMs ?? 5000,
+  });
+
+  const published = new Map<string, number>();
+  let publishing = false;
+  const publish = async (): Promise<void> => {
+    if (publishing) return;
+    publishing = true;
+    try {
+      for (const [id, slot] of supervisor.slots) {
+        if (published.get(id) === slot.state.version) continue;
+        published.set(id, slot.state.version);
+        await opts.store.kvSet(stateKey(slot.tenant, slot.name), JSON.stringify(slot.state.toJson()));
+      }
+      for (const id of [...published.keys()]) {
+        if (supervisor.slots.has(id)) continue;
+        published.delete(id);
+        const slash = id.indexOf('/');
+        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1)));
+      }
+    } catch (err) {
+      log('debug', 'runtime: cannot publish exporter states', { error: String(err) });
+    } finally {
+      publishing = false;
+    }
+  };
+
+  const unsubscribe = opts.store.onChange((keys) => supervisor.onStoreChange(keys));
+  await supervisor.reconcile();
+  const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
+  const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
+  publisher.unref();
+  secretRetry.unref();
+  void publish();
+  log('info', 'webhook exporter runtime started', { site: opts.settings.site, exporters: supervisor.slots.size });
+
+  return {
+    bus: opts.bus,
+    exporterState(tenant, name) {
+      return supervisor.slots.get(`${tenant}/${name}`)?.state.toJson();
+    },
+    restart: (tenant, name) => supervisor.restart(tenant, name),
+    async stop(deadlineMs) {
+      unsubscribe();
+      clearInterval(publisher);
+      clearInterval(secretRetry);
+      await supervisor.stop(deadlineMs);
+      await publish();
+      await closeAgents();
+    },
+  };
+}

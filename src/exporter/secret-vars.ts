@@ -1,0 +1,38 @@
+/**
+ * Secret variables (`value-from-vault-secret`) are read when an exporter starts or restarts,
+ * never per message; a sealed store or a missing vault, secret or key makes the exporter
+ * status `error` with a last-error that names the variable (never the value).
+ */
+import type { SecretVar } from './spec.js';
+
+/** Injected by the caller (the secret store); values are plaintext. */
+export type SecretReader = {
+  read(tenant: string, vault: string, secret: string): Promise<Record<string, string>>;
+  sealed(): boolean;
+};
+
+export type SecretsResult = { ok: true; values: Map<string, string> } | { ok: false; error: string };
+
+export async function readSecretVars(reader: SecretReader | undefined, vars: readonly SecretVar[]): Promise<SecretsResult> {
+  const values = new Map<string, string>();
+  if (vars.length === 0) return { ok: true, values };
+  if (!reader) return { ok: false, error: 'no secret store is available for value-from-vault-secret variables' };
+  if (reader.sealed()) return { ok: false, error: 'the secret store is sealed: unseal it, then restart the exporter' };
+  const cache = new Map<string, Promise<Record<string, string>>>();
+  for (const v of vars) {
+    const id = `${v.tenant}\0${v.vault}\0${v.secret}`;
+    let p = cache.get(id);
+    if (!p) { p = reader.read(v.tenant, v.vault, v.secret); cache.set(id, p); }
+    let dict: Record<string, string>;
+    try {
+      dict = await p;
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      return { ok: false, error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.tenant}): ${why}` };
+    }
+    const value = dict[v.key];
+    if (value === undefined) return { ok: false, error: `variable ${v.name}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };
+    values.set(v.name, value);
+  }
+  return { ok: true, values };
+}

@@ -1,0 +1,174 @@
+/**
+ * Keeps the running exporters equal to the configuration (plus placement at this site):
+ * an initial load, then a reconcile shortly after every relevant change from any process
+ * (store.onChange). Each exporter's inputs (its object, placement, the site's SYS_* values)
+ * are fingerprinted; a different fingerprint restarts it keeping the group offsets, a
+ * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
+ */
+import type { Bus } from '../bus/bus.js';
+import { canonicalJson, type JsonObject } from '../json.js';
+import { log } from '../log.js';
+import { configKey } from '../model/keys.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from './clock.js';
+import { Exporter } from './exporter.js';
+import { placeHere } from './placement.js';
+import { readSecretVars, type SecretReader } from './secret-vars.js';
+import { agentFor } from './send.js';
+import { compileSpec, type ExporterSpec } from './spec.js';
+import { ExporterState } from './state.js';
+import { loadSiteContext, type SiteContext } from './system-vars.js';
+
+export type SupervisorOptions = {
+  site: string;
+  globalDomain: string;
+  store: Store;
+  bus: Bus;
+  secrets: SecretReader | undefined;
+  clock: Clock;
+  attemptTimeoutMs: number;
+  pollMs: number;
+};
+
+type Slot = {
+  tenant: string;
+  name: string;
+  fingerprint: string;
+  state: ExporterState;
+  exporter: Exporter | undefined;
+  spec: ExporterSpec | undefined;
+  /** Set when the exporter could not start because of its secrets: retried periodically. */
+  secretError: boolean;
+};
+
+const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
+const relevant = /^[^/]+\/(volga\/webhooks|sites|application-deployments|system|strongbox)(\/|$)/;
+const updateDeadlineMs = 2000;
+
+export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
+const slotId = (tenant: string, name: string): string => `${tenant}/${name}`;
+
+export class Supervisor {
+  readonly slots = new Map<string, Slot>();
+  private readonly forced = new Set<string>();
+  private running: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly o: SupervisorOptions) {}
+
+  /** Runs a reconcile after the current one; calls made meanwhile share one run. */
+  reconcile(): Promise<void> {
+    if (this.queued) return this.queued;
+    this.queued = this.running.then(() => { this.queued = undefined; return this.closed ? undefined : this.reconcileNow(); })
+      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
+    this.running = this.queued;
+    return this.queued;
+  }
+
+  onStoreChange(keys: string[]): void {
+    if (keys.some((k) => relevant.test(k))) void this.reconcile();
+  }
+
+  /** Re-reads configuration and secrets of one exporter, keeping offsets. False when unknown. */
+  async restart(tenant: string, name: string): Promise<boolean> {
+    const entry = await this.o.store.get(configKey(tenant, `volga/webhooks/${name}`));
+    if (!entry) return false;
+    this.forced.add(slotId(tenant, name));
+    await this.reconcile();
+    return true;
+  }
+
+  retrySecretErrors(): void {
+    let any = false;
+    for (const [id, s] of this.slots) if (s.secretError) { this.forced.add(id); any = true; }
+    if (any) void this.reconcile();
+  }
+
+  private async reconcileNow(): Promise<void> {
+    const all = await this.o.store.list('');
+    const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject }>();
+    for (const e of all) {
+      const m = webhookKey.exec(e.key);
+      if (m) desired.set(slotId(m[1]!, m[2]!), { tenant: m[1]!, name: m[2]!, cfg: e.value });
+    }
+    const contexts = new Map<string, SiteContext>();
+    for (const { tenant } of desired.values()) {
+      if (!contexts.has(tenant)) contexts.set(tenant, await loadSiteContext(this.o.store, tenant, this.o.site, this.o.globalDomain));
+    }
+    const changes: Array<() => Promise<void>> = [];
+    for (const [id, d] of desired) {
+      const ctx = contexts.get(d.tenant)!;
+      const fingerprint = canonicalJson({ cfg: d.cfg, placed: placeHere(d.cfg['site-placement'], ctx), sys: [...ctx.vars] });
+      const slot = this.slots.get(id);
+      if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) continue;
+      this.forced.delete(id);
+      changes.push(() => this.replace(id, slot, d.tenant, d.name, d.cfg, ctx, fingerprint));
+    }
+    for (const [id, slot] of this.slots) if (!desired.has(id)) changes.push(() => this.remove(id, slot));
+    // Bounded parallelism: a change to a site can restart every exporter of a tenant.
+    for (let i = 0; i < changes.length; i += 50) await Promise.all(changes.slice(i, i + 50).map((c) => c()));
+  }
+
+  private async replace(id: string, old: Slot | undefined, tenant: string, name: string, cfg: JsonObject, ctx: SiteContext, fingerprint: string): Promise<void> {
+    const oldTopics = old?.exporter?.topics() ?? [];
+    if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
+    const state = old?.state ?? new ExporterState(this.o.clock.now());
+    state.setStatus('starting', this.o.clock.now());
+    const slot: Slot = { tenant, name, fingerprint, state, exporter: undefined, spec: undefined, secretError: false };
+    this.slots.set(id, slot);
+    if (this.closed) return;
+
+    let spec: ExporterSpec;
+    try {
+      spec = compileSpec(tenant, cfg);
+    } catch (err) {
+      state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
+    slot.spec = spec;
+    // Groups of topics this exporter no longer consumes are destroyed, like a deletion.
+    for (const t of oldTopics) {
+      if (!spec.topics.includes(t) && !spec.patterns.some((p) => p.test(t))) { await this.o.bus.destroyGroup(t, groupName(tenant, name)); state.removeTopic(t); }
+    }
+    const placement = placeHere(cfg['site-placement'], ctx);
+    if (placement.placed !== true) {
+      if (placement.placed === 'invalid') { state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now()); state.setStatus('error'); }
+      else state.setStatus('stopped');
+      return;
+    }
+    const secrets = await readSecretVars(this.o.secrets, spec.secretVars);
+    if (!secrets.ok) {
+      slot.secretError = true;
+      state.error(secrets.error, this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
+    const exporter = new Exporter({
+      spec, bus: this.o.bus, clock: this.o.clock, agent: agentFor(spec.tls), group: groupName(tenant, name), consumer: this.o.site,
+      sys: ctx.vars, secrets: secrets.values, state, attemptTimeoutMs: this.o.attemptTimeoutMs, pollMs: this.o.pollMs,
+    });
+    slot.exporter = exporter;
+    exporter.start();
+    log('info', 'exporter started', { tenant, exporter: name, topics: spec.topics });
+  }
+
+  private async remove(id: string, slot: Slot): Promise<void> {
+    this.slots.delete(id);
+    const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
+    if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
+    for (const t of topics) await this.o.bus.destroyGroup(t, groupName(slot.tenant, slot.name));
+    log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
+  }
+
+  async stop(deadlineMs: number): Promise<void> {
+    this.closed = true;
+    await this.running;
+    await Promise.all([...this.slots.values()].map(async (s) => {
+      if (s.exporter) await s.exporter.stop(deadlineMs);
+      s.exporter = undefined;
+      s.state.setStatus('stopped');
+    }));
+  }
+}
