@@ -10,6 +10,7 @@ import type { Store } from '../store/store.js';
 import { record, type AuditEvent, type AuditSink } from './audit.js';
 import { bootstrapAdmin } from './bootstrap.js';
 import { verifyPassword } from './passwords.js';
+import { isProblem, matches, parsePattern, splitPath, type PathPattern } from './patterns.js';
 import { decide, type Operation } from './policies.js';
 import { createDirectory, type Principal } from './principal.js';
 import { createTenantTree, type TenantTree } from './tenants.js';
@@ -54,6 +55,17 @@ export type Auth = {
 
 /** `name` or `name@tenant`: no '/', '|', spaces or control characters can reach a store key. */
 const usernameForm = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:@([A-Za-z0-9][A-Za-z0-9._-]{0,127}))?$/;
+
+/**
+ * Resources shared by every tenant of the process — the secret store's seal and the bus
+ * topics (which carry every tenant's messages, the audit trail included) — are reached
+ * only by principals of the root tenant, whatever a subtenant's own policies say.
+ */
+export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**', '/v1/state/volga/topics/**'].map((src) => {
+  const p = parsePattern(src);
+  if (isProblem(p)) throw new Error(`bad built-in pattern ${src}`);
+  return p;
+});
 
 function unauthorized(message: string, code: string): ApiError {
   return new ApiError('unauthorized', message, { code }, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } });
@@ -128,6 +140,12 @@ export function createAuth(opts: AuthOptions): Auth {
   function check(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
     if (tenant !== undefined && !principal.tenants.has(tenant)) {
       return new ApiError('not-found', `Cannot find ${absolutePath}`, { code: 'not-found', path: absolutePath });
+    }
+    if (principal.tenant !== root) {
+      const segments = splitPath(absolutePath.split('?')[0] ?? '');
+      if (rootOnlyPatterns.some((p) => matches(p, segments))) {
+        return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: it is shared by all tenants, so only users of the root tenant may`, { code: 'root-tenant-only', path: absolutePath, operation: op });
+      }
     }
     const d = decide(principal.policies, absolutePath, op);
     if (d.allowed) return undefined;

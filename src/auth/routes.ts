@@ -1,7 +1,8 @@
 /**
  * POST /v1/login {username, password} → {token, expires-in, expires, creation-time}, and
- * POST /v1/state/strongbox/token/refresh (same reply, for the caller's own token: any
- * authenticated user may refresh, no policy needed). Token replies are never cached.
+ * POST /v1/state/strongbox/token/refresh (same reply, for the caller's own token; like every
+ * other endpoint it needs a policy allowing `execute` on its path — the built-in admin policy
+ * does). Token replies are never cached.
  */
 import { Hono, type Context } from 'hono';
 import { parseBody } from '../api/body.js';
@@ -12,6 +13,8 @@ import type { Auth } from './auth.js';
 import { clientAddress } from './client.js';
 import type { AuthVariables } from './middleware.js';
 import type { TokenReply } from './tokens.js';
+
+export const refreshPath = '/v1/state/strongbox/token/refresh';
 
 /** A login body is two short strings; anything much larger is not one. */
 const maxLoginBytes = 16 * 1024;
@@ -47,9 +50,10 @@ export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
     const { username, password } = await readCredentials(c);
     return tokenReply(c, await auth.login(username, password, clientAddress(c)));
   });
-  app.post('/v1/state/strongbox/token/refresh', async (c) => {
+  app.post(refreshPath, async (c) => {
     // The principal is set by authMiddleware; authenticate here when mounted without it.
     const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
+    auth.authorize(principal, refreshPath, 'execute');
     return tokenReply(c, await auth.refresh(principal));
   });
   return app;
