@@ -2,14 +2,15 @@
  * `npm run build`: one esbuild bundle (build/edgeplane.cjs, CommonJS because Node 20's
  * single-executable support runs a CommonJS main script) and a single executable
  * (build/edgeplane: a copy of this node binary with the bundle injected by postject).
- * `npm run build -- --bundle-only` skips the executable.
+ * `npm run build -- --bundle-only` skips the executable; `--out DIR` writes elsewhere.
  */
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const out = 'build';
+const outAt = process.argv.indexOf('--out');
+const out = outAt > 0 && process.argv[outAt + 1] ? (process.argv[outAt + 1] as string) : 'build';
 const bundle = join(out, 'edgeplane.cjs');
 
 async function main(): Promise<void> {

@@ -1,0 +1,62 @@
+/**
+ * `npm run build` output works: the esbuild bundle and the single executable each start,
+ * listen on the port they print, accept a login and answer GET /v1/config.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const out = mkdtempSync(join(tmpdir(), 'edgeplane-build-'));
+
+async function startAndAsk(command: string, args: string[]): Promise<{ login: number; config: number; body: unknown }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-build-data-'));
+  const child = spawn(command, args, { env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_PASSWORD: 'build-test-password', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let buf = '';
+      const timer = setTimeout(() => reject(new Error(`no listening line; output: ${buf}`)), 30_000);
+      child.stdout.on('data', (d: Buffer) => {
+        buf += d.toString();
+        for (const line of buf.split('\n')) {
+          try {
+            const rec = JSON.parse(line) as { msg?: string; port?: number };
+            if (rec.msg?.startsWith('edgeplane listening') && rec.port) { clearTimeout(timer); resolve(rec.port); }
+          } catch { /* partial line */ }
+        }
+      });
+      child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`exited with ${code}; output: ${buf}`)); });
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const login = await fetch(`${base}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'build-test-password' }) });
+    const { token } = (await login.json()) as { token: string };
+    const config = await fetch(`${base}/v1/config`, { headers: { authorization: `Bearer ${token}` } });
+    return { login: login.status, config: config.status, body: await config.json() };
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+test('npm run build writes a bundle and a single executable', () => {
+  const log = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--out', out], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.match(log, /bundle: .*edgeplane\.cjs/);
+  assert.match(log, /executable: .*edgeplane /);
+});
+
+test('the bundle starts and answers', async () => {
+  const r = await startAndAsk(process.execPath, [join(out, 'edgeplane.cjs')]);
+  assert.is(r.login, 200);
+  assert.is(r.config, 200);
+  assert.ok(Array.isArray(r.body));
+});
+
+test('the single executable starts and answers', async () => {
+  const r = await startAndAsk(join(out, 'edgeplane'), []);
+  assert.is(r.login, 200);
+  assert.is(r.config, 200);
+  assert.ok(Array.isArray(r.body));
+});
+
+test.run();
