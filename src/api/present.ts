@@ -23,6 +23,24 @@ export function shape(def: ResourceDef | undefined, value: JsonObject, q: Parsed
   return q.fields ? q.fields.apply(v) : v;
 }
 
+/**
+ * Members /v1/state adds to an object's configuration (api/state.ts extras), so `fields` can
+ * select them and still reject names that exist nowhere. Webhook state is open-ended
+ * (counters, per-topic lag): no check there.
+ */
+const stateMembers: Readonly<Record<string, Record<string, Schema>>> = {
+  deployment: { status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } } },
+};
+
+/** `fields` checking for a state read of `def`; undefined: any name is accepted. */
+export function knownInState(def: ResourceDef): ((path: string[]) => boolean) | undefined {
+  if (def.id === 'webhook') return undefined;
+  const extra = stateMembers[def.id];
+  if (!extra) return knownIn(def.schema);
+  const props = (def.schema.properties ?? {}) as Record<string, Schema>;
+  return knownIn({ ...def.schema, properties: { ...props, ...extra } });
+}
+
 /** Whether `path` (member names) exists in a schema, for `fields` checking. */
 export function knownIn(schema: Schema): (path: string[]) => boolean {
   return (path) => {

@@ -14,7 +14,7 @@ import { siteLabels } from '../exporter/system-vars.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, segmentsAfter, type Ctx } from './http.js';
-import { knownIn, redact, shape } from './present.js';
+import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 
 const PREFIX = '/v1/state';
@@ -150,7 +150,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     const params = new URL(c.req.url).searchParams;
     const cache = new Map<string, Entry[]>();
     if (r.kind === 'list') {
-      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults']);
+      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults'], { knownField: knownInState(r.def) });
       checkSite(deps, q);
       let items = (await stateItems(deps, p.tenant, r, cache)).map((i) => contentFilter(i, q));
       if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
@@ -158,7 +158,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
       if (q.keys) return reply(c, 200, items.map((v) => v.name ?? null));
       return reply(c, 200, items.map((v) => shape(r.def, v, q)), { multi: true });
     }
-    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], { knownField: r.def.id === 'webhook' ? undefined : knownIn(r.def.schema) });
+    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], { knownField: knownInState(r.def) });
     checkSite(deps, q);
     if (r.def.id === 'secret') return reply(c, 200, await secretState(deps, p.tenant, r));
     const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
