@@ -6,9 +6,10 @@
  * non-blocking XREADGROUP on the shared command connection when woken.
  *
  * A new watch learns the stream's last ID and wakes its watcher once, so entries that
- * arrive between the exporter's first read and the next XREAD are not missed. The block
- * time is short (1 s) so newly added streams join the wait soon without CLIENT UNBLOCK
- * races. Exporters also poll slowly on their own as a safety net.
+ * arrive between the exporter's first read and the next XREAD are not missed; a wait that
+ * does not cover a new stream is interrupted with CLIENT UNBLOCK. The block time is short
+ * (1 s) so a rare lost interrupt costs at most that. Exporters also poll slowly on their own
+ * as a safety net.
  */
 import type { RedisClientType } from 'redis';
 import { log } from '../log.js';
@@ -23,8 +24,15 @@ export class Notifier {
   private closed = false;
   private loop: Promise<void> | undefined;
   private idle: (() => void) | undefined;
+  private blockedOn: Set<string> | undefined;
+  /** The notifier connection's CLIENT ID (changes at reconnect), to interrupt its wait. */
+  private clientId: string | undefined;
 
-  constructor(private readonly conn: RedisClientType, private readonly command: RedisClientType) {}
+  constructor(private readonly conn: RedisClientType, private readonly command: RedisClientType) {
+    const learnId = () => { void conn.sendCommand(['CLIENT', 'ID']).then((id) => { this.clientId = String(id); }, () => undefined); };
+    conn.on('ready', learnId);
+    if (conn.isReady) learnId();
+  }
 
   watch(key: string, wake: () => void): () => void {
     let w = this.watched.get(key);
@@ -54,6 +62,10 @@ export class Notifier {
       if (w.lastId === '$') w.lastId = '0-0';
     }
     for (const wake of w.wakers) wake();
+    // Interrupt a wait that does not include this stream yet, so it joins at once.
+    if (this.blockedOn && !this.blockedOn.has(w.key) && this.clientId) {
+      void this.command.sendCommand(['CLIENT', 'UNBLOCK', this.clientId]).catch(() => undefined);
+    }
   }
 
   private start(): void {
@@ -70,6 +82,7 @@ export class Notifier {
         continue;
       }
       let reply: unknown;
+      this.blockedOn = new Set(ready.map((w) => w.key));
       try {
         reply = await this.conn.sendCommand([
           'XREAD', 'COUNT', '1', 'BLOCK', String(blockMs), 'STREAMS',
@@ -80,6 +93,8 @@ export class Notifier {
         log('debug', 'bus: notifier read failed, retrying', { error: String(err) });
         await new Promise((r) => setTimeout(r, 500).unref());
         continue;
+      } finally {
+        this.blockedOn = undefined;
       }
       const got = parseStreams(reply);
       if (got.size === 0) continue;
