@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 
 export type Reply = { status?: number; headers?: Record<string, string>; hang?: boolean; reset?: boolean; delayMs?: number };
 /** `status` is what was answered (0 for hang and reset); every request is recorded. */
-export type Received = { n: number; method: string; path: string; headers: IncomingHttpHeaders; body: string; status: number };
+export type Received = { n: number; method: string; path: string; headers: IncomingHttpHeaders; body: string; status: number; sni: string | undefined };
 
 export type WebhookServer = {
   url: string;
@@ -25,6 +25,12 @@ export type WebhookServer = {
   close(): Promise<void>;
 };
 
+/** The server name the client sent in TLS SNI (undefined over plain HTTP or without SNI). */
+function sniOf(req: IncomingMessage): string | undefined {
+  const name: unknown = (req.socket as { servername?: unknown }).servername;
+  return typeof name === 'string' ? name : undefined;
+}
+
 export async function startWebhookServer(opts: { script?: Reply[]; tls?: { key: string; cert: string } } = {}): Promise<WebhookServer> {
   let script: Reply[] | ((n: number, req: Received) => Reply) = opts.script ?? [];
   let count = 0;
@@ -35,7 +41,7 @@ export async function startWebhookServer(opts: { script?: Reply[]; tls?: { key: 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const rec: Received = { n: count++, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: 0 };
+      const rec: Received = { n: count++, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: 0, sni: sniOf(req) };
       const reply = (typeof script === 'function' ? script(rec.n, rec) : script[rec.n]) ?? {};
       requests.push(rec);
       if (reply.reset) { req.socket.destroy(); return; }
