@@ -2,6 +2,8 @@
  * `fields` over HTTP (seed 4.7, issue 4 item 1): a,b · a/b · a/[b,c] · a=x/b · nesting, on single
  * objects, lists, GET /v1/config (objects of mixed types: applied per object, no unknown-field
  * check) and /v1/state; unknown fields and syntax errors → 400 with parameter and position.
+ * Also how objects are presented beside fields: with-defaults (alone, true, report-all, trim,
+ * explicit, false) from the schema defaults, and content=config|nonconfig|all on state reads.
  * Each suite runs against both stores (Redis DB 8).
  */
 import { suite } from 'uvu';
@@ -125,6 +127,63 @@ function fieldsSuite(backend: Backend): void {
   t('400 on GET /v1/config and /v1/state for syntax errors (unknown names are allowed there)', async () => {
     await rejected(api, `/v1/config?fields=${q('name,[')}`, 'fields', 'syntax', 5);
     await rejected(api, `/v1/state?fields=${q('a=b=c')}`, 'fields', 'syntax', 3);
+  });
+
+  const hookB = { name: 'hook-b', topics: ['t2'], 'site-placement': { 'match-site-labels': 'env = prod' }, url: 'http://example.test/b', data: 'x' };
+  const hookBDefaults = {
+    ...hookB, 'start-position': 'end', 'tls-verify': true, 'use-root-ca-certs': true, tries: 0, 'data-format': 'string',
+    'max-in-flight': 1, 'retry-interval': '1s', 'max-retry-interval': '60s',
+  };
+  const withDefaults = [
+    ['', hookBDefaults, { name: 'xeno', type: 'edge' }],
+    ['=true', hookBDefaults, { name: 'xeno', type: 'edge' }],
+    ['=report-all', hookBDefaults, { name: 'xeno', type: 'edge' }],
+    ['=explicit', hookB, { name: 'xeno', type: 'edge' }],
+    ['=false', hookB, { name: 'xeno', type: 'edge' }],
+    ['=trim', hookB, { name: 'xeno' }],
+  ] as const;
+  for (const [param, hook, xeno] of withDefaults) {
+    t(`with-defaults${param}: one object, a list, GET /v1/config`, async () => {
+      assert.equal(await ok(api, `/v1/config/volga/webhooks/hook-b?with-defaults${param}`), hook);
+      assert.equal(await ok(api, `/v1/config/sites/xeno?with-defaults${param}`), xeno);
+      const list = await ok(api, `/v1/config/volga/webhooks?with-defaults${param}`) as unknown[];
+      assert.equal(list[1], hook);
+      const all = byPath(await ok(api, `/v1/config?with-defaults${param}&match-path=${q('/v1/config/sites/xeno')}`));
+      assert.equal([...all.values()], [{ 'x-path': '/v1/config/sites/xeno', ...xeno }]);
+    });
+  }
+
+  t('with-defaults: trim keeps values that differ from the default; state objects too; fields see defaults', async () => {
+    const a = await ok(api, '/v1/config/volga/webhooks/hook-a?with-defaults=trim') as Record<string, unknown>;
+    assert.equal([a['start-position'], a.tries], ['beginning', 3]);
+    const state = await ok(api, '/v1/state/volga/webhooks/hook-b?with-defaults') as Record<string, unknown>;
+    assert.equal([state.status, state['retry-interval'], state.name], ['starting', '1s', 'hook-b']);
+    assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}&with-defaults`), [{ name: 'hook-a', tries: 3 }, { name: 'hook-b', tries: 0 }]);
+    assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}`), [{ name: 'hook-a', tries: 3 }, { name: 'hook-b' }]);
+  });
+
+  t('content on state reads: config, nonconfig, all (default); name always kept', async () => {
+    const dep = { name: 'dep1', 'application-name': 'app1', placement: { 'match-site-labels': 'env = prod' } };
+    const status = { 'selected-sites': ['site-a', 'tower'] };
+    assert.equal(await ok(api, '/v1/state/application-deployments/dep1?content=config'), dep);
+    assert.equal(await ok(api, '/v1/state/application-deployments/dep1?content=nonconfig'), { name: 'dep1', status });
+    assert.equal(await ok(api, '/v1/state/application-deployments/dep1?content=all'), { ...dep, status });
+    assert.equal(await ok(api, '/v1/state/application-deployments/dep1'), { ...dep, status });
+    assert.equal(await ok(api, '/v1/state/application-deployments?content=nonconfig'), [{ name: 'dep1', status }]);
+    assert.equal(await ok(api, '/v1/state/volga/webhooks?content=nonconfig&fields=name,status'), [{ name: 'hook-a', status: 'starting' }, { name: 'hook-b', status: 'starting' }]);
+    const all = byPath(await ok(api, `/v1/state?content=nonconfig&match-path=${q('/v1/state/application-deployments/*')}`));
+    assert.equal([...all.values()], [{ 'x-path': '/v1/state/application-deployments/dep1', name: 'dep1', status }]);
+    // Where sees the filtered object: the configured name of the application is gone with nonconfig.
+    assert.equal(await ok(api, `/v1/state/application-deployments?content=nonconfig&count&where=${q("application-name = 'app1'")}`), { count: 0 });
+    assert.equal(await ok(api, `/v1/state/application-deployments?content=config&count&where=${q("application-name = 'app1'")}`), { count: 1 });
+  });
+
+  t('400: bad with-defaults and content values, content on a config read', async () => {
+    await rejected(api, '/v1/config/sites?with-defaults=all', 'with-defaults', 'bad-value');
+    await rejected(api, '/v1/config?with-defaults=yes', 'with-defaults', 'bad-value');
+    await rejected(api, '/v1/state/sites?content=everything', 'content', 'bad-value');
+    await rejected(api, '/v1/state?content=', 'content', 'bad-value');
+    await rejected(api, '/v1/config/sites?content=config', 'content', 'unknown-parameter');
   });
 
   t.run();
