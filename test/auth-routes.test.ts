@@ -6,6 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -129,6 +131,25 @@ test('audit: every write is recorded (refused ones too), reads are not, logins o
   ]);
   for (const e of events) assert.ok(!Number.isNaN(Date.parse(e.time)) && typeof e['client-address'] === 'string');
   assert.not.ok(JSON.stringify(events).includes(token));
+});
+
+test('over a real socket the client address is the TCP peer (X-Forwarded-For is not trusted)', async () => {
+  events.length = 0;
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' },
+      body: JSON.stringify({ username: 'admin', password: 'wrong-password' }),
+    });
+    assert.is(res.status, 401);
+    await res.text();
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+  assert.match(events[0]?.['client-address'] ?? '', /127\.0\.0\.1$/);
 });
 
 test.after(async () => {
