@@ -2,7 +2,7 @@
  * Request bodies: JSON (strict: duplicate keys rejected) or YAML (unique keys, alias count
  * capped), by Content-Type. Size and nesting are capped before any value reaches the model.
  */
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, visit, type Alias, type Document } from 'yaml';
 import { ApiError } from '../errors.js';
 import type { Json } from '../json.js';
 
@@ -96,6 +96,12 @@ function checkJsonValue(v: unknown, depth: number, path: string): void {
   throw new ApiError('invalid-document', `Cannot accept the request body: the value at ${path || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`, { code: 'not-json', path });
 }
 
+function firstUnresolvedAlias(doc: Document.Parsed): Alias | undefined {
+  let found: Alias | undefined;
+  visit(doc, { Alias: (_key, node) => { if (!node.resolve(doc)) { found = node; return visit.BREAK; } return undefined; } });
+  return found;
+}
+
 /** YAML text → its documents (several for multi-object bodies). */
 export function parseYaml(text: string): Json[] {
   const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, strict: true });
@@ -108,6 +114,9 @@ export function parseYaml(text: string): Json[] {
       const code = err.code === 'DUPLICATE_KEY' ? 'duplicate-key' : 'syntax';
       throw invalid(text, offset, err.message.split('\n')[0] ?? err.code, code);
     }
+    // An alias without its anchor is also only found by toJS: report it as such, with its place.
+    const unresolved = firstUnresolvedAlias(doc);
+    if (unresolved) throw invalid(text, unresolved.range?.[0] ?? 0, `alias *${unresolved.source} has no anchor before it`, 'bad-alias');
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
