@@ -29,7 +29,7 @@ const seedBody = [
 ];
 
 type Impacted = { path: string; fields: Array<{ field: string; added: string[]; deleted: string[] }> };
-type Info = { code?: string; 'x-path'?: string; path?: string; position?: number };
+type Info = { code?: string; 'x-path'?: string; path?: string; position?: number; parameter?: string };
 
 async function snapshot(api: TestApi): Promise<unknown> {
   const r = await api.json('GET', `${C}?send-etag=true`);
