@@ -43,7 +43,7 @@ export function createDirectory(store: Store, tenants: TenantTree): Directory {
       // A user's policy list changed too: compiled sets are keyed by names, so only policy
       // objects themselves invalidate them.
       if (path.startsWith(policiesPath + '/') || path === policiesPath) compiled.clear();
-      if (path.startsWith(tenantsPath + '/') || path === tenantsPath) { tenants.invalidate(); reaches.clear(); users.clear(); }
+      if (path.startsWith(tenantsPath + '/') || path === tenantsPath) { tenants.invalidate(); reaches.clear(); }
     }
   });
 
