@@ -158,6 +158,8 @@ export function openEmbeddedBus(dataDir: string | undefined): Bus {
       let set = watchers.get(topic);
       if (!set) { set = new Set(); watchers.set(topic, set); }
       set.add(wake);
+      // Like the Redis notifier: one wake at registration, so nothing before it is missed.
+      queueMicrotask(wake);
       return () => { set.delete(wake); };
     },
 
