@@ -49,6 +49,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
           if (!deps.auth.allows(p, path, 'create') || !deps.auth.allows(p, path, 'update')) deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create') ? 'update' : 'create');
         } else deps.auth.authorize(p, path, opToAuth(change.op, true));
       },
+      checkAsync: (r, before, after) => tenantChecks(deps, p.tenant, r, before, after),
     };
   };
 
@@ -106,6 +107,28 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     return txReply(c, [change], mode, (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }));
   });
   return app;
+}
+
+/**
+ * Write-time checks against the tenant tree: a new subtenant name must be free (no leftover
+ * data, not an existing tenant), and a webhook may read only vaults its parent shares with it.
+ */
+async function tenantChecks(deps: AppDeps, tenant: string, r: Resolved, before: JsonObject | undefined, after: JsonObject): Promise<ApiError[]> {
+  const out: ApiError[] = [];
+  const collect = async (fn: () => Promise<unknown>) => {
+    try { await fn(); } catch (err) { if (err instanceof ApiError) out.push(err); else throw err; }
+  };
+  if (r.def.id === 'tenant' && !before && r.name) await collect(() => deps.auth.tenants.checkNewTenant(tenant, r.name as string));
+  if (r.def.id === 'webhook' && Array.isArray(after.variables)) {
+    for (const [i, v] of after.variables.entries()) {
+      const src = isObject(v) ? v['value-from-vault-secret'] : undefined;
+      if (!isObject(src) || typeof src.vault !== 'string') continue;
+      const from = typeof src['from-tenant'] === 'string' ? src['from-tenant'] : undefined;
+      const vault = src.vault;
+      await collect(() => deps.auth.tenants.vaultTenant(tenant, from, vault, `variables[${i}]/value-from-vault-secret`));
+    }
+  }
+  return out;
 }
 
 function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {

@@ -7,6 +7,7 @@ import type { Json, JsonObject } from '../json.js';
 import { compileRegex } from './regex.js';
 import { compileTemplate, knownVariable } from '../expand/template.js';
 import { compileLabelExpr } from '../query/labels.js';
+import { policyProblems } from '../auth/policies.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -77,9 +78,15 @@ function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
   return out;
 }
 
+/** Policy rules: path patterns and operations, with positions (auth/policies.ts). */
+function checkPolicy(obj: JsonObject, xPath: string): ApiError[] {
+  return policyProblems(obj).map((e) => new ApiError(e.code, `${e.message} (${xPath})`, { ...e.info, 'x-path': xPath }));
+}
+
 const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {
   webhook: checkWebhook,
   deployment: checkDeployment,
+  policy: checkPolicy,
 };
 
 export function semanticErrors(resourceId: string, obj: JsonObject, xPath: string): ApiError[] {

@@ -49,6 +49,8 @@ export type TxContext = {
   tenant: string;
   /** Called per change before anything is read (policies); throws ApiError to refuse. */
   authorize?: (change: Change, resolved: Resolved) => void;
+  /** Checks that need the store or the tenant tree (new tenants, shared vaults); problems, not throws. */
+  checkAsync?: (resolved: Resolved, before: JsonObject | undefined, after: JsonObject) => Promise<ApiError[]>;
 };
 
 export type TxMode = 'commit' | 'dry-run' | 'validate';
@@ -61,7 +63,13 @@ export type TxResult = {
   impacted?: Impacted[];
 };
 
-type Slot = { resolved: Resolved; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number };
+type Slot = {
+  resolved: Resolved; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number;
+  /** The object as stored (ciphertext for secrets), to re-assert it unchanged at commit. */
+  stored: JsonObject | undefined;
+  /** The outcome depends on this object's content as read (x-etag, If-Match, a JSON Patch test, a vault parent). */
+  guarded?: boolean;
+};
 
 const xPathOf = (path: string) => `/v1/config/${path}`;
 
@@ -90,11 +98,13 @@ function withName(r: Resolved, value: JsonObject): JsonObject {
 }
 
 /** Reads one object in its working (plaintext) form. */
-async function load(ctx: TxContext, r: Resolved, key: string): Promise<{ value: JsonObject | undefined; etag: string | undefined }> {
+type Loaded = { value: JsonObject | undefined; etag: string | undefined; stored: JsonObject | undefined };
+
+async function load(ctx: TxContext, r: Resolved, key: string): Promise<Loaded> {
   const entry = await ctx.store.get(key);
-  if (!entry) return { value: undefined, etag: undefined };
+  if (!entry) return { value: undefined, etag: undefined, stored: undefined };
   const value = r.def.id === 'secret' ? decryptSecret(ctx.strongbox, key, entry.value) : entry.value;
-  return { value, etag: entry.etag };
+  return { value, etag: entry.etag, stored: entry.value };
 }
 
 function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
@@ -187,8 +197,8 @@ async function loadSlots(ctx: TxContext, resolved: Resolved[]): Promise<Map<stri
   const keys = [...want.keys()];
   const loaded = await Promise.all(keys.map((k) => load(ctx, want.get(k) as Resolved, k)));
   keys.forEach((k, i) => {
-    const l = loaded[i] as { value: JsonObject | undefined; etag: string | undefined };
-    slots.set(k, { resolved: want.get(k) as Resolved, key: k, before: l.value, beforeEtag: l.etag, after: l.value });
+    const l = loaded[i] as Loaded;
+    slots.set(k, { resolved: want.get(k) as Resolved, key: k, before: l.value, beforeEtag: l.etag, after: l.value, stored: l.stored });
   });
   return slots;
 }
@@ -217,13 +227,20 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
       slot.after = next;
       slot.lastOp = change.op;
       slot.lastIndex = i;
+      if (change.ifMatch !== undefined || change.ifNoneMatch !== undefined || change.jsonPatch !== undefined) slot.guarded = true;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       errors.push(prefix(err, xPath));
       created.push(false);
     }
   });
-  for (const slot of slots.values()) if (slot.lastOp !== undefined || slot.resolved.def.id === 'vault') errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots, ctx));
+  for (const slot of slots.values()) {
+    if (slot.lastOp === undefined && slot.resolved.def.id !== 'vault') continue;
+    errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots, ctx));
+    if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
+      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after)) errors.push(prefix(e, xPathOf(slot.resolved.path)));
+    }
+  }
   if (errors.length > 0) throw combine(errors);
   const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
   if (mode === 'validate') return { created, etags: {} };
@@ -233,6 +250,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
     const expect = s.beforeEtag ?? null;
     writes.push(s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect });
   }
+  if (writes.length > 0) writes.push(...guardWrites(ctx, slots, changed));
   if (writes.length === 0) return { created, etags: Object.fromEntries([...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string])) };
   const result = await ctx.store.commit(writes);
   if (!result.ok) return 'retry';
@@ -242,6 +260,31 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
     if (e && s.after) etags[s.resolved.path] = e;
   }
   return { created, etags };
+}
+
+/**
+ * Objects the transaction read a condition on but does not change (an x-etag beside a write
+ * elsewhere, a JSON Patch that only tests, the vault of a written secret) must still be as
+ * read when the commit lands, or two transactions could each pass a check the other one
+ * breaks (write skew). The store checks expectations only on written keys, so each such
+ * object is written back byte for byte with its read ETag expected: its content and ETag
+ * stay the same, and a concurrent change makes the commit fail and the transaction re-run.
+ */
+function guardWrites(ctx: TxContext, slots: Map<string, Slot>, changed: Slot[]): WriteOp[] {
+  const changedKeys = new Set(changed.map((s) => s.key));
+  for (const s of changed) {
+    const vault = s.resolved.params.vault;
+    if (s.after && s.resolved.def.parent === 'vault' && vault !== undefined) {
+      const parent = slots.get(configKey(ctx.tenant, `strongbox/vaults/${vault}`));
+      if (parent) parent.guarded = true;
+    }
+  }
+  const out: WriteOp[] = [];
+  for (const s of slots.values()) {
+    if (!s.guarded || changedKeys.has(s.key) || !s.stored || !s.beforeEtag) continue;
+    out.push({ op: 'put', key: s.key, value: s.stored, expect: s.beforeEtag });
+  }
+  return out;
 }
 
 const MAX_RUNS = 50;
