@@ -69,15 +69,40 @@ function scanJson(text: string): void {
   }
 }
 
+/**
+ * Offset of the token V8 calls unexpected: the shortest prefix that already fails with
+ * "Unexpected token" ends with it (shorter prefixes only run out of input), so bisect.
+ */
+function unexpectedTokenAt(text: string): number {
+  const failsEarly = (n: number) => {
+    try { JSON.parse(text.slice(0, n)); return false; } catch (e) { return e instanceof Error && e.message.startsWith('Unexpected token'); }
+  };
+  let lo = 1;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (failsEarly(mid)) hi = mid; else lo = mid + 1;
+  }
+  return lo - 1;
+}
+
 export function parseJson(text: string): Json {
   scanJson(text);
+  let value: unknown;
   try {
-    return JSON.parse(text) as Json;
+    value = JSON.parse(text);
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     const m = /position (\d+)/.exec(msg);
-    return (() => { throw invalid(text, m ? Number(m[1]) : 0, msg.replace(/ in JSON at position \d+.*$/, '').replace(/^JSON\.parse: /, ''), 'syntax'); })();
+    const unexpected = /^Unexpected token ('.+?'), .*is not valid JSON$/s.exec(msg);
+    // V8 gives no position for an unexpected token and quotes the body (which may hold secrets): find the token, drop the quote.
+    if (unexpected) throw invalid(text, unexpectedTokenAt(text), `unexpected token ${unexpected[1]}`, 'syntax');
+    const at = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : 0;
+    throw invalid(text, at, msg.replace(/ (in JSON )?at position \d+.*$/, '').replace(/^JSON\.parse: /, ''), 'syntax');
   }
+  // JSON.parse turns a number beyond double range (1e400) into Infinity, which is no JSON value.
+  checkJsonValue(value, 0, '');
+  return value as Json;
 }
 
 /** Checks depth and that every value is plain JSON (YAML may produce dates, binary, maps). */
