@@ -49,6 +49,9 @@ const cases: Case[] = [
   { name: 'YAML unresolved alias', raw: 'name: b1\nurl: *nothing\n', type: 'application/yaml', status: 400, code: 'bad-alias', at: { position: 14 } },
   { name: 'YAML non-JSON value (binary)', raw: 'name: b1\ndata: !!binary aGVsbG8=\n', type: 'application/yaml', status: 400, code: 'not-json', at: { path: '/data' } },
   { name: 'YAML .inf', raw: 'name: b1\ntries: .inf\n', type: 'application/yaml', status: 400, code: 'not-json', at: { path: '/tries' } },
+  { name: 'JSON unexpected token (no secret echoed)', raw: '{"name":"b1","data": hunter2}', status: 400, code: 'syntax', at: { position: 21 } },
+  { name: 'JSON cut short', raw: '{"name":"b1",', status: 400, code: 'syntax', at: { position: 13 } },
+  { name: 'JSON number out of range', raw: '{"name":"b1","tries":1e400}', status: 400, code: 'not-json', at: { path: '/tries' } },
   { name: 'wrong content type', raw: 'name=b1', type: 'text/plain', status: 415, code: 'unsupported-content-type' },
   { name: 'form content type', raw: 'name=b1', type: 'application/x-www-form-urlencoded', status: 415, code: 'unsupported-content-type' },
   { name: 'missing content type', raw: '{"name":"b1"}', type: '', status: 415, code: 'missing-content-type' },
@@ -112,6 +115,7 @@ function badInputSuite(backend: Backend): void {
       const res = await api.json(method, path, opts);
       assert.is(res.status, c.status, JSON.stringify(res.body));
       const infos = infosOf(res.body);
+      assert.not.ok(JSON.stringify(res.body).includes('hunter2'), 'the error does not quote the body');
       const hit = infos.find((i) => i.code === c.code);
       assert.ok(hit, `expected ${c.code}: ${JSON.stringify(infos)}`);
       if (c.at?.path !== undefined) assert.is(hit?.path, c.at.path);
