@@ -16,7 +16,7 @@ import { ApiError, combine } from '../errors.js';
 import { isObject, deepEqual, type JsonObject } from '../json.js';
 import type { Store, WriteOp } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
-import { decryptSecret, encryptSecret, unredact } from '../secrets/secrets.js';
+import { decryptSecret, encryptSecret, redactSecret, unredact } from '../secrets/secrets.js';
 import { prepareUserForStore } from '../auth/users.js';
 import { configKey } from './keys.js';
 import { mergePatch } from './merge.js';
@@ -139,7 +139,8 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
     case 'update': {
       if (!current) throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
       if (change.jsonPatch !== undefined) {
-        const patched = applyJsonPatch(current, change.jsonPatch);
+        // A secret is patched in its redacted form: a `test` op on the plaintext would reveal values.
+        const patched = applyJsonPatch(r.def.id === 'secret' ? redactSecret(current) : current, change.jsonPatch);
         if (!isObject(patched)) throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, { code: 'not-an-object', 'x-path': xPath });
         return patched;
       }
@@ -222,7 +223,8 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
       checkSequence(change, slot, i, xPath);
       checkPreconditions(change, slot, xPath);
       let next = apply(change, slot, xPath);
-      if (next && r.def.id === 'secret') next = unredact(next, slot.before);
+      // Placeholders keep the value this transaction has so far (not the stored one: it may have been deleted or just created).
+      if (next && r.def.id === 'secret') next = unredact(next, slot.after);
       created.push(slot.after === undefined && next !== undefined);
       slot.after = next;
       slot.lastOp = change.op;
