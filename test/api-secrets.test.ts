@@ -90,6 +90,34 @@ function secretSuite(backend: Backend): void {
     assert.equal(state.body, { name: 's', dict: { password: PLAIN, user: 'alice' } });
   });
 
+  t('JSON Patch sees the redacted form: a test op cannot probe a value; untouched values are kept', async () => {
+    const etag = (await api.json('GET', SECRET)).headers.get('etag');
+    const probe = await api.json('PATCH', SECRET, { body: [{ op: 'test', path: '/data/password', value: PLAIN }], type: 'application/json-patch+json' });
+    assert.is(probe.status, 400);
+    assert.is(codeOf(probe.body), 'test-failed');
+    assert.is((await api.json('GET', SECRET)).headers.get('etag'), etag);
+    const ops = [{ op: 'test', path: '/data/password', value: '(secret)' }, { op: 'replace', path: '/data/user', value: 'alice' }, { op: 'add', path: '/data/token', value: 't0k3n' }];
+    assert.is((await api.json('PATCH', SECRET, { body: ops, type: 'application/json-patch+json' })).status, 204);
+    const state = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s');
+    assert.equal(state.body, { name: 's', dict: { password: PLAIN, user: 'alice', token: 't0k3n' } });
+    assert.is((await api.json('PATCH', SECRET, { body: [{ op: 'remove', path: '/data/token' }], type: 'application/json-patch+json' })).status, 204);
+    assert.equal((await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s')).body, { name: 's', dict: { password: PLAIN, user: 'alice' } });
+  });
+
+  t('create then update of one secret in one transaction: a redacted value keeps the value just created', async () => {
+    const x = `${VAULT}/secrets/s2`;
+    const res = await api.json('PATCH', '/v1/config', {
+      body: [
+        { 'x-path': x, 'x-operation': 'create', name: 's2', data: { a: 'A-value', b: 'B-value' } },
+        { 'x-path': x, 'x-operation': 'update', data: { a: '(secret)', c: 'C-value' } },
+      ],
+    });
+    assert.is(res.status, 204, JSON.stringify(res.body));
+    const state = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s2');
+    assert.equal(state.body, { name: 's2', dict: { a: 'A-value', b: 'B-value', c: 'C-value' } });
+    assert.is((await api.json('DELETE', x)).status, 204);
+  });
+
   t('values are encrypted at rest (AES-256-GCM ciphertext, no plaintext in the stored form)', async () => {
     let raw: string;
     if (backend === 'redis') {
