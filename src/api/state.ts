@@ -19,6 +19,7 @@ import { topicRoutes, topicStateObjects } from './topics.js';
 
 const PREFIX = '/v1/state';
 const readOnly = ['GET', 'OPTIONS'] as const;
+const operationMethods = ['POST', 'OPTIONS'] as const;
 
 type Item = { path: string; value: JsonObject; config: ReadonlySet<string> };
 
@@ -105,6 +106,10 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name))) throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
     return new Response(null, { status: 204 });
   });
+  // An operation path exists for every method: OPTIONS lists POST, the others are 405 (not 404).
+  const restartPath = `${PREFIX}/volga/webhooks/:name/restart`;
+  app.options(restartPath, () => options(operationMethods, false));
+  app.all(restartPath, (c) => { throw methodNotAllowed(c.req.method, c.req.path, operationMethods); });
 
   app.on(['GET', 'HEAD'], PREFIX, async (c) => {
     const q = parseQuery(new URL(c.req.url).searchParams, ['fields', 'where', 'match-path', 'content', 'with-defaults']);
