@@ -3,7 +3,7 @@
  * wrong or missing content types, bodies over MAX_BODY_BYTES (413), deep nesting, schema
  * violations, bad names, bad expressions in fields — each a 4xx whose error-info names the
  * problem (code) and its place (position or field path). After every case the whole
- * configuration (with ETags) is compared with its state before. Both stores (Redis DB 14).
+ * configuration (with ETags) is compared with its state before. Both stores (Redis DB 4).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -94,7 +94,7 @@ function badInputSuite(backend: Backend): void {
   const t = suite(`api-bad-input (${backend})`);
   let api: TestApi;
   t.before(async () => {
-    api = await startApi(backend, { db: 14, env: { MAX_BODY_BYTES: String(LIMIT) } });
+    api = await startApi(backend, { db: 4, env: { MAX_BODY_BYTES: String(LIMIT) } });
     assert.is((await api.json('PUT', HOOK, { body: hook })).status, 201);
   });
   t.after(async () => { await api.close(); });

@@ -1,7 +1,7 @@
 /**
  * The seed's method table (4.1) for LIST, LIST/NAME and OBJECT under /v1/config and the
  * read-only /v1/state mirror: status codes, Location, Allow, Accept-Patch, 404 and 405, and a
- * body whose name differs from the path's. Run against both stores (Redis DB 9).
+ * body whose name differs from the path's. Run against both stores (Redis DB 1).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -24,7 +24,7 @@ const hook = (name: string) => ({ name, topics: ['t1'], 'site-placement': { 'all
 function crudSuite(backend: Backend): void {
   const t = suite(`api-crud (${backend})`);
   let api: TestApi;
-  t.before(async () => { api = await startApi(backend, { db: 9 }); });
+  t.before(async () => { api = await startApi(backend, { db: 1 }); });
   t.after(async () => { await api.close(); });
 
   t('LIST: POST creates → 201 with Location and ETag; a second POST → 409, store unchanged', async () => {
@@ -192,6 +192,20 @@ function crudSuite(backend: Backend): void {
     assert.is(missing.status, 404);
     assert.is(infoOf(missing.body).code, 'missing');
     assert.equal((await api.json('GET', '/v1/config/applications/app1')).body, { name: 'app1', version: '1.0' });
+  });
+
+  t('operations answer 405 with Allow: POST to other methods (restart, unseal)', async () => {
+    for (const path of ['/v1/state/volga/webhooks/h1/restart', '/v1/strongbox/unseal']) {
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        const res = await api.json(method, path);
+        assert.is(res.status, 405, `${method} ${path}`);
+        assert.is(res.headers.get('allow'), 'POST, OPTIONS', `${method} ${path}`);
+        assert.is(infoOf(res.body).code, 'method-not-allowed');
+      }
+      const opt = await api.req('OPTIONS', path);
+      assert.is(opt.status, 204, path);
+      assert.is(opt.headers.get('allow'), 'POST, OPTIONS', path);
+    }
   });
 
   t('/v1/config GET lists every object with x-path; send-etag adds x-etag equal to the object ETag', async () => {

@@ -2,7 +2,7 @@
  * The secret store (CONTRACT §2, §6): values encrypted at rest (checked in the raw Redis hash
  * and in the embedded store's append-only file), never returned in clear by config reads,
  * readable in clear only as state; sealed store → 503 on strongbox and exporter endpoints,
- * unseal with the right key (204) or a wrong one (400). Both stores (Redis DB 13).
+ * unseal with the right key (204) or a wrong one (400). Both stores (Redis DB 3).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -49,7 +49,7 @@ function secretSuite(backend: Backend): void {
   let api: TestApi;
   /** The restart test closes the first instance itself. */
   let open = false;
-  t.before(async () => { api = await startApi(backend, { db: 13, env: { STRONGBOX_KEY: KEY } }); open = true; });
+  t.before(async () => { api = await startApi(backend, { db: 3, env: { STRONGBOX_KEY: KEY } }); open = true; });
   t.after(async () => { if (open) await api.close(); });
 
   t('create a vault and a secret; config reads show keys only, never the value', async () => {

@@ -2,7 +2,7 @@
  * Wire conventions (CONTRACT §5): JSON/YAML negotiation for replies and error bodies, ETags on
  * every config object GET (strong, changing exactly with the content), If-Match /
  * If-None-Match → 412 / 304 on GET, PUT, PATCH, DELETE, and strict JSON (duplicate keys).
- * Both stores (Redis DB 12).
+ * Both stores (Redis DB 2).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -24,7 +24,7 @@ function wireSuite(backend: Backend): void {
   const t = suite(`api-wire (${backend})`);
   let api: TestApi;
   t.before(async () => {
-    api = await startApi(backend, { db: 12 });
+    api = await startApi(backend, { db: 2 });
     assert.is((await api.json('PUT', APP, { body: { name: 'w1', version: '1' } })).status, 201);
     assert.is((await api.json('PUT', '/v1/config/applications/w2', { body: { name: 'w2', version: '2' } })).status, 201);
   });
