@@ -1,6 +1,7 @@
 /**
- * `npm test`: starts one real redis-server for the whole run (REDIS_TEST_URL), runs every
- * test file (test/, any depth, name ending .test.ts) in its own Node process, and ends with one plain line
+ * `npm test`: runs every
+ * test file (test/, any depth, name ending .test.ts) in its own Node process beside its own
+ * real redis-server (REDIS_TEST_URL; files never share a database), and ends with one plain line
  * `N passed, N failed` summed over every suite (uvu's own summary is not read by CI).
  * Usage: npm test [-- filter]   (only files whose path contains the filter)
  */
@@ -48,14 +49,15 @@ function runFile(file: string, env: NodeJS.ProcessEnv): Promise<Result> {
 async function main(): Promise<void> {
   const filter = process.argv[2];
   const files = findTests('test').filter((f) => !filter || f.includes(filter));
-  const redis = await startRedis();
-  const env = { ...process.env, REDIS_TEST_URL: redis.url, LOG_LEVEL: process.env.LOG_LEVEL ?? 'error', FORCE_COLOR: '0' };
+  const env = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'error', FORCE_COLOR: '0' };
   const results: Result[] = [];
   // Two files at a time: the machine has two cores.
   const queue = [...files];
   const workers = Array.from({ length: 2 }, async () => {
     for (let f = queue.shift(); f; f = queue.shift()) {
-      const r = await runFile(f, env);
+      const redis = await startRedis();
+      const r = await runFile(f, { ...env, REDIS_TEST_URL: redis.url });
+      await redis.dispose();
       results.push(r);
       const mark = r.failed > 0 ? 'FAIL' : 'ok  ';
       process.stdout.write(`${mark} ${relative('.', r.file)}: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''} (${(r.ms / 1000).toFixed(1)} s)\n`);
@@ -63,7 +65,6 @@ async function main(): Promise<void> {
     }
   });
   await Promise.all(workers);
-  await redis.stop();
   const passed = results.reduce((s, r) => s + r.passed, 0);
   const failed = results.reduce((s, r) => s + r.failed, 0);
   const skipped = results.reduce((s, r) => s + r.skipped, 0);

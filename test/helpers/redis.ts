@@ -55,7 +55,13 @@ export type RedisServer = {
   stop(opts?: { hard?: boolean }): Promise<void>;
   /** Start again on the same port and directory (data kept when persistence is on). */
   restart(): Promise<void>;
+  /** Kill it and remove its directory. */
+  dispose(): Promise<void>;
 };
+
+/** Servers still running, killed (and their directories removed) when this process exits. */
+const live = new Map<RedisServer, () => void>();
+process.once('exit', () => { for (const kill of live.values()) kill(); });
 
 export async function startRedis(opts: { persist?: boolean; port?: number } = {}): Promise<RedisServer> {
   ensureRedisInstalled();
@@ -87,8 +93,12 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
       await server.stop();
       await launch();
     },
+    async dispose() {
+      await server.stop({ hard: true });
+      live.delete(server);
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
-  const cleanup = () => { child?.kill('SIGKILL'); };
-  process.once('exit', () => { cleanup(); try { rmSync(dir, { recursive: true, force: true }); } catch { /* already gone */ } });
+  live.set(server, () => { child?.kill('SIGKILL'); try { rmSync(dir, { recursive: true, force: true }); } catch { /* already gone */ } });
   return server;
 }
