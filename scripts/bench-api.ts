@@ -1,0 +1,166 @@
+/**
+ * `npm run bench:api`: API throughput and transaction latency, bounded (about a minute by
+ * default) and self-stopping.
+ *
+ * 1. GET and PUT of one object under autocannon, beside a bare Hono route that returns a
+ *    constant. Both servers are started the same way — a child process serving with
+ *    @hono/node-server on port 0 (the real one is test/helpers/api-proc.ts, exactly as
+ *    worker.ts serves) — and measured with the same autocannon settings in the same run, so
+ *    the ratio compares the app's work, not the harness. Goal: GET ≥ 0.7 × bare.
+ *    Every PUT body differs from the last, so every PUT really commits.
+ * 2. A 100-object transaction (PATCH /v1/config), median latency over several runs, beside
+ *    100 single-object PUTs sent one after another, on Redis and on the embedded store.
+ *
+ * Redis is a private redis-server started with test/helpers/redis.ts. Options (env):
+ * BENCH_SECONDS (per autocannon run, default 5), BENCH_CONNECTIONS (default 10),
+ * BENCH_TX_RUNS (default 9).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { spawnApiProc, type ApiProc } from '../test/helpers/api-proc.js';
+import { startRedis } from '../test/helpers/redis.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const TX_RUNS = Number(process.env.BENCH_TX_RUNS ?? 9);
+const OBJECTS = 100;
+const PASSWORD = 'bench-password-1';
+
+type Cannon = { rps: number; p50: number; p99: number; non2xx: number; errors: number };
+type Row = { what: string; store: string; rps?: number; ratio?: number; p50: number; p99?: number; note?: string };
+
+/** The bare server: this file run with --serve-bare, the same serve() call as api-proc. */
+async function serveBare(): Promise<void> {
+  const { Hono } = await import('hono');
+  const { serve } = await import('@hono/node-server');
+  const app = new Hono();
+  app.get('/bare', (c) => c.json({ name: 'a1', version: '1' }));
+  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(JSON.stringify({ port: info.port }) + '\n'));
+}
+
+function spawnBare(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--serve-bare'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => {
+      const port = (JSON.parse(d.toString().trim()) as { port: number }).port;
+      resolve({ url: `http://127.0.0.1:${port}`, stop: () => { child.kill('SIGTERM'); } });
+    });
+    child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
+  });
+}
+
+/** The part of autocannon's programmatic API used here (the package ships no types). */
+type CannonRequest = { method: string; path: string; headers: Record<string, string>; body?: string };
+type CannonOptions = {
+  url: string; connections: number; duration: number; method: string; headers: Record<string, string>;
+  requests?: Array<{ setupRequest: (req: CannonRequest) => CannonRequest }>;
+};
+type CannonResult = { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+const autocannon = createRequire(import.meta.url)('autocannon') as (opts: CannonOptions) => Promise<CannonResult>;
+
+/**
+ * One autocannon run, `seconds` long, after a one-second warm-up of the same target (so the
+ * first target measured does not pay for the JIT alone). `body(i)` gives each request a
+ * different body, so every PUT is a real change.
+ */
+async function cannon(url: string, opts: { method?: string; body?: (i: number) => string; headers?: Record<string, string> } = {}): Promise<Cannon> {
+  let i = 0;
+  const base = { url, connections: CONNECTIONS, method: opts.method ?? 'GET', headers: opts.headers ?? {} };
+  const withBody = opts.body;
+  const requests = withBody ? [{ setupRequest: (req: CannonRequest) => ({ ...req, body: withBody(i++) }) }] : undefined;
+  await autocannon({ ...base, duration: 1, ...(requests ? { requests } : {}) });
+  const r = await autocannon({ ...base, duration: SECONDS, ...(requests ? { requests } : {}) });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+async function login(api: ApiProc): Promise<string> {
+  const res = await fetch(`${api.url}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+async function send(api: ApiProc, token: string, method: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(api.url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  await res.arrayBuffer();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status}`);
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+async function benchStore(store: string, env: Record<string, string>, bareRps: number, rows: Row[]): Promise<void> {
+  const api = await spawnApiProc({ ...env, ADMIN_PASSWORD: PASSWORD, STRONGBOX_KEY: randomBytes(32).toString('base64'), DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-bench-')) });
+  try {
+    const token = await login(api);
+    const auth = { authorization: `Bearer ${token}` };
+    await send(api, token, 'PUT', '/v1/config/applications/a1', { version: '1' });
+    const get = await cannon(`${api.url}/v1/config/applications/a1`, { headers: auth });
+    rows.push({ what: 'GET one object', store, rps: get.rps, ratio: get.rps / bareRps, p50: get.p50, p99: get.p99, note: issues(get) });
+    const put = await cannon(`${api.url}/v1/config/applications/a1`, { method: 'PUT', body: (i) => JSON.stringify({ version: `v${i}` }), headers: { ...auth, 'content-type': 'application/json' } });
+    rows.push({ what: 'PUT one object', store, rps: put.rps, ratio: put.rps / bareRps, p50: put.p50, p99: put.p99, note: issues(put) });
+
+    const txTimes: number[] = [];
+    const putTimes: number[] = [];
+    for (let run = 0; run < TX_RUNS; run++) {
+      const version = `r${run}`;
+      const docs = Array.from({ length: OBJECTS }, (_, i) => ({ 'x-path': `/v1/config/applications/tx-${i}`, version }));
+      txTimes.push(await timed(() => send(api, token, 'PATCH', '/v1/config', docs)));
+      putTimes.push(await timed(async () => {
+        for (let i = 0; i < OBJECTS; i++) await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
+      }));
+    }
+    rows.push({ what: `${OBJECTS}-object transaction`, store, p50: median(txTimes), note: `median of ${TX_RUNS}` });
+    rows.push({ what: `${OBJECTS} single PUTs, in turn`, store, p50: median(putTimes), note: `median of ${TX_RUNS}` });
+  } finally {
+    await api.stop();
+  }
+}
+
+const issues = (c: Cannon): string => (c.non2xx + c.errors > 0 ? `${c.non2xx} non-2xx, ${c.errors} errors` : '');
+
+function printTable(rows: Row[]): void {
+  const head = ['what', 'store', 'req/s', '× bare', 'p50 ms', 'p99 ms', 'note'];
+  const cells = rows.map((r) => [r.what, r.store, r.rps?.toFixed(0) ?? '', r.ratio?.toFixed(2) ?? '', r.p50.toFixed(1), r.p99?.toFixed(1) ?? '', r.note ?? '']);
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  process.stdout.write([line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n') + '\n');
+}
+
+async function main(): Promise<void> {
+  const redis = await startRedis();
+  const bare = await spawnBare();
+  const rows: Row[] = [];
+  try {
+    const b = await cannon(`${bare.url}/bare`);
+    rows.push({ what: 'bare Hono constant', store: '-', rps: b.rps, ratio: 1, p50: b.p50, p99: b.p99 });
+    await benchStore('redis', { REDIS_URL: redis.url }, b.rps, rows);
+    await benchStore('embedded', {}, b.rps, rows);
+    const getRatio = Math.min(...rows.filter((r) => r.what === 'GET one object').map((r) => r.ratio ?? 0));
+    printTable(rows);
+    process.stdout.write(`GET ≥ 0.7 × bare: ${getRatio >= 0.7 ? 'met' : 'NOT met'} (lowest ${getRatio.toFixed(2)}); ${CONNECTIONS} connections, ${SECONDS} s per run\n`);
+  } finally {
+    bare.stop();
+    await redis.stop();
+  }
+}
+
+if (process.argv.includes('--serve-bare')) {
+  serveBare().catch((err: unknown) => { process.stderr.write(String(err) + '\n'); process.exit(1); });
+} else {
+  main().then(() => process.exit(0), (err: unknown) => {
+    process.stderr.write(`bench-api failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}
