@@ -45,11 +45,13 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize: (change) => {
         // replace may create or update: both must be allowed unless one clearly applies.
         const path = `${PREFIX}/${change.path}`;
+        const t = change.tenant;
         if (change.op === 'replace') {
-          if (!deps.auth.allows(p, path, 'create') || !deps.auth.allows(p, path, 'update')) deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create') ? 'update' : 'create');
-        } else deps.auth.authorize(p, path, opToAuth(change.op, true));
+          if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t)) deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
+        } else deps.auth.authorize(p, path, opToAuth(change.op, true), t);
       },
-      checkAsync: (r, before, after) => tenantChecks(deps, p.tenant, r, before, after),
+      checkAsync: (r, before, after, tenant) => tenantChecks(deps, tenant, r, before, after),
+      committed: (keys) => deps.auth.invalidate(keys),
     };
   };
 
@@ -168,17 +170,20 @@ export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
       throw new ApiError('invalid-value', `Cannot use x-operation ${JSON.stringify(rawOp)} in ${where} (${xPath}): use one of ${ops.join(', ')}`, { code: 'bad-x-operation', index: i, 'x-path': xPath });
     }
     const op = rawOp as Op;
+    const tenant = item['x-tenant'];
+    if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new ApiError('invalid-value', `Cannot use x-tenant in ${where} (${xPath}): it must be a tenant name`, { code: 'bad-x-tenant', index: i, 'x-path': xPath });
     const etag = item['x-etag'];
     if (etag !== undefined && typeof etag !== 'string') throw new ApiError('invalid-value', `Cannot use x-etag in ${where} (${xPath}): it must be a string`, { code: 'bad-x-etag', index: i, 'x-path': xPath });
     const value: JsonObject = {};
     for (const [k, v] of Object.entries(item)) {
-      if (k === 'x-path' || k === 'x-operation' || k === 'x-etag' || k === 'x-json-patch') continue;
+      if (k === 'x-path' || k === 'x-operation' || k === 'x-etag' || k === 'x-json-patch' || k === 'x-tenant') continue;
       if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in ${where} (${xPath}): unknown x- field`, { code: 'x-field', index: i, 'x-path': xPath });
       value[k] = v;
     }
     const path = xPath.slice(PREFIX.length + 1).replace(/\/+$/, '');
     const change: Change = { path, op };
     if (etag !== undefined) change.ifMatch = etag;
+    if (typeof tenant === 'string') change.tenant = tenant;
     if (item['x-json-patch'] !== undefined) {
       if (op !== 'update') throw new ApiError('invalid-value', `Cannot use x-json-patch with x-operation ${op} in ${where} (${xPath}): only update takes a JSON Patch`, { code: 'x-json-patch-op', index: i, 'x-path': xPath });
       if (Object.keys(value).length > 0) throw new ApiError('invalid-value', `Cannot use x-json-patch together with fields in ${where} (${xPath}): give one or the other`, { code: 'x-json-patch-fields', index: i, 'x-path': xPath });

@@ -49,6 +49,8 @@ export type Auth = {
   prepareUserForStore(obj: JsonObject, previous?: JsonObject): Promise<JsonObject>;
   /** Records an audit event; never throws. */
   audit(event: AuditEvent): Promise<void>;
+  /** Drops cached users, policies and tenant reach made stale by a commit of these store keys. */
+  invalidate(keys: readonly string[]): void;
   /** Stops listening to store changes. */
   close(): void;
 };
@@ -174,6 +176,7 @@ export function createAuth(opts: AuthOptions): Auth {
     bootstrap: () => bootstrapAdmin({ store, rootTenant: root, adminPassword: settings.adminPassword, now, ...(opts.announce ? { announce: opts.announce } : {}) }),
     prepareUserForStore,
     audit,
+    invalidate: directory.invalidate,
     close: directory.close,
   };
 }

@@ -27,6 +27,8 @@ export type Directory = {
   user(tenant: string, name: string): Promise<UserRecord | undefined>;
   policies(tenant: string, names: readonly string[]): Promise<CompiledPolicies>;
   reach(tenant: string): Promise<ReadonlySet<string>>;
+  /** Drops what `keys` (store keys just committed) may have made stale; also run on store changes. */
+  invalidate(keys: readonly string[]): void;
   /** Stops listening to store changes. */
   close(): void;
 };
@@ -36,7 +38,7 @@ export function createDirectory(store: Store, tenants: TenantTree): Directory {
   const compiled = createAsyncCache<CompiledPolicies>();
   const reaches = createAsyncCache<ReadonlySet<string>>();
 
-  const unsubscribe = store.onChange((keys) => {
+  const invalidate = (keys: readonly string[]) => {
     for (const key of keys) {
       const { path } = splitKey(key);
       if (path.startsWith(usersPath + '/')) users.delete(key);
@@ -45,7 +47,10 @@ export function createDirectory(store: Store, tenants: TenantTree): Directory {
       if (path.startsWith(policiesPath + '/') || path === policiesPath) compiled.clear();
       if (path.startsWith(tenantsPath + '/') || path === tenantsPath) { tenants.invalidate(); reaches.clear(); }
     }
-  });
+  };
+  // Other processes' commits arrive here; this process's own are also invalidated at once
+  // by the write path (Auth.invalidate), so a request never sees its predecessor's stale view.
+  const unsubscribe = store.onChange(invalidate);
 
   return {
     user(tenant, name) {
@@ -66,6 +71,7 @@ export function createDirectory(store: Store, tenants: TenantTree): Directory {
     reach(tenant) {
       return reaches.get(tenant, async () => new Set([tenant, ...(await tenants.descendants(tenant))]));
     },
+    invalidate,
     close: unsubscribe,
   };
 }

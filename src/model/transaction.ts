@@ -37,6 +37,8 @@ export type Change = {
   value?: JsonObject;
   /** JSON Patch operations (update). */
   jsonPatch?: unknown;
+  /** Tenant whose tree the change is in (x-tenant); default: the context's tenant. */
+  tenant?: string;
   /** x-etag or If-Match: the object must exist with this ETag ('*': must exist). */
   ifMatch?: string;
   /** If-None-Match: '*' the object must not exist; an ETag: it must not have it. */
@@ -50,7 +52,9 @@ export type TxContext = {
   /** Called per change before anything is read (policies); throws ApiError to refuse. */
   authorize?: (change: Change, resolved: Resolved) => void;
   /** Checks that need the store or the tenant tree (new tenants, shared vaults); problems, not throws. */
-  checkAsync?: (resolved: Resolved, before: JsonObject | undefined, after: JsonObject) => Promise<ApiError[]>;
+  checkAsync?: (resolved: Resolved, before: JsonObject | undefined, after: JsonObject, tenant: string) => Promise<ApiError[]>;
+  /** Told the keys of a successful commit before the reply goes out (caches of this process). */
+  committed?: (keys: string[]) => void;
 };
 
 export type TxMode = 'commit' | 'dry-run' | 'validate';
@@ -64,7 +68,7 @@ export type TxResult = {
 };
 
 type Slot = {
-  resolved: Resolved; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number;
+  resolved: Resolved; tenant: string; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number;
   /** The object as stored (ciphertext for secrets), to re-assert it unchanged at commit. */
   stored: JsonObject | undefined;
   /** The outcome depends on this object's content as read (x-etag, If-Match, a JSON Patch test, a vault parent). */
@@ -159,7 +163,7 @@ function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>, ctx: T
   const after = slot.after;
   if (!after) {
     if (r.def.id === 'vault') {
-      const prefixKey = configKey(ctx.tenant, `${r.path}/secrets/`);
+      const prefixKey = configKey(slot.tenant, `${r.path}/secrets/`);
       for (const [k, s] of slots) if (k.startsWith(prefixKey) && s.after) return [new ApiError('conflict', `Cannot delete ${xPath}: secret ${s.resolved.name} still uses it`, { code: 'in-use', 'x-path': xPath })];
     }
     return [];
@@ -170,36 +174,40 @@ function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>, ctx: T
   }
   const vault = r.params.vault;
   if (r.def.parent === 'vault' && vault !== undefined) {
-    const parentKey = configKey(ctx.tenant, `strongbox/vaults/${vault}`);
+    const parentKey = configKey(slot.tenant, `strongbox/vaults/${vault}`);
     if (!slots.get(parentKey)?.after) errors.push(new ApiError('not-found', `Cannot store ${xPath}: vault ${vault} does not exist`, { code: 'missing-parent', 'x-path': xPath }));
   }
   return errors;
 }
 
 /** Loads every slot the changes touch, plus vault parents/children the checks look at. */
-async function loadSlots(ctx: TxContext, resolved: Resolved[]): Promise<Map<string, Slot>> {
+async function loadSlots(ctx: TxContext, resolved: Resolved[], tenants: string[]): Promise<Map<string, Slot>> {
   const slots = new Map<string, Slot>();
   const want = new Map<string, Resolved>();
-  for (const r of resolved) {
-    want.set(configKey(ctx.tenant, r.path), r);
+  const tenantOfKey = new Map<string, string>();
+  const add = (tenant: string, r: Resolved) => { const k = configKey(tenant, r.path); want.set(k, r); tenantOfKey.set(k, tenant); };
+  for (const [i, r] of resolved.entries()) {
+    const tenant = tenants[i] as string;
+    add(tenant, r);
     const vault = r.params.vault;
     if (r.def.parent === 'vault' && vault !== undefined) {
       const pr = resolvePath(`strongbox/vaults/${vault}`);
-      if (pr) want.set(configKey(ctx.tenant, pr.path), pr);
+      if (pr) add(tenant, pr);
     }
   }
-  for (const r of resolved) {
+  for (const [i, r] of resolved.entries()) {
     if (r.def.id !== 'vault') continue;
-    for (const e of await ctx.store.list(configKey(ctx.tenant, `${r.path}/secrets`))) {
-      const sr = resolvePath(e.key.slice(ctx.tenant.length + 1));
-      if (sr) want.set(e.key, sr);
+    const tenant = tenants[i] as string;
+    for (const e of await ctx.store.list(configKey(tenant, `${r.path}/secrets`))) {
+      const sr = resolvePath(e.key.slice(tenant.length + 1));
+      if (sr) add(tenant, sr);
     }
   }
   const keys = [...want.keys()];
   const loaded = await Promise.all(keys.map((k) => load(ctx, want.get(k) as Resolved, k)));
   keys.forEach((k, i) => {
     const l = loaded[i] as Loaded;
-    slots.set(k, { resolved: want.get(k) as Resolved, key: k, before: l.value, beforeEtag: l.etag, after: l.value, stored: l.stored });
+    slots.set(k, { resolved: want.get(k) as Resolved, tenant: tenantOfKey.get(k) as string, key: k, before: l.value, beforeEtag: l.etag, after: l.value, stored: l.stored });
   });
   return slots;
 }
@@ -212,13 +220,14 @@ async function toStored(ctx: TxContext, slot: Slot): Promise<JsonObject> {
 }
 
 async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], mode: TxMode): Promise<TxResult | 'retry'> {
-  const slots = await loadSlots(ctx, resolved);
+  const tenants = changes.map((c) => c.tenant ?? ctx.tenant);
+  const slots = await loadSlots(ctx, resolved, tenants);
   const errors: ApiError[] = [];
   const created: boolean[] = [];
   changes.forEach((change, i) => {
     const r = resolved[i] as Resolved;
     const xPath = xPathOf(r.path);
-    const slot = slots.get(configKey(ctx.tenant, r.path)) as Slot;
+    const slot = slots.get(configKey(tenants[i] as string, r.path)) as Slot;
     try {
       checkSequence(change, slot, i, xPath);
       checkPreconditions(change, slot, xPath);
@@ -240,7 +249,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
     if (slot.lastOp === undefined && slot.resolved.def.id !== 'vault') continue;
     errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots, ctx));
     if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
-      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after)) errors.push(prefix(e, xPathOf(slot.resolved.path)));
+      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant)) errors.push(prefix(e, xPathOf(slot.resolved.path)));
     }
   }
   if (errors.length > 0) throw combine(errors);
@@ -256,6 +265,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
   if (writes.length === 0) return { created, etags: Object.fromEntries([...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string])) };
   const result = await ctx.store.commit(writes);
   if (!result.ok) return 'retry';
+  ctx.committed?.(writes.map((w) => w.key));
   const etags: Record<string, string> = {};
   for (const s of slots.values()) {
     const e = result.etags[s.key] ?? s.beforeEtag;
@@ -277,7 +287,7 @@ function guardWrites(ctx: TxContext, slots: Map<string, Slot>, changed: Slot[]):
   for (const s of changed) {
     const vault = s.resolved.params.vault;
     if (s.after && s.resolved.def.parent === 'vault' && vault !== undefined) {
-      const parent = slots.get(configKey(ctx.tenant, `strongbox/vaults/${vault}`));
+      const parent = slots.get(configKey(s.tenant, `strongbox/vaults/${vault}`));
       if (parent) parent.guarded = true;
     }
   }
