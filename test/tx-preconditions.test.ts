@@ -6,10 +6,12 @@
  * etag E2 (unchanged), write a1}. Both read before either commits; T2 commits first. The
  * only serial outcomes are "T2 commits, T1 gets 412" or the reverse — never both committed
  * (write skew), which is what an expectation on the written objects alone allows.
+ * Likewise a secret created while its vault is deleted must fail, not be stored orphaned.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../src/errors.js';
@@ -85,6 +87,20 @@ for (const [name, open] of backends) {
       const run2 = async () => { await runTransaction(ctxOf(store), t2); };
       await rejects(() => runTransaction(ctxOf(interleaved(store, run2)), t1), isTestFailed, 'T1 re-runs and its test fails');
       assert.equal((await store.get(key('a2')))?.value, { name: 'a2', version: '1' });
+    } finally { await store.close(); }
+  });
+
+  test(`${name}: a secret written while its vault is deleted is refused, never left without a vault`, async () => {
+    const store = await open();
+    try {
+      const box = new Strongbox(store);
+      await box.unseal(randomBytes(32).toString('base64'));
+      const ctx = (s: Store): TxContext => ({ store: s, strongbox: box, tenant: TENANT });
+      await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'create', value: {} }]);
+      const dropVault = async () => { await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'delete' }]); };
+      const missingParent = (err: unknown) => err instanceof ApiError && err.info?.code === 'missing-parent';
+      await rejects(() => runTransaction(ctx(interleaved(store, dropVault)), [{ path: 'strongbox/vaults/v1/secrets/s1', op: 'create', value: { data: { k: 'v' } } }]), missingParent);
+      assert.equal(await store.list(`${TENANT}/strongbox`), []);
     } finally { await store.close(); }
   });
 
