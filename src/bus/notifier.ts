@@ -40,6 +40,9 @@ export class Notifier {
       w = { key, lastId: '$', wakers: new Set() };
       this.watched.set(key, w);
       void this.learnLastId(w);
+    } else if (w.lastId !== '$') {
+      // A second watcher of a known stream gets the same first wake as the first one did.
+      queueMicrotask(wake);
     }
     w.wakers.add(wake);
     this.start();

@@ -83,12 +83,13 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
     async read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead> {
       const key = streamPrefix + topic;
       try {
-        // Sent together: XINFO runs right after the read, so its lag is "after this batch".
-        const [raw, info] = await Promise.all([
-          cmd.sendCommand(['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(opts.count), 'STREAMS', key, opts.cursor]),
-          cmd.sendCommand(['XINFO', 'GROUPS', key]).catch(() => null),
-        ]);
-        return { entries: parseStreams(raw).get(key) ?? [], lag: groupLag(info, group) };
+        const raw = await cmd.sendCommand(['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(opts.count), 'STREAMS', key, opts.cursor]);
+        const entries = parseStreams(raw).get(key) ?? [];
+        // An empty read of new entries means nothing is left: lag 0 without asking, which
+        // keeps the idle polls of many exporters to one command each.
+        if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
+        const info = await cmd.sendCommand(['XINFO', 'GROUPS', key]).catch(() => null);
+        return { entries, lag: groupLag(info, group) };
       } catch (err) {
         throw translate(err);
       }

@@ -6,6 +6,7 @@
  * safety poll fires. Each message is acked once handled; see bus.ts for why acking each
  * handled message is the "offset moves only past handled messages" rule.
  */
+import { setMaxListeners } from 'node:events';
 import type { Agent } from 'undici';
 import type { Bus, StartAt } from '../bus/bus.js';
 import { log } from '../log.js';
@@ -50,6 +51,8 @@ export class Exporter {
   private loop: Promise<void> | undefined;
 
   constructor(private readonly d: ExporterDeps) {
+    // Every in-flight POST and retry wait listens on these two signals.
+    setMaxListeners(0, this.stopCtl.signal, this.deadlineCtl.signal);
     this.ctx = {
       spec: d.spec, agent: d.agent, clock: d.clock, attemptTimeoutMs: d.attemptTimeoutMs, sys: d.sys, secrets: d.secrets,
       state: d.state, stopping: this.stopCtl.signal, deadline: this.deadlineCtl.signal,
@@ -118,7 +121,8 @@ export class Exporter {
       }
       if (got === 0 && !this.dirty && !this.stopCtl.signal.aborted) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.d.pollMs);
+          // Jittered so a thousand idle exporters do not poll in step.
+          const timer = setTimeout(resolve, this.d.pollMs * (0.8 + 0.4 * Math.random()));
           this.wakeLoop = () => { clearTimeout(timer); resolve(); };
         });
         this.wakeLoop = undefined;
@@ -186,24 +190,23 @@ export class Exporter {
 
   private idle: (() => void) | undefined;
 
-  /** Stops reading, lets running POSTs finish until the deadline, acks what was handled. */
+  /**
+   * Stops reading, lets running POSTs finish until the deadline, acks what was handled.
+   * Bounded even when Redis is unreachable (its commands would wait for the reconnect).
+   */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
     this.slotFreed?.();
-    await this.loop;
-    if (this.inFlight > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => { this.idle = resolve; }),
-        new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); }),
-      ]);
-      clearTimeout(timer);
-      this.deadlineCtl.abort();
-      while (this.inFlight > 0) await new Promise<void>((resolve) => { this.idle = resolve; });
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); });
+    const idle = async () => { while (this.inFlight > 0) await new Promise<void>((resolve) => { this.idle = resolve; }); };
+    await Promise.race([Promise.all([this.loop, idle()]), deadline]);
     this.deadlineCtl.abort();
-    await Promise.all([...this.readers.values()].map((r) => r.flush()));
+    // Aborted POSTs settle at once; their messages stay pending and are read again later.
+    await Promise.race([idle(), realSleep(1000)]);
+    await Promise.race([Promise.all([...this.readers.values()].map((r) => r.flush())), deadline, realSleep(1000)]);
+    clearTimeout(timer);
   }
 }
