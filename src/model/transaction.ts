@@ -111,12 +111,20 @@ async function load(ctx: TxContext, r: Resolved, key: string): Promise<Loaded> {
   return { value, etag: entry.etag, stored: entry.value };
 }
 
+/**
+ * Whether an If-Match / If-None-Match value ('*' or a comma-separated list of ETags, as GET
+ * accepts too) names `etag`. Our ETags are base64url in quotes, so a comma never occurs inside one.
+ */
+function listsEtag(header: string, etag: string): boolean {
+  return header.trim() === '*' || header.split(',').some((t) => t.trim() === etag);
+}
+
 function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
   if (change.ifMatch !== undefined) {
     if (slot.beforeEtag === undefined) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: the ETag condition ${change.ifMatch} failed because the object does not exist`, { code: 'etag-mismatch', 'x-path': xPath });
-    if (change.ifMatch !== '*' && change.ifMatch !== slot.beforeEtag) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: its ETag is ${slot.beforeEtag}, not ${change.ifMatch}`, { code: 'etag-mismatch', 'x-path': xPath });
+    if (!listsEtag(change.ifMatch, slot.beforeEtag)) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: its ETag is ${slot.beforeEtag}, not ${change.ifMatch}`, { code: 'etag-mismatch', 'x-path': xPath });
   }
-  if (change.ifNoneMatch !== undefined && slot.beforeEtag !== undefined && (change.ifNoneMatch === '*' || change.ifNoneMatch === slot.beforeEtag)) {
+  if (change.ifNoneMatch !== undefined && slot.beforeEtag !== undefined && listsEtag(change.ifNoneMatch, slot.beforeEtag)) {
     throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: If-None-Match ${change.ifNoneMatch} failed (the object exists with ETag ${slot.beforeEtag})`, { code: 'etag-match', 'x-path': xPath });
   }
 }
