@@ -128,6 +128,19 @@ for (const backend of ['embedded', 'redis'] as Backend[]) {
     assert.is(star.status, 204);
   });
 
+  t('single-resource writes: If-Match / If-None-Match, also as lists of ETags (RFC 9110)', async (api) => {
+    const etag = (await api.req('GET', '/v1/config/applications/a1')).headers.get('etag') as string;
+    const put = (headers: Record<string, string>, version: string) => api.json('PUT', '/v1/config/applications/a1', { body: { version }, headers });
+    assert.is((await put({ 'if-match': '"other"' }, '2')).status, 412);
+    assert.is((await put({ 'if-match': `"other", ${etag}` }, '2')).status, 204, 'one of the listed ETags matches');
+    const now = (await api.req('GET', '/v1/config/applications/a1')).headers.get('etag') as string;
+    assert.is((await put({ 'if-none-match': `"other", ${now}` }, '3')).status, 412, 'the current ETag is listed');
+    assert.is((await put({ 'if-none-match': `"other", ${etag}` }, '3')).status, 204);
+    assert.is((await api.json('DELETE', '/v1/config/applications/a2', { headers: { 'if-match': '"x","y"' } })).status, 412);
+    assert.is((await api.json('PUT', '/v1/config/applications/a2', { body: { version: '2' }, headers: { 'if-none-match': '*' } })).status, 412);
+    assert.equal((await api.json('GET', '/v1/config/applications/a1')).body, { name: 'a1', version: '3' });
+  });
+
   t('POST and PATCH /v1/config are the same operation', async (api) => {
     const body = [app('p1', { version: '1' }), app('a1', { 'x-operation': 'update', description: 'x' }), app('a2', { 'x-operation': 'remove' })];
     const start = await snapshot(api);
