@@ -156,8 +156,13 @@ async function main(): Promise<void> {
     const bus = await openRedisBus(redis.url);
     const rt = await startRuntime({ settings: { site: 'bench', globalDomain: 'g' }, store, bus });
     for (const n of [1, 64]) {
-      const bare = await floor(redis.url, sink.url, n);
-      const ours = await exporterRun(store, rt, sink.url, n, `bench-${n}`);
+      // Alternated twice, best of each: the load of a shared machine drifts between runs.
+      let bare = 0;
+      let ours = 0;
+      for (const round of [1, 2]) {
+        bare = Math.max(bare, await floor(redis.url, sink.url, n));
+        ours = Math.max(ours, await exporterRun(store, rt, sink.url, n, `bench-${n}-${round}`));
+      }
       process.stdout.write(`max-in-flight ${n}: exporter ${ours.toFixed(0)} msg/s, floor ${bare.toFixed(0)} msg/s, ratio ${(ours / bare).toFixed(2)} (goal ≥ 0.9)\n`);
     }
     await rt.stop(1000);

@@ -21,7 +21,6 @@ export type DeliverContext = {
   spec: ExporterSpec;
   agent: Agent;
   clock: Clock;
-  attemptTimeoutMs: number;
   /** SYS_* variables of this site and tenant. */
   sys: ReadonlyMap<string, string>;
   /** Declared secret variables, read at exporter start. */
@@ -29,8 +28,6 @@ export type DeliverContext = {
   state: ExporterState;
   /** Aborted when the exporter stops: no new attempt, no further waiting. */
   stopping: AbortSignal;
-  /** Aborted at the stop deadline: POSTs still running are cut. */
-  deadline: AbortSignal;
 };
 
 function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
@@ -72,9 +69,8 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
 
   for (let attempt = 1; ; attempt++) {
     if (ctx.stopping.aborted) return 'aborted';
-    const r = await postOnce({ url: url.value, headers, body: data.value, agent: ctx.agent, timeoutMs: ctx.attemptTimeoutMs, signal: ctx.deadline });
+    const r = await postOnce({ url: url.value, headers, body: data.value, agent: ctx.agent });
     if (r.ok) return 'delivered';
-    if (ctx.deadline.aborted) return 'aborted';
     ctx.state.count('failed-attempts');
     ctx.state.error(r.error, ctx.clock.now());
     if (!mayRetry(spec.policy, attempt)) {

@@ -27,7 +27,6 @@ export type ExporterDeps = {
   sys: ReadonlyMap<string, string>;
   secrets: ReadonlyMap<string, string>;
   state: ExporterState;
-  attemptTimeoutMs: number;
   pollMs: number;
 };
 
@@ -42,7 +41,8 @@ export class Exporter {
   private readonly opening = new Set<string>();
   private readonly cleanups: Array<() => void> = [];
   private readonly stopCtl = new AbortController();
-  private readonly deadlineCtl = new AbortController();
+  /** Set at the stop deadline: POSTs still running then are left to finish unacked. */
+  private abandoned = false;
   private readonly ctx: DeliverContext;
   private dirty = true;
   private wakeLoop: (() => void) | undefined;
@@ -51,12 +51,9 @@ export class Exporter {
   private loop: Promise<void> | undefined;
 
   constructor(private readonly d: ExporterDeps) {
-    // Every in-flight POST and retry wait listens on these two signals.
-    setMaxListeners(0, this.stopCtl.signal, this.deadlineCtl.signal);
-    this.ctx = {
-      spec: d.spec, agent: d.agent, clock: d.clock, attemptTimeoutMs: d.attemptTimeoutMs, sys: d.sys, secrets: d.secrets,
-      state: d.state, stopping: this.stopCtl.signal, deadline: this.deadlineCtl.signal,
-    };
+    // Every retry wait listens on this signal.
+    setMaxListeners(0, this.stopCtl.signal);
+    this.ctx = { spec: d.spec, agent: d.agent, clock: d.clock, sys: d.sys, secrets: d.secrets, state: d.state, stopping: this.stopCtl.signal };
   }
 
   /** Topics this exporter reads now (named ones and those found by topic-patterns). */
@@ -111,7 +108,7 @@ export class Exporter {
     }
     if (this.stopCtl.signal.aborted) return;
     state.setStatus('ready');
-    const count = Math.min(512, Math.max(64, spec.maxInFlight * 2));
+    const count = Math.min(1024, Math.max(256, spec.maxInFlight * 4));
     while (!this.stopCtl.signal.aborted) {
       this.dirty = false;
       let got = 0;
@@ -172,7 +169,7 @@ export class Exporter {
         state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
-      if (outcome !== 'aborted') {
+      if (outcome !== 'aborted' && !this.abandoned) {
         reader.handled(msg.entry.id);
         state.count(outcome);
         state.unhandled(reader.topic, -1);
@@ -203,10 +200,16 @@ export class Exporter {
     const deadline = new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); });
     const idle = async () => { while (this.inFlight > 0) await new Promise<void>((resolve) => { this.idle = resolve; }); };
     await Promise.race([Promise.all([this.loop, idle()]), deadline]);
-    this.deadlineCtl.abort();
-    // Aborted POSTs settle at once; their messages stay pending and are read again later.
-    await Promise.race([idle(), realSleep(1000)]);
-    await Promise.race([Promise.all([...this.readers.values()].map((r) => r.flush())), deadline, realSleep(1000)]);
+    // Past the deadline a running POST is not waited for and its message is not acked: it
+    // stays pending and is read again by the next start (at-least-once).
+    this.abandoned = true;
     clearTimeout(timer);
+    // Acks get their own short bound: they matter most, and Redis may be gone.
+    let ackTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.readers.values()].map((r) => r.flush())),
+      new Promise<void>((resolve) => { ackTimer = setTimeout(resolve, 1000); }),
+    ]);
+    clearTimeout(ackTimer);
   }
 }

@@ -30,20 +30,25 @@ function connectOptions(p: TlsProfile): Record<string, unknown> {
   return opts;
 }
 
-export function agentFor(p: TlsProfile): Agent {
-  const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null]);
+/**
+ * The attempt timeout lives on the Agent (header and body timeouts), not on each request:
+ * per-request timeouts and abort signals cost measurable throughput at max-in-flight 1.
+ */
+export function agentFor(p: TlsProfile, attemptTimeoutMs: number): Agent {
+  const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null, attemptTimeoutMs]);
   let agent = agents.get(key);
   if (!agent) {
-    agent = new Agent({ connect: connectOptions(p), keepAliveTimeout: 10_000, connections: 128 });
+    agent = new Agent({ connect: connectOptions(p), keepAliveTimeout: 10_000, connections: 128, headersTimeout: attemptTimeoutMs, bodyTimeout: attemptTimeoutMs });
     agents.set(key, agent);
   }
   return agent;
 }
 
+/** At runtime stop, after the exporters' deadline: POSTs still running are cut. */
 export async function closeAgents(): Promise<void> {
   const all = [...agents.values()];
   agents.clear();
-  await Promise.all(all.map((a) => a.close().catch(() => undefined)));
+  await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
 }
 
 export type PostOutcome =
@@ -55,8 +60,6 @@ export type PostRequest = {
   headers: string[];
   body: string;
   agent: Agent;
-  timeoutMs: number;
-  signal: AbortSignal | undefined;
 };
 
 /** Only the origin goes into errors: paths and queries may carry expanded secrets. */
@@ -79,9 +82,6 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
       headers: req.headers,
       body: req.body,
       dispatcher: req.agent,
-      headersTimeout: req.timeoutMs,
-      bodyTimeout: req.timeoutMs,
-      signal: req.signal,
     });
     await res.body.dump();
     if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };

@@ -146,8 +146,8 @@ export class Supervisor {
       return;
     }
     const exporter = new Exporter({
-      spec, bus: this.o.bus, clock: this.o.clock, agent: agentFor(spec.tls), group: groupName(tenant, name), consumer: this.o.site,
-      sys: ctx.vars, secrets: secrets.values, state, attemptTimeoutMs: this.o.attemptTimeoutMs, pollMs: this.o.pollMs,
+      spec, bus: this.o.bus, clock: this.o.clock, agent: agentFor(spec.tls, this.o.attemptTimeoutMs), group: groupName(tenant, name), consumer: this.o.site,
+      sys: ctx.vars, secrets: secrets.values, state, pollMs: this.o.pollMs,
     });
     slot.exporter = exporter;
     exporter.start();
