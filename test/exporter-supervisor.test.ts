@@ -132,4 +132,20 @@ test('an invalid configuration is status error with the field in last-error', as
   assert.match(String(s['last-error']), /match-re\[0\]/);
 });
 
+test('a process where the exporter is placed elsewhere does not hide the state of the site running it', async () => {
+  await env.webhook(base('multi', 'multi-topic', { sites: ['edge1'] }));
+  await env.state(rt, 'multi', (s) => s.status === 'ready', 'ready at edge1');
+  const other = await env.start({ site: 'edge2' });
+  await env.state(other, 'multi', (s) => s.status === 'stopped' && s.site === 'edge2', 'stopped at edge2');
+  await env.produce('multi-topic', 'm');
+  await hook.waitFor(() => got('multi').length === 1, 'delivered by edge1');
+  const kv = await until(async () => {
+    const raw = await env.store.kvGet('state:webhook:default/multi');
+    const v = raw ? JSON.parse(raw) : undefined;
+    return v && v.delivered === 1 ? v : undefined;
+  }, 'kv state of edge1');
+  assert.is(kv.site, 'edge1');
+  assert.is(kv.status, 'ready');
+});
+
 test.run();

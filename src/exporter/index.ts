@@ -3,10 +3,12 @@
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
  * the store's kv area (`kvPrefix.webhookState + '<tenant>/<name>'`, every ~500 ms when it
- * changed) so the API of any process can show it.
+ * changed) so the API of any process can show it. The state carries `site`, the SITE of the
+ * process that wrote it; a process where the exporter is placed elsewhere writes `stopped`
+ * only over nothing, its own state or another `stopped`.
  */
 import type { Bus } from '../bus/bus.js';
-import type { JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { kvPrefix } from '../model/keys.js';
 import type { Settings } from '../settings.js';
@@ -57,6 +59,18 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     pollMs: opts.pollMs ?? 10_000,
   });
 
+  const site = opts.settings.site;
+  const withSite = (state: JsonObject): JsonObject => ({ ...state, site });
+  const mayOverwrite = async (key: string): Promise<boolean> => {
+    const raw = await opts.store.kvGet(key);
+    if (raw === undefined) return true;
+    try {
+      const prev: unknown = JSON.parse(raw);
+      return !isObject(prev) || prev.site === site || prev.status === 'stopped';
+    } catch {
+      return true;
+    }
+  };
   const published = new Map<string, number>();
   let publishing = false;
   const publish = async (): Promise<void> => {
@@ -66,7 +80,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       for (const [id, slot] of supervisor.slots) {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
-        await opts.store.kvSet(stateKey(slot.tenant, slot.name), JSON.stringify(slot.state.toJson()));
+        const key = stateKey(slot.tenant, slot.name);
+        const state = withSite(slot.state.toJson());
+        // Processes of several sites may share one store: "stopped here" must not hide the
+        // state written by the site where the exporter runs.
+        if (state.status === 'stopped' && !(await mayOverwrite(key))) continue;
+        await opts.store.kvSet(key, JSON.stringify(state));
       }
       for (const id of [...published.keys()]) {
         if (supervisor.slots.has(id)) continue;
@@ -93,7 +112,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   return {
     bus: opts.bus,
     exporterState(tenant, name) {
-      return supervisor.slots.get(`${tenant}/${name}`)?.state.toJson();
+      const slot = supervisor.slots.get(`${tenant}/${name}`);
+      return slot ? withSite(slot.state.toJson()) : undefined;
     },
     restart: (tenant, name) => supervisor.restart(tenant, name),
     async stop(deadlineMs) {
