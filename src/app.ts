@@ -4,6 +4,7 @@
  * seed section 7 in the negotiated encoding; anything else is logged and answered 500
  * without internals.
  */
+import { header } from './api/headers.js';
 import { Hono } from 'hono';
 import { ApiError } from './errors.js';
 import { log } from './log.js';
@@ -27,10 +28,10 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
 
   app.notFound((c) => {
     const err = new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    return errorResponse(err, formatFor(c.req.header('accept')));
+    return errorResponse(err, formatFor(header(c, 'accept')));
   });
   app.onError((err, c) => {
-    const format = formatFor(c.req.header('accept'));
+    const format = formatFor(header(c, 'accept'));
     if (err instanceof ApiError) return errorResponse(err, format);
     log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
     return errorResponse(new ApiError('internal', 'Internal error: the request was not completed; see the server log'), format);

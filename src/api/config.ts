@@ -2,6 +2,7 @@
  * /v1/config: reads of the intended configuration and every write (single-resource and
  * transactional), all through model/transaction.ts (seed 4.1–4.5, 4.7).
  */
+import { header } from './headers.js';
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
@@ -135,8 +136,8 @@ async function tenantChecks(deps: AppDeps, tenant: string, r: Resolved, before: 
 
 function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
   const out: Pick<Change, 'ifMatch' | 'ifNoneMatch'> = {};
-  const im = c.req.header('if-match');
-  const inm = c.req.header('if-none-match');
+  const im = header(c, 'if-match');
+  const inm = header(c, 'if-none-match');
   if (im) out.ifMatch = im.trim();
   if (inm) out.ifNoneMatch = inm.trim();
   return out;
@@ -200,9 +201,9 @@ async function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPara
   const entry = await deps.store.get(configKey(p.tenant, r.path));
   if (!entry) throw new ApiError('not-found', `No object at ${PREFIX}/${r.path}`, { code: 'missing', 'x-path': `${PREFIX}/${r.path}` });
   const etag = entry.etag;
-  const inm = c.req.header('if-none-match');
+  const inm = header(c, 'if-none-match');
   if (inm && (inm.trim() === '*' || inm.split(',').map((s) => s.trim()).includes(etag))) return new Response(null, { status: 304, headers: { ETag: etag } });
-  const im = c.req.header('if-match');
+  const im = header(c, 'if-match');
   if (im && im.trim() !== '*' && !im.split(',').map((s) => s.trim()).includes(etag)) {
     throw new ApiError('precondition-failed', `Cannot read ${PREFIX}/${r.path}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
   }

@@ -1,4 +1,5 @@
 /** Small request/response helpers shared by the route modules. */
+import { header } from './headers.js';
 import type { Context } from 'hono';
 import { ApiError } from '../errors.js';
 import type { Json } from '../json.js';
@@ -11,10 +12,10 @@ export type Ctx = Context<AppEnv>;
 
 /** Reads and parses the body; 413 above maxBytes (checked while reading, not after). */
 export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
-  const declared = Number(c.req.header('content-length') ?? NaN);
+  const declared = Number(header(c, 'content-length') ?? NaN);
   const tooLarge = () => new ApiError('payload-too-large', `Cannot accept a request body over ${maxBytes} bytes (MAX_BODY_BYTES)`, { code: 'body-too-large', limit: maxBytes });
   if (declared > maxBytes) throw tooLarge();
-  const contentType = c.req.header('content-type');
+  const contentType = header(c, 'content-type');
   const body = c.req.raw.body;
   if (!body) return parseBody('', contentType);
   const reader = body.getReader();
@@ -40,7 +41,7 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
 export function reply(c: Ctx, status: number, body: Json | undefined, opts: { multi?: boolean; headers?: Record<string, string> } = {}): Response {
   const headers: Record<string, string> = { ...opts.headers };
   if (body === undefined) return new Response(null, { status, headers });
-  const format = negotiate(c.req.header('accept'));
+  const format = negotiate(header(c, 'accept'));
   headers['content-type'] = contentTypeOf(format);
   return new Response(encode(body, format, opts.multi), { status, headers });
 }

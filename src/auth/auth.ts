@@ -69,6 +69,8 @@ export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**', '/v
   return p;
 });
 
+const PRINCIPAL_CACHE_MS = 1000;
+
 function unauthorized(message: string, code: string): ApiError {
   return new ApiError('unauthorized', message, { code }, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } });
 }
@@ -112,7 +114,30 @@ export function createAuth(opts: AuthOptions): Auth {
     return reply;
   }
 
+  /**
+   * Principals of recently seen tokens, so a busy client costs no token lookup per request.
+   * An entry lives PRINCIPAL_CACHE_MS at most (and never past the token's expiry); every
+   * change of a user, policy or tenant, and every refresh in this process, clears them all.
+   * A token revoked by another process can so be accepted here for up to that long.
+   */
+  const principals = new Map<string, { principal: Principal; until: number }>();
+  const forgetPrincipals = () => principals.clear();
+  const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
+  const unsubscribe = store.onChange((keys) => { if (keys.some((k) => identityKey.test(k))) forgetPrincipals(); });
+
   async function authenticate(header: string | undefined): Promise<Principal> {
+    const cached = header === undefined ? undefined : principals.get(header);
+    if (cached) {
+      if (cached.until > now()) return cached.principal;
+      principals.delete(header as string);
+    }
+    const principal = await authenticateUncached(header);
+    if (principals.size >= 10_000) principals.clear();
+    principals.set(header as string, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
+    return principal;
+  }
+
+  async function authenticateUncached(header: string | undefined): Promise<Principal> {
     if (header === undefined || header.trim() === '') throw unauthorized('Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)', 'missing-token');
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
     if (!m?.[1]) throw unauthorized('Cannot authenticate: the Authorization header must be Bearer <token>', 'bad-authorization');
@@ -135,11 +160,25 @@ export function createAuth(opts: AuthOptions): Auth {
     if (!rec) throw unauthorized('Cannot refresh the token: it is unknown or expired; log in again', 'invalid-token');
     const issued = await issueToken(store, { user: rec.user, tenant: rec.tenant, credential: rec.credential }, now(), settings.tokenTtlSeconds);
     await revokeToken(store, principal.tokenId);
+    forgetPrincipals();
     const { id: _id, ...reply } = issued;
     return reply;
   }
 
+  /** Decisions per principal object (cached above), so repeated requests skip pattern matching. */
+  const decisions = new WeakMap<Principal, Map<string, ApiError | undefined>>();
+
   function check(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
+    let memo = decisions.get(principal);
+    if (!memo) { memo = new Map(); decisions.set(principal, memo); }
+    const key = `${op} ${tenant ?? ''} ${absolutePath}`;
+    if (memo.has(key)) return memo.get(key);
+    const result = checkUncached(principal, absolutePath, op, tenant);
+    if (memo.size < 1000) memo.set(key, result);
+    return result;
+  }
+
+  function checkUncached(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
     if (tenant !== undefined && !principal.tenants.has(tenant)) {
       return new ApiError('not-found', `Cannot find ${absolutePath}`, { code: 'not-found', path: absolutePath });
     }
@@ -176,7 +215,7 @@ export function createAuth(opts: AuthOptions): Auth {
     bootstrap: () => bootstrapAdmin({ store, rootTenant: root, adminPassword: settings.adminPassword, now, ...(opts.announce ? { announce: opts.announce } : {}) }),
     prepareUserForStore,
     audit,
-    invalidate: directory.invalidate,
-    close: directory.close,
+    invalidate(keys) { directory.invalidate(keys); if (keys.some((k) => identityKey.test(k))) forgetPrincipals(); },
+    close() { unsubscribe(); directory.close(); },
   };
 }

@@ -3,6 +3,7 @@
  * handlers, or throws 401 (ApiError with `WWW-Authenticate: Bearer`), which the app's error
  * handler renders in the negotiated encoding.
  */
+import { header } from '../api/headers.js';
 import type { MiddlewareHandler } from 'hono';
 import type { Auth } from './auth.js';
 import type { Principal } from './principal.js';
@@ -14,7 +15,7 @@ export const publicPaths: ReadonlySet<string> = new Set(['/v1/login']);
 export function authMiddleware(auth: Auth): MiddlewareHandler<{ Variables: AuthVariables }> {
   return async (c, next) => {
     if (publicPaths.has(c.req.path)) return next();
-    c.set('principal', await auth.authenticate(c.req.header('authorization')));
+    c.set('principal', await auth.authenticate(header(c, 'authorization')));
     return next();
   };
 }
