@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import type { Runtime } from '../src/exporter/index.js';
+import type { JsonObject } from '../src/json.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -28,10 +29,10 @@ test.before(async () => {
 test.after(async () => { await env.close(); await hook.close(); });
 
 /** Creates an exporter on a fresh topic, waits until it is ready, returns topic and name. */
-async function exporter(cfg: Record<string, unknown>): Promise<{ topic: string; name: string }> {
+async function exporter(cfg: JsonObject): Promise<{ topic: string; name: string }> {
   const topic = uniq('topic-');
   const name = uniq('hook-');
-  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}', ...cfg } as never);
+  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}', ...cfg });
   await env.state(rt, name, (s) => s.status === 'ready' && (s['consumed-topics'] as string[]).length > 0, `${name} ready`);
   return { topic, name };
 }

@@ -9,6 +9,7 @@ import { createClient } from 'redis';
 import { openEnv, testDbUrl, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import type { Runtime } from '../src/exporter/index.js';
+import type { JsonObject } from '../src/json.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -29,14 +30,14 @@ test.before(async () => {
 });
 test.after(async () => { await env.close(); await hook.close(); await redis.close(); });
 
-const base = (name: string, topic: string, placement: unknown) => ({ name, topics: [topic], 'site-placement': placement, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}' }) as never;
+const base = (name: string, topic: string, placement: JsonObject): JsonObject => ({ name, topics: [topic], 'site-placement': placement, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}' });
 const got = (name: string) => hook.delivered().filter((r) => r.path === `/${name}`).map((r) => r.body);
 const groups = async (topic: string): Promise<string[]> => {
   const raw = await redis.sendCommand(['XINFO', 'GROUPS', `volga:${topic}`]).catch(() => []);
   return Array.isArray(raw) ? raw.map((g) => (Array.isArray(g) ? String(g[1]) : '')) : [];
 };
 
-const placements: Array<[string, unknown, 'ready' | 'stopped']> = [
+const placements: Array<[string, JsonObject, 'ready' | 'stopped']> = [
   ['all-sites', { 'all-sites': true }, 'ready'],
   ['sites listing this site', { sites: ['x', 'edge1'] }, 'ready'],
   ['sites not listing it', { sites: ['x'] }, 'stopped'],
@@ -70,7 +71,7 @@ test('an update restarts the exporter keeping its offset; nothing is skipped or 
   await env.produce('upd-topic', 'a');
   await hook.waitFor(() => got('upd').length === 1, 'first');
   const started = rt.exporterState('default', 'upd')!['start-time'];
-  await env.webhook({ ...(base('upd', 'upd-topic', { 'all-sites': true }) as object), data: 'v2:${MSG_PAYLOAD}' } as never);
+  await env.webhook({ ...(base('upd', 'upd-topic', { 'all-sites': true }) as object), data: 'v2:${MSG_PAYLOAD}' });
   await env.state(rt, 'upd', (x) => x.status === 'ready' && x['start-time'] !== started, 'restarted');
   await env.produce('upd-topic', 'b');
   await hook.waitFor(() => got('upd').length === 2, 'second');
@@ -92,7 +93,7 @@ test('placed elsewhere keeps the group; deleting destroys it and the state', asy
 
 test('topic-patterns: new matching topics are found and read from their start', async () => {
   await env.produce('pat-old', 'before');
-  await env.webhook({ ...(base('pat', 'pat-named', { 'all-sites': true }) as object), 'topic-patterns': ['^pat-(new|old)'], 'start-position': 'beginning' } as never);
+  await env.webhook({ ...(base('pat', 'pat-named', { 'all-sites': true }) as object), 'topic-patterns': ['^pat-(new|old)'], 'start-position': 'beginning' });
   await env.state(rt, 'pat', (s) => (s['consumed-topics'] as string[]).includes('pat-old'), 'existing topic consumed');
   await env.produce('pat-new', 'fresh');
   await env.produce('pat-other', 'not matched');
@@ -103,7 +104,7 @@ test('topic-patterns: new matching topics are found and read from their start', 
 });
 
 test('secrets: sealed store → error; restart after unseal re-reads them', async () => {
-  await env.webhook({ ...(base('sec', 'sec-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'k' } }] } as never);
+  await env.webhook({ ...(base('sec', 'sec-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'k' } }] });
   const s = await env.state(rt, 'sec', (x) => x.status === 'error', 'error while sealed');
   assert.match(String(s['last-error']), /sealed/);
   sealed = false;
@@ -120,14 +121,14 @@ test('secrets: sealed store → error; restart after unseal re-reads them', asyn
 });
 
 test('a missing secret key is an error naming the variable; restart of an unknown exporter is false', async () => {
-  await env.webhook({ ...(base('sec2', 'sec2-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'nokey' } }] } as never);
+  await env.webhook({ ...(base('sec2', 'sec2-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'nokey' } }] });
   const s = await env.state(rt, 'sec2', (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /variable S/);
   assert.is(await rt.restart('default', 'nope'), false);
 });
 
 test('an invalid configuration is status error with the field in last-error', async () => {
-  await env.webhook({ ...(base('bad', 'bad-topic', { 'all-sites': true }) as object), 'match-re': ['(a)\\1'], 'retry-interval': '1s' } as never);
+  await env.webhook({ ...(base('bad', 'bad-topic', { 'all-sites': true }) as object), 'match-re': ['(a)\\1'], 'retry-interval': '1s' });
   const s = await env.state(rt, 'bad', (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /match-re\[0\]/);
 });

@@ -9,6 +9,7 @@ import { openEnv, testDbUrl, fakeClock, type Env } from './helpers/exporter-proc
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import { makeCerts, type TestCerts } from './helpers/tls.js';
 import type { Runtime } from '../src/exporter/index.js';
+import type { JsonObject } from '../src/json.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -25,10 +26,10 @@ test.before(async () => {
 test.after(async () => { await env.close(); await hook.close(); });
 
 /** Sends one message with these TLS fields; returns the exporter's state once it is handled. */
-async function attempt(tls: Record<string, unknown>) {
+async function attempt(tls: JsonObject) {
   const name = `tls-${++seq}`;
   const topic = `tls-topic-${seq}`;
-  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: 'x', tries: 1, ...tls } as never);
+  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: 'x', tries: 1, ...tls });
   await env.state(rt, name, (s) => s.status === 'ready', 'ready');
   await env.produce(topic, 'x');
   const s = await env.state(rt, name, (x) => Number(x.delivered) + Number(x.dropped) === 1, 'handled');
@@ -36,7 +37,7 @@ async function attempt(tls: Record<string, unknown>) {
   return { state: s, delivered: got.length, sni: got[0]?.sni };
 }
 
-const cases: Array<[string, () => Record<string, unknown>, boolean, RegExp?]> = [
+const cases: Array<[string, () => JsonObject, boolean, RegExp?]> = [
   ['an unknown CA fails verification', () => ({}), false, /certificate/i],
   ['tls-verify false accepts the unknown CA', () => ({ 'tls-verify': false }), true],
   ['ca-cert with use-root-ca-certs false passes', () => ({ 'ca-cert': certs.caCert, 'use-root-ca-certs': false }), true],

@@ -9,6 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError } from '../src/errors.js';
+import type { JsonObject } from '../src/json.js';
 import { backoffMs, mayRetry, nextDelayMs, parseDuration, retryAfterMs } from '../src/exporter/retry.js';
 import { Message, parsePointer, resolvePointer } from '../src/exporter/message.js';
 import { placeHere } from '../src/exporter/placement.js';
@@ -90,7 +91,7 @@ const ctx: SiteContext = {
   labels: Object.fromEntries(siteLabels('edge1', { name: 'edge1', type: 'edge', labels: { env: 'prod' }, hosts: [{ 'host-id': 'h', labels: { gpu: 'yes', env: 'prod2' } }] })
     .entries()),
 };
-const placements: Array<[unknown, true | false | 'invalid']> = [
+const placements: Array<[JsonObject | undefined, true | false | 'invalid']> = [
   [{ 'all-sites': true }, true], [{ 'all-sites': { 'all-sites': true } }, true], [{ 'all-sites': false }, false],
   [{ sites: ['edge1'] }, true], [{ sites: [] }, false],
   [{ 'application-deployments': ['d2', 'd1'] }, true], [{ 'application-deployments': ['d2', 'missing'] }, false],
@@ -107,7 +108,7 @@ test('site labels: own, hosts, system/*; only system/name without a site object'
   assert.equal(ctx.labels['system/type'], ['edge']);
 });
 
-const badConfigs: Array<[string, Record<string, unknown>, string, string]> = [
+const badConfigs: Array<[string, JsonObject, string, string]> = [
   ['undeclared variable', { data: '${NOPE}' }, 'undefined-variable', 'data'],
   ['PCRE-only regex', { 'no-match-re': ['a(?=b)'] }, 'regex-unsupported', 'no-match-re[0]'],
   ['bad topic pattern', { 'topic-patterns': ['('] }, 'regex-syntax', 'topic-patterns[0]'],
@@ -119,7 +120,7 @@ const badConfigs: Array<[string, Record<string, unknown>, string, string]> = [
 for (const [label, extra, code, path] of badConfigs) {
   test(`config error: ${label}`, () => {
     try {
-      compileSpec('default', { name: 'x', 'site-placement': { 'all-sites': true }, url: 'http://h/', data: 'd', ...extra } as never);
+      compileSpec('default', { name: 'x', 'site-placement': { 'all-sites': true }, url: 'http://h/', data: 'd', ...extra });
       assert.unreachable();
     } catch (err) {
       assert.instance(err, ApiError);
