@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
@@ -118,6 +118,27 @@ test('embedded: entries, groups and pending entries survive a reopen', async () 
   assert.equal((await two.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id), [c]);
   assert.equal((await two.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries, []);
   await two.close();
+});
+
+test('embedded: compaction at open keeps entries, positions and pending entries, drops the rest', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const one = openEmbeddedBus(dir);
+  await one.ensureGroup('t', 'g', { at: 'beginning' });
+  const ids = [];
+  for (let i = 0; i < 50; i++) ids.push(await one.produce('t', { payload: `m${i}` }));
+  for (let i = 0; i < 49; i++) { await one.read('t', 'g', 'c', { cursor: '>', count: 1 }); await one.ack('t', 'g', [ids[i]!]); }
+  await one.read('t', 'g', 'c', { cursor: '>', count: 1 });
+  await one.close();
+  const before = statSync(join(dir, 'bus.jsonl')).size;
+  const two = openEmbeddedBus(dir, { compactMinBytes: 0 });
+  assert.ok(statSync(join(dir, 'bus.jsonl')).size < before, 'the log shrank');
+  await two.close();
+  const three = openEmbeddedBus(dir);
+  assert.is((await three.topicInfo('t'))?.length, 50);
+  assert.equal((await three.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id), [ids[49]]);
+  await three.produce('t', { payload: 'new' });
+  assert.equal((await three.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload), ['new']);
+  await three.close();
 });
 
 test('redis: two connections for many watched topics', async () => {

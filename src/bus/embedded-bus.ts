@@ -3,9 +3,9 @@
  * streams with the Redis semantics the exporters rely on (groups, per-consumer pending
  * lists, ack, lag), persisted as an append-only JSON-lines file `bus.jsonl` under DATA_DIR
  * so entries and group positions survive a restart. Deliveries are logged too, so a
- * restart finds the same pending list Redis would.
+ * restart finds the same pending list Redis would. A large log is compacted at open.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BusError, compareIds, entryObject, type Bus, type GroupRead, type ProduceInput, type StartAt, type StreamEntry, type TopicInfo } from './bus.js';
 import { Discovery } from './discovery.js';
@@ -32,7 +32,27 @@ function firstAfter(entries: StreamEntry[], id: string): number {
   return lo;
 }
 
-export function openEmbeddedBus(dataDir: string | undefined): Bus {
+/** Rewrite the log when it is this large at open (default): acked deliveries and acks are dropped. */
+const defaultCompactMinBytes = 8 * 1024 * 1024;
+
+/** The live state as a fresh log (entries, groups, pending deliveries), swapped in atomically. */
+function compact(file: string, streams: Map<string, Stream>): void {
+  const lines: string[] = [];
+  for (const [topic, s] of streams) {
+    for (const e of s.entries) lines.push(JSON.stringify({ op: 'add', topic, id: e.id, fields: e.fields }));
+    for (const [group, g] of s.groups) {
+      lines.push(JSON.stringify({ op: 'group', topic, group, last: g.lastDelivered }));
+      const byConsumer = new Map<string, string[]>();
+      for (const [id, p] of g.pending) byConsumer.set(p.consumer, [...(byConsumer.get(p.consumer) ?? []), id]);
+      for (const [consumer, ids] of byConsumer) lines.push(JSON.stringify({ op: 'deliver', topic, group, consumer, ids }));
+    }
+  }
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, lines.length ? lines.join('\n') + '\n' : '');
+  renameSync(tmp, file);
+}
+
+export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinBytes?: number } = {}): Bus {
   const streams = new Map<string, Stream>();
   const watchers = new Map<string, Set<() => void>>();
   const file = dataDir ? join(dataDir, 'bus.jsonl') : undefined;
@@ -71,6 +91,8 @@ export function openEmbeddedBus(dataDir: string | undefined): Bus {
       }
     }
   }
+
+  if (file && existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes)) compact(file, streams);
 
   const record = (r: Record_): void => {
     apply(r);
