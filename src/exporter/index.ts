@@ -104,8 +104,11 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
   const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
+  // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
+  const safety = setInterval(() => void supervisor.reconcile(), 30_000);
   publisher.unref();
   secretRetry.unref();
+  safety.unref();
   void publish();
   log('info', 'webhook exporter runtime started', { site: opts.settings.site, exporters: supervisor.slots.size });
 
@@ -120,6 +123,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       unsubscribe();
       clearInterval(publisher);
       clearInterval(secretRetry);
+      clearInterval(safety);
       await supervisor.stop(deadlineMs);
       await publish();
       await closeAgents();
