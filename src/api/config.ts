@@ -14,6 +14,7 @@ import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx } from './http.js';
 import { knownIn, redact, shape } from './present.js';
+import { parseJson, parseYaml } from './body.js';
 
 const PREFIX = '/v1/config';
 
@@ -134,6 +135,17 @@ async function tenantChecks(deps: AppDeps, tenant: string, r: Resolved, before: 
   return out;
 }
 
+function patchFromText(text: string, where: string, xPath: string, index: number): Json {
+  try {
+    const docs = text.trimStart().startsWith('[') ? [parseJson(text)] : parseYaml(text);
+    if (docs.length === 1) return docs[0] as Json;
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError('invalid-patch', `Cannot read x-json-patch of ${where} (${xPath}): ${err.message}`, { ...err.info, code: 'bad-x-json-patch', index, 'x-path': xPath });
+  }
+  throw new ApiError('invalid-patch', `Cannot read x-json-patch of ${where} (${xPath}): give one list of operations`, { code: 'bad-x-json-patch', index, 'x-path': xPath });
+}
+
 function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
   const out: Pick<Change, 'ifMatch' | 'ifNoneMatch'> = {};
   const im = header(c, 'if-match');
@@ -188,7 +200,9 @@ export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
     if (item['x-json-patch'] !== undefined) {
       if (op !== 'update') throw new ApiError('invalid-value', `Cannot use x-json-patch with x-operation ${op} in ${where} (${xPath}): only update takes a JSON Patch`, { code: 'x-json-patch-op', index: i, 'x-path': xPath });
       if (Object.keys(value).length > 0) throw new ApiError('invalid-value', `Cannot use x-json-patch together with fields in ${where} (${xPath}): give one or the other`, { code: 'x-json-patch-fields', index: i, 'x-path': xPath });
-      change.jsonPatch = item['x-json-patch'];
+      const patch = item['x-json-patch'];
+      // The operations may also come as text (JSON or YAML), as some clients embed them.
+      change.jsonPatch = typeof patch === 'string' ? patchFromText(patch, where, xPath, i) : patch;
     } else if (op !== 'delete' && op !== 'remove') change.value = value;
     return change;
   });

@@ -37,6 +37,16 @@ async function readCredentials(c: Context): Promise<{ username: string; password
   return { username: String(body.username), password: String(body.password) };
 }
 
+/** Login and refresh take no query parameter; dry-run in particular is refused (seed 4.7). */
+function noQuery(c: Context): void {
+  const params = new URL(c.req.url).searchParams;
+  for (const name of params.keys()) {
+    throw new ApiError('invalid-query', name === 'dry-run' || name === 'validate'
+      ? `Cannot use ${name} on ${c.req.path}: this operation has no ${name}`
+      : `Cannot use the ${name} parameter: ${c.req.path} takes no query parameter`, { code: name === 'dry-run' || name === 'validate' ? 'no-dry-run' : 'unknown-parameter', parameter: name });
+  }
+}
+
 function tokenReply(c: Context, reply: TokenReply): Response {
   const format = negotiate(c.req.header('accept'));
   return new Response(encode(reply, format), { status: 200, headers: { 'content-type': contentTypeOf(format), 'cache-control': 'no-store' } });
@@ -45,12 +55,14 @@ function tokenReply(c: Context, reply: TokenReply): Response {
 export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
   app.post('/v1/login', async (c) => {
+    noQuery(c);
     // Negotiate first: a 406 must not cost a login attempt.
     negotiate(c.req.header('accept'));
     const { username, password } = await readCredentials(c);
     return tokenReply(c, await auth.login(username, password, clientAddress(c)));
   });
   app.post(refreshPath, async (c) => {
+    noQuery(c);
     // The principal is set by authMiddleware; authenticate here when mounted without it.
     const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
     auth.authorize(principal, refreshPath, 'execute');

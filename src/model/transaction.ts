@@ -149,14 +149,17 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
     case 'replace':
       return withName(r, change.value ?? {});
     case 'update': {
-      if (!current) throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
+      // A singleton (system/settings) always exists in effect, with its defaults: an update
+      // of one never written starts from the empty object.
+      const base = current ?? (r.kind === 'object' ? {} : undefined);
+      if (!base) throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
       if (change.jsonPatch !== undefined) {
         // A secret is patched in its redacted form: a `test` op on the plaintext would reveal values.
-        const patched = applyJsonPatch(r.def.id === 'secret' ? redactSecret(current) : current, change.jsonPatch);
+        const patched = applyJsonPatch(r.def.id === 'secret' ? redactSecret(base) : base, change.jsonPatch);
         if (!isObject(patched)) throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, { code: 'not-an-object', 'x-path': xPath });
         return patched;
       }
-      return mergePatch(current, change.value ?? {}, (p) => r.def.ordered.has(p.join('/')));
+      return mergePatch(base, change.value ?? {}, (p) => r.def.ordered.has(p.join('/')));
     }
     case 'delete':
       if (!current) throw new ApiError('not-found', `Cannot delete ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
