@@ -30,7 +30,12 @@ export class Notifier {
 
   constructor(private readonly conn: RedisClientType, private readonly command: RedisClientType) {
     const learnId = () => { void conn.sendCommand(['CLIENT', 'ID']).then((id) => { this.clientId = String(id); }, () => undefined); };
-    conn.on('ready', learnId);
+    conn.on('ready', () => {
+      learnId();
+      // After a reconnect (Redis restarted, maybe without its data) the last IDs are
+      // re-read and every watcher is woken once, so no entry waits for a safety poll.
+      for (const w of this.watched.values()) { w.lastId = '$'; void this.learnLastId(w); }
+    });
     if (conn.isReady) learnId();
   }
 

@@ -30,7 +30,7 @@ export type RuntimeOptions = {
   clock?: Clock;
   /** Header and body timeout of one POST attempt (default 30 s); a hang is a failed attempt. */
   attemptTimeoutMs?: number;
-  /** Safety poll of an idle exporter besides the bus notifier (default 10 s). */
+  /** Safety poll of an idle exporter besides the bus notifier (default 30 s). */
   pollMs?: number;
   /** How often changed states are written to the kv area (default 500 ms). */
   publishMs?: number;
@@ -56,7 +56,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     secrets: opts.secrets,
     clock,
     attemptTimeoutMs: opts.attemptTimeoutMs ?? 30_000,
-    pollMs: opts.pollMs ?? 10_000,
+    pollMs: opts.pollMs ?? 30_000,
   });
 
   const site = opts.settings.site;

@@ -87,19 +87,22 @@ export class Supervisor {
 
   private async reconcileNow(): Promise<void> {
     const all = await this.o.store.list('');
-    const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject }>();
+    const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject; etag: string }>();
     for (const e of all) {
       const m = webhookKey.exec(e.key);
-      if (m) desired.set(slotId(m[1]!, m[2]!), { tenant: m[1]!, name: m[2]!, cfg: e.value });
+      if (m) desired.set(slotId(m[1]!, m[2]!), { tenant: m[1]!, name: m[2]!, cfg: e.value, etag: e.etag });
     }
-    const contexts = new Map<string, SiteContext>();
+    const contexts = new Map<string, { ctx: SiteContext; text: string }>();
     for (const { tenant } of desired.values()) {
-      if (!contexts.has(tenant)) contexts.set(tenant, await loadSiteContext(this.o.store, tenant, this.o.site, this.o.globalDomain));
+      if (contexts.has(tenant)) continue;
+      const ctx = await loadSiteContext(this.o.store, tenant, this.o.site, this.o.globalDomain);
+      contexts.set(tenant, { ctx, text: canonicalJson([...ctx.vars]) });
     }
     const changes: Array<() => Promise<void>> = [];
     for (const [id, d] of desired) {
-      const ctx = contexts.get(d.tenant)!;
-      const fingerprint = canonicalJson({ cfg: d.cfg, placed: placeHere(d.cfg['site-placement'], ctx), sys: [...ctx.vars] });
+      const { ctx, text } = contexts.get(d.tenant)!;
+      // The ETag stands for the object's content, so no re-serialisation of every object.
+      const fingerprint = `${d.etag}|${JSON.stringify(placeHere(d.cfg['site-placement'], ctx))}|${text}`;
       const slot = this.slots.get(id);
       if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) continue;
       this.forced.delete(id);
