@@ -12,7 +12,7 @@ import type { Message } from './message.js';
 import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce } from './send.js';
-import { validUrl, type ExporterSpec } from './spec.js';
+import { parseTarget, type ExporterSpec } from './spec.js';
 import type { ExporterState } from './state.js';
 
 export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborted';
@@ -49,9 +49,13 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   const lookup = (name: string): string | undefined =>
     msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
 
-  const url = spec.url.render(lookup);
-  if (!url.ok) return ignore(ctx, msg, `url: ${url.reason}`);
-  if (!spec.url.static && !validUrl(url.value)) return ignore(ctx, msg, 'url: the expanded value is not an absolute http or https URL');
+  let target = spec.staticTarget;
+  if (!target) {
+    const url = spec.url.render(lookup);
+    if (!url.ok) return ignore(ctx, msg, `url: ${url.reason}`);
+    target = parseTarget(url.value);
+    if (!target) return ignore(ctx, msg, 'url: the expanded value is not an absolute http or https URL');
+  }
   const headers: string[] = [];
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
@@ -69,7 +73,7 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
 
   for (let attempt = 1; ; attempt++) {
     if (ctx.stopping.aborted) return 'aborted';
-    const r = await postOnce({ url: url.value, headers, body: data.value, agent: ctx.agent });
+    const r = await postOnce({ target, headers, body: data.value, agent: ctx.agent });
     if (r.ok) return 'delivered';
     ctx.state.count('failed-attempts');
     ctx.state.error(r.error, ctx.clock.now());

@@ -5,7 +5,8 @@
  * header and body timeouts so a hanging server counts as a failed attempt.
  */
 import { checkServerIdentity, rootCertificates, type PeerCertificate } from 'node:tls';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
+import type { Target } from './spec.js';
 
 export type TlsProfile = {
   verify: boolean;
@@ -56,16 +57,11 @@ export type PostOutcome =
   | { ok: false; error: string; retryAfter: string | undefined };
 
 export type PostRequest = {
-  url: string;
+  target: Target;
   headers: string[];
   body: string;
   agent: Agent;
 };
-
-/** Only the origin goes into errors: paths and queries may carry expanded secrets. */
-function origin(url: string): string {
-  try { return new URL(url).origin; } catch { return 'the webhook'; }
-}
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -74,20 +70,18 @@ function describe(err: unknown): string {
   return `${typeof code === 'string' ? code + ' ' : ''}${err.message}${cause}`;
 }
 
-/** One attempt. Never throws: network errors, timeouts and non-2xx are outcomes. */
+/**
+ * One attempt. Never throws: network errors, timeouts and non-2xx are outcomes. Only the
+ * origin goes into error texts: paths and queries may carry expanded secrets.
+ */
 export async function postOnce(req: PostRequest): Promise<PostOutcome> {
   try {
-    const res = await request(req.url, {
-      method: 'POST',
-      headers: req.headers,
-      body: req.body,
-      dispatcher: req.agent,
-    });
+    const res = await req.agent.request({ origin: req.target.origin, path: req.target.path, method: 'POST', headers: req.headers, body: req.body });
     await res.body.dump();
     if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
     const ra = res.headers['retry-after'];
-    return { ok: false, error: `POST to ${origin(req.url)} answered HTTP ${res.statusCode}`, retryAfter: Array.isArray(ra) ? ra[0] : ra };
+    return { ok: false, error: `POST to ${req.target.origin} answered HTTP ${res.statusCode}`, retryAfter: Array.isArray(ra) ? ra[0] : ra };
   } catch (err) {
-    return { ok: false, error: `POST to ${origin(req.url)} failed: ${describe(err)}`, retryAfter: undefined };
+    return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };
   }
 }

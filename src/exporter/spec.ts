@@ -26,6 +26,8 @@ export type ExporterSpec = {
   start: StartPosition;
   filter: MessageFilter;
   url: Template;
+  /** Set when url has no variables. */
+  staticTarget: Target | undefined;
   headers: ReadonlyArray<{ name: string; value: Template }>;
   hasContentType: boolean;
   data: Template;
@@ -100,9 +102,11 @@ export function compileSpec(tenant: string, cfg: JsonObject): ExporterSpec {
   if (typeof cfg.url !== 'string') throw bad('url', 'Cannot run without url');
   if (typeof cfg.data !== 'string') throw bad('data', 'Cannot run without data');
   const url = compileTemplate(cfg.url, { field: 'url', isDefined });
+  let staticTarget: Target | undefined;
   if (url.static) {
     const r = url.render(() => undefined);
-    if (r.ok && !validUrl(r.value)) throw bad('url', `Cannot use ${JSON.stringify(r.value)} as url: it must be an absolute http or https URL`);
+    staticTarget = r.ok ? parseTarget(r.value) : undefined;
+    if (!staticTarget) throw bad('url', `Cannot use ${JSON.stringify(cfg.url)} as url: it must be an absolute http or https URL`);
   }
   const rawHeaders = cfg.headers ?? [];
   if (!Array.isArray(rawHeaders)) throw bad('headers', 'Cannot use headers: it must be a list');
@@ -128,6 +132,7 @@ export function compileSpec(tenant: string, cfg: JsonObject): ExporterSpec {
       'no-match-string': strings(cfg['no-match-string'], 'no-match-string'),
     }),
     url,
+    staticTarget,
     headers,
     hasContentType: headers.some((h) => h.name.toLowerCase() === 'content-type'),
     data: compileTemplate(cfg.data, { field: 'data', isDefined }),
@@ -145,8 +150,13 @@ export function compileSpec(tenant: string, cfg: JsonObject): ExporterSpec {
   };
 }
 
-export function validUrl(text: string): boolean {
-  if (!URL.canParse(text)) return false;
+/** Where a POST goes, split once so undici does not parse the URL again per request. */
+export type Target = { origin: string; path: string };
+
+/** An absolute http(s) URL as a target, or undefined when it is not one. */
+export function parseTarget(text: string): Target | undefined {
+  if (!URL.canParse(text)) return undefined;
   const u = new URL(text);
-  return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return undefined;
+  return { origin: u.origin, path: u.pathname + u.search };
 }
