@@ -44,7 +44,9 @@ export async function createInstance(settings: Settings, opts: { runtime?: boole
       bus,
       secrets: {
         sealed: () => strongbox.sealed,
-        read: async (tenant: string, vault: string, secret: string) => {
+        read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
+          // A parent's vault only when the parent shares it with the owner (auth/tenants.ts).
+          const tenant = await auth.tenants.vaultTenant(owner, fromTenant, vault, 'value-from-vault-secret/from-tenant');
           const key = configKey(tenant, `strongbox/vaults/${vault}/secrets/${secret}`);
           const entry = await store.get(key);
           if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);

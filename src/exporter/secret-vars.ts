@@ -7,7 +7,12 @@ import type { SecretVar } from './spec.js';
 
 /** Injected by the caller (the secret store); values are plaintext. */
 export type SecretReader = {
-  read(tenant: string, vault: string, secret: string): Promise<Record<string, string>>;
+  /**
+   * The secret of `vault` seen from `tenant` (the exporter's owner). With `fromTenant`, the
+   * reader decides whether that tenant shares the vault with the owner (only a direct parent
+   * that lists it in shared-vaults does) and refuses otherwise.
+   */
+  read(tenant: string, vault: string, secret: string, fromTenant?: string): Promise<Record<string, string>>;
   sealed(): boolean;
 };
 
@@ -20,15 +25,15 @@ export async function readSecretVars(reader: SecretReader | undefined, vars: rea
   if (reader.sealed()) return { ok: false, error: 'the secret store is sealed: unseal it, then restart the exporter' };
   const cache = new Map<string, Promise<Record<string, string>>>();
   for (const v of vars) {
-    const id = `${v.tenant}\0${v.vault}\0${v.secret}`;
+    const id = `${v.tenant}\0${v.fromTenant ?? ''}\0${v.vault}\0${v.secret}`;
     let p = cache.get(id);
-    if (!p) { p = reader.read(v.tenant, v.vault, v.secret); cache.set(id, p); }
+    if (!p) { p = reader.read(v.tenant, v.vault, v.secret, v.fromTenant); cache.set(id, p); }
     let dict: Record<string, string>;
     try {
       dict = await p;
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      return { ok: false, error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.tenant}): ${why}` };
+      return { ok: false, error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}` };
     }
     const value = dict[v.key];
     if (value === undefined) return { ok: false, error: `variable ${v.name}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };

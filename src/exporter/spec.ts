@@ -16,7 +16,8 @@ import type { TlsProfile } from './send.js';
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
 export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
-export type SecretVar = { name: string; tenant: string; vault: string; secret: string; key: string };
+/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
+export type SecretVar = { name: string; tenant: string; fromTenant?: string; vault: string; secret: string; key: string };
 
 export type ExporterSpec = {
   tenant: string;
@@ -78,7 +79,7 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
         return v;
       };
       const from = fromSecret['from-tenant'];
-      secretVars.push({ name: item.name, tenant: typeof from === 'string' && from ? from : tenant, vault: get('vault'), secret: get('secret'), key: get('key') });
+      secretVars.push({ name: item.name, tenant, ...(typeof from === 'string' && from && from !== tenant ? { fromTenant: from } : {}), vault: get('vault'), secret: get('secret'), key: get('key') });
     } else {
       throw bad(path, `Cannot use ${path}: it needs value-from-message or value-from-vault-secret`);
     }

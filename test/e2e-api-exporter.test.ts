@@ -1,0 +1,86 @@
+/**
+ * End to end through the API with the exporter runtime on, on both stores: a webhook
+ * created over HTTP delivers a message produced over HTTP, and reports it in its state; a
+ * subtenant's webhook reads a secret from a vault its parent shares (from-tenant) and is
+ * refused one the parent does not share.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startApi, type Backend, type TestApi } from './helpers/api.js';
+import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
+import { until } from './helpers/exporter-proc.js';
+
+type Errors = { errors: Array<{ 'error-info'?: { code?: string } }> };
+
+function e2e(backend: Backend): void {
+  const t = suite(`API + exporter end to end (${backend})`);
+  let api: TestApi;
+  let sink: WebhookServer;
+  t.before(async () => {
+    sink = await startWebhookServer();
+    api = await startApi(backend, { runtime: true });
+  });
+  t.after(async () => { await api.close(); await sink.close(); });
+
+  const state = async (name: string) => (await api.json('GET', `/v1/state/volga/webhooks/${name}`)).body as { status?: string; delivered?: number; 'last-error'?: string };
+
+  t('a webhook created over HTTP delivers a message produced over HTTP', async () => {
+    const created = await api.json('POST', '/v1/config/volga/webhooks', { body: {
+      name: 'h1', topics: ['e2e'], 'site-placement': { 'all-sites': true }, 'start-position': 'beginning',
+      url: `${sink.url}/in/\${TOPIC}`, 'data-format': 'json', data: '{"t": ${TEMP}, "site": "${SYS_SITE}"}',
+      variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
+    } });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    await until(async () => (await state('h1')).status === 'ready', 'exporter ready');
+    const produced = await api.json('POST', '/v1/state/volga/topics/e2e/produce', { body: { payload: { temp: 21 } } });
+    assert.is(produced.status, 201);
+    await sink.waitFor((reqs) => reqs.some((r) => r.path === '/in/e2e'), 'delivery');
+    const got = sink.requests.find((r) => r.path === '/in/e2e');
+    assert.equal(JSON.parse(got?.body ?? 'null'), { t: 21, site: 'local' });
+    assert.is(got?.headers['content-type'], 'application/json');
+    await until(async () => (await state('h1')).delivered === 1, 'delivered counter');
+  });
+
+  t('a subtenant webhook reads a secret its parent shares, and only that', async () => {
+    const setup = await api.json('PATCH', '/v1/config', { body: [
+      { 'x-path': '/v1/config/strongbox/vaults/shared' },
+      { 'x-path': '/v1/config/strongbox/vaults/shared/secrets/s', data: { token: 'shared-secret-value' } },
+      { 'x-path': '/v1/config/strongbox/vaults/private' },
+      { 'x-path': '/v1/config/strongbox/vaults/private/secrets/p', data: { token: 'private-secret-value' } },
+      { 'x-path': '/v1/config/system/tenants/acme', 'shared-vaults': ['shared'] },
+    ] });
+    assert.is(setup.status, 204, JSON.stringify(setup.body));
+    const hook = (vault: string, secret: string) => ({
+      'x-path': '/v1/config/volga/webhooks/acme-hook', 'x-tenant': 'acme', topics: ['acme-t'], 'start-position': 'beginning',
+      'site-placement': { 'all-sites': true }, url: `${sink.url}/acme`, data: '${MSG_PAYLOAD}',
+      headers: [{ name: 'authorization', value: 'Bearer ${TOKEN}' }],
+      variables: [{ name: 'TOKEN', 'value-from-vault-secret': { 'from-tenant': 'default', vault, secret, key: 'token' } }],
+    });
+    const refused = await api.json('PATCH', '/v1/config', { body: [hook('private', 'p')] });
+    assert.is(refused.status, 403, JSON.stringify(refused.body));
+    assert.is((refused.body as Errors).errors[0]?.['error-info']?.code, 'vault-not-shared');
+
+    const ok = await api.json('PATCH', '/v1/config', { body: [hook('shared', 's')] });
+    assert.is(ok.status, 204, JSON.stringify(ok.body));
+    await api.json('POST', '/v1/state/volga/topics/acme-t/produce', { body: { payload: 'hello' } });
+    await sink.waitFor((reqs) => reqs.some((r) => r.path === '/acme'), 'subtenant delivery');
+    const got = sink.requests.find((r) => r.path === '/acme');
+    assert.is(got?.headers.authorization, 'Bearer shared-secret-value');
+    assert.is(got?.body, 'hello');
+  });
+
+  t('when the parent stops sharing the vault, a restart of the exporter reports an error', async () => {
+    const unshare = await api.json('PATCH', '/v1/config/system/tenants/acme', { raw: JSON.stringify([{ op: 'replace', path: '/shared-vaults', value: [] }]), type: 'application/json-patch+json' });
+    assert.is(unshare.status, 204, JSON.stringify(unshare.body));
+    const restarted = await api.instance.runtime?.restart('acme', 'acme-hook');
+    assert.ok(restarted);
+    const st = await until(() => { const s = api.instance.runtime?.exporterState('acme', 'acme-hook'); return s?.status === 'error' ? s : undefined; }, 'error status');
+    assert.match(String(st['last-error']), /not share|shared/);
+    assert.not.match(String(st['last-error']), /shared-secret-value/);
+  });
+
+  t.run();
+}
+
+e2e('embedded');
+e2e('redis');
