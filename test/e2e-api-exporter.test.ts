@@ -69,6 +69,25 @@ function e2e(backend: Backend): void {
     assert.is(got?.body, 'hello');
   });
 
+  t('a subtenant cannot subscribe to system: topics, by name or by pattern', async () => {
+    const named = await api.json('PATCH', '/v1/config', { body: [{
+      'x-path': '/v1/config/volga/webhooks/spy', 'x-tenant': 'acme', topics: ['system:audit-trail-log'],
+      'site-placement': { 'all-sites': true }, url: `${sink.url}/spy`, data: '${MSG}',
+    }] });
+    assert.is(named.status, 403, JSON.stringify(named.body));
+    assert.is((named.body as Errors).errors[0]?.['error-info']?.code, 'reserved-topic');
+    const byPattern = await api.json('PATCH', '/v1/config', { body: [{
+      'x-path': '/v1/config/volga/webhooks/spy', 'x-tenant': 'acme', 'topic-patterns': ['audit', '^acme-p'], 'start-position': 'beginning',
+      'site-placement': { 'all-sites': true }, url: `${sink.url}/spy`, data: '${TOPIC}',
+    }] });
+    assert.is(byPattern.status, 204, JSON.stringify(byPattern.body));
+    await api.json('POST', '/v1/state/volga/topics/acme-p1/produce', { body: { payload: 'x' } });
+    await sink.waitFor((reqs) => reqs.some((r) => r.path === '/spy'), 'pattern delivery');
+    const st = await until(() => { const s = api.instance.runtime?.exporterState('acme', 'spy'); return s?.['consumed-topics'] ? s : undefined; }, 'consumed topics');
+    assert.equal(st['consumed-topics'], ['acme-p1']);
+    assert.ok(sink.requests.filter((r) => r.path === '/spy').every((r) => r.body === 'acme-p1'), 'nothing from system:audit-trail-log');
+  });
+
   t('when the parent stops sharing the vault, a restart of the exporter reports an error', async () => {
     const unshare = await api.json('PATCH', '/v1/config/system/tenants/acme', { raw: JSON.stringify([{ op: 'replace', path: '/shared-vaults', value: [] }]), type: 'application/json-patch+json' });
     assert.is(unshare.status, 204, JSON.stringify(unshare.body));

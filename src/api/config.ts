@@ -15,6 +15,7 @@ import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx } from './http.js';
 import { knownIn, redact, shape } from './present.js';
 import { parseJson, parseYaml } from './body.js';
+import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
 
 const PREFIX = '/v1/config';
 
@@ -123,6 +124,14 @@ async function tenantChecks(deps: AppDeps, tenant: string, r: Resolved, before: 
     try { await fn(); } catch (err) { if (err instanceof ApiError) out.push(err); else throw err; }
   };
   if (r.def.id === 'tenant' && !before && r.name) await collect(() => deps.auth.tenants.checkNewTenant(tenant, r.name as string));
+  if (r.def.id === 'webhook') {
+    const named = [...(Array.isArray(after.topics) ? after.topics : []), ...(typeof after.topic === 'string' ? [after.topic] : [])];
+    for (const topic of named) {
+      if (typeof topic === 'string' && !topicAllowed(topic, tenant, deps.settings.tenant)) {
+        out.push(new ApiError('forbidden', `Cannot subscribe to ${topic}: ${reservedTopicPrefix} topics carry every tenant's events and are read by the root tenant only`, { code: 'reserved-topic', path: 'topics' }));
+      }
+    }
+  }
   if (r.def.id === 'webhook' && Array.isArray(after.variables)) {
     for (const [i, v] of after.variables.entries()) {
       const src = isObject(v) ? v['value-from-vault-secret'] : undefined;

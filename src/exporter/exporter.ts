@@ -103,7 +103,7 @@ export class Exporter {
         // Topics that appear after the start hold only messages produced since: read them whole.
         const start = first ? startAt(spec) : { at: 'beginning' as const };
         first = false;
-        for (const t of all) if (spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);
+        for (const t of all) if (spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);
       }));
     }
     if (this.stopCtl.signal.aborted) return;

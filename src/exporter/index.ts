@@ -23,7 +23,7 @@ export type { Clock } from './clock.js';
 export { groupName } from './supervisor.js';
 
 export type RuntimeOptions = {
-  settings: Pick<Settings, 'site' | 'globalDomain'>;
+  settings: Pick<Settings, 'site' | 'globalDomain'> & Partial<Pick<Settings, 'tenant'>>;
   store: Store;
   bus: Bus;
   secrets?: SecretReader;
@@ -51,6 +51,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const supervisor = new Supervisor({
     site: opts.settings.site,
     globalDomain: opts.settings.globalDomain,
+    rootTenant: opts.settings.tenant ?? 'default',
     store: opts.store,
     bus: opts.bus,
     secrets: opts.secrets,

@@ -4,6 +4,7 @@
  * loop only renders and tests. Anything invalid throws an ApiError whose info names the
  * field; the supervisor shows it as status `error`.
  */
+import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
 import { ApiError } from '../errors.js';
 import { isObject, type JsonObject } from '../json.js';
 import { compileRegex, type Regex } from '../model/regex.js';
@@ -24,6 +25,8 @@ export type ExporterSpec = {
   name: string;
   topics: readonly string[];
   patterns: readonly Regex[];
+  /** Whether a topic found by topic-patterns may be read by this exporter's tenant. */
+  topicAllowed: (topic: string) => boolean;
   start: StartPosition;
   filter: MessageFilter;
   url: Template;
@@ -87,10 +90,13 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
   return { messageVars, secretVars };
 }
 
-export function compileSpec(tenant: string, cfg: JsonObject): ExporterSpec {
+/** `rootTenant`: the tenant whose exporters may read system: topics (model/topics.ts). */
+export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string = tenant): ExporterSpec {
   const name = typeof cfg.name === 'string' ? cfg.name : '';
   const topics = new Set(strings(cfg.topics, 'topics'));
   if (typeof cfg.topic === 'string') topics.add(cfg.topic);
+  for (const t of topics) if (!topicAllowed(t, tenant, rootTenant)) throw bad('topics', `Cannot read topic ${t}: ${reservedTopicPrefix} topics are for the root tenant only`);
+  const topicAllowedHere = (t: string) => topicAllowed(t, tenant, rootTenant);
   const patterns = strings(cfg['topic-patterns'], 'topic-patterns').map((p, i) => compileRegex(p, `topic-patterns[${i}]`));
   const start = cfg['start-position'] ?? 'end';
   if (start !== 'end' && start !== 'beginning' && start !== 'unread') throw bad('start-position', 'Cannot use start-position: it must be end, beginning or unread');
@@ -125,6 +131,7 @@ export function compileSpec(tenant: string, cfg: JsonObject): ExporterSpec {
     name,
     topics: [...topics],
     patterns,
+    topicAllowed: topicAllowedHere,
     start,
     filter: compileFilters({
       'match-re': strings(cfg['match-re'], 'match-re'),

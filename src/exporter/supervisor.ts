@@ -21,6 +21,8 @@ import { loadSiteContext, type SiteContext } from './system-vars.js';
 
 export type SupervisorOptions = {
   site: string;
+  /** The root tenant (only its exporters read system: topics). */
+  rootTenant: string;
   globalDomain: string;
   store: Store;
   bus: Bus;
@@ -124,7 +126,7 @@ export class Supervisor {
 
     let spec: ExporterSpec;
     try {
-      spec = compileSpec(tenant, cfg);
+      spec = compileSpec(tenant, cfg, this.o.rootTenant);
     } catch (err) {
       state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
       state.setStatus('error');
@@ -133,7 +135,7 @@ export class Supervisor {
     slot.spec = spec;
     // Groups of topics this exporter no longer consumes are destroyed, like a deletion.
     for (const t of oldTopics) {
-      if (!spec.topics.includes(t) && !spec.patterns.some((p) => p.test(t))) { await this.o.bus.destroyGroup(t, groupName(tenant, name)); state.removeTopic(t); }
+      if (!spec.topics.includes(t) && !(spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t)))) { await this.o.bus.destroyGroup(t, groupName(tenant, name)); state.removeTopic(t); }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
     if (placement.placed !== true) {
