@@ -8,14 +8,14 @@ import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
 import { configKey } from '../model/keys.js';
 import { resolve, resolvePath, type Resolved } from '../model/resources.js';
-import { runTransaction, ops, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
+import { runTransaction, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx } from './http.js';
 import { knownIn, redact, shape } from './present.js';
-import { parseJson, parseYaml } from './body.js';
-import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
+import { multiObjectChanges } from './multi-object.js';
+import { tenantChecks } from './tenant-checks.js';
 
 const PREFIX = '/v1/config';
 
@@ -114,47 +114,6 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   return app;
 }
 
-/**
- * Write-time checks against the tenant tree: a new subtenant name must be free (no leftover
- * data, not an existing tenant), and a webhook may read only vaults its parent shares with it.
- */
-async function tenantChecks(deps: AppDeps, tenant: string, r: Resolved, before: JsonObject | undefined, after: JsonObject): Promise<ApiError[]> {
-  const out: ApiError[] = [];
-  const collect = async (fn: () => Promise<unknown>) => {
-    try { await fn(); } catch (err) { if (err instanceof ApiError) out.push(err); else throw err; }
-  };
-  if (r.def.id === 'tenant' && !before && r.name) await collect(() => deps.auth.tenants.checkNewTenant(tenant, r.name as string));
-  if (r.def.id === 'webhook') {
-    const named = [...(Array.isArray(after.topics) ? after.topics : []), ...(typeof after.topic === 'string' ? [after.topic] : [])];
-    for (const topic of named) {
-      if (typeof topic === 'string' && !topicAllowed(topic, tenant, deps.settings.tenant)) {
-        out.push(new ApiError('forbidden', `Cannot subscribe to ${topic}: ${reservedTopicPrefix} topics carry every tenant's events and are read by the root tenant only`, { code: 'reserved-topic', path: 'topics' }));
-      }
-    }
-  }
-  if (r.def.id === 'webhook' && Array.isArray(after.variables)) {
-    for (const [i, v] of after.variables.entries()) {
-      const src = isObject(v) ? v['value-from-vault-secret'] : undefined;
-      if (!isObject(src) || typeof src.vault !== 'string') continue;
-      const from = typeof src['from-tenant'] === 'string' ? src['from-tenant'] : undefined;
-      const vault = src.vault;
-      await collect(() => deps.auth.tenants.vaultTenant(tenant, from, vault, `variables[${i}]/value-from-vault-secret`));
-    }
-  }
-  return out;
-}
-
-function patchFromText(text: string, where: string, xPath: string, index: number): Json {
-  try {
-    const docs = text.trimStart().startsWith('[') ? [parseJson(text)] : parseYaml(text);
-    if (docs.length === 1) return docs[0] as Json;
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    throw new ApiError('invalid-patch', `Cannot read x-json-patch of ${where} (${xPath}): ${err.message}`, { ...err.info, code: 'bad-x-json-patch', index, 'x-path': xPath });
-  }
-  throw new ApiError('invalid-patch', `Cannot read x-json-patch of ${where} (${xPath}): give one list of operations`, { code: 'bad-x-json-patch', index, 'x-path': xPath });
-}
-
 function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
   const out: Pick<Change, 'ifMatch' | 'ifNoneMatch'> = {};
   const im = header(c, 'if-match');
@@ -175,46 +134,6 @@ function objectBody(doc: Json): JsonObject {
     if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in a single-resource body: x- fields belong to /v1/config multi-object bodies`, { code: 'x-field', path: k });
   }
   return doc;
-}
-
-/** A multi-object body (JSON list or YAML documents) → changes, checked before anything is read. */
-export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
-  const items: Json[] = docs.length === 1 && Array.isArray(docs[0]) ? docs[0] : docs;
-  if (items.length === 0) throw new ApiError('invalid-document', 'Cannot apply an empty change: send a list of objects with x-path', { code: 'empty' });
-  return items.map((item, i) => {
-    const where = `item ${i + 1}`;
-    if (!isObject(item)) throw new ApiError('invalid-document', `Cannot use ${where}: it is not an object`, { code: 'not-an-object', index: i });
-    const xPath = item['x-path'];
-    if (typeof xPath !== 'string') throw new ApiError('invalid-value', `Missing x-path in ${where}`, { code: 'missing-x-path', index: i });
-    if (!xPath.startsWith(`${PREFIX}/`)) throw new ApiError('invalid-value', `Cannot use x-path ${JSON.stringify(xPath)} in ${where}: it must lie under ${PREFIX}/`, { code: 'x-path-outside', index: i, 'x-path': xPath });
-    const rawOp = item['x-operation'] ?? defaultOp;
-    if (typeof rawOp !== 'string' || !(ops as readonly string[]).includes(rawOp)) {
-      throw new ApiError('invalid-value', `Cannot use x-operation ${JSON.stringify(rawOp)} in ${where} (${xPath}): use one of ${ops.join(', ')}`, { code: 'bad-x-operation', index: i, 'x-path': xPath });
-    }
-    const op = rawOp as Op;
-    const tenant = item['x-tenant'];
-    if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new ApiError('invalid-value', `Cannot use x-tenant in ${where} (${xPath}): it must be a tenant name`, { code: 'bad-x-tenant', index: i, 'x-path': xPath });
-    const etag = item['x-etag'];
-    if (etag !== undefined && typeof etag !== 'string') throw new ApiError('invalid-value', `Cannot use x-etag in ${where} (${xPath}): it must be a string`, { code: 'bad-x-etag', index: i, 'x-path': xPath });
-    const value: JsonObject = {};
-    for (const [k, v] of Object.entries(item)) {
-      if (k === 'x-path' || k === 'x-operation' || k === 'x-etag' || k === 'x-json-patch' || k === 'x-tenant') continue;
-      if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in ${where} (${xPath}): unknown x- field`, { code: 'x-field', index: i, 'x-path': xPath });
-      value[k] = v;
-    }
-    const path = xPath.slice(PREFIX.length + 1).replace(/\/+$/, '');
-    const change: Change = { path, op };
-    if (etag !== undefined) change.ifMatch = etag;
-    if (typeof tenant === 'string') change.tenant = tenant;
-    if (item['x-json-patch'] !== undefined) {
-      if (op !== 'update') throw new ApiError('invalid-value', `Cannot use x-json-patch with x-operation ${op} in ${where} (${xPath}): only update takes a JSON Patch`, { code: 'x-json-patch-op', index: i, 'x-path': xPath });
-      if (Object.keys(value).length > 0) throw new ApiError('invalid-value', `Cannot use x-json-patch together with fields in ${where} (${xPath}): give one or the other`, { code: 'x-json-patch-fields', index: i, 'x-path': xPath });
-      const patch = item['x-json-patch'];
-      // The operations may also come as text (JSON or YAML), as some clients embed them.
-      change.jsonPatch = typeof patch === 'string' ? patchFromText(patch, where, xPath, i) : patch;
-    } else if (op !== 'delete' && op !== 'remove') change.value = value;
-    return change;
-  });
 }
 
 async function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {

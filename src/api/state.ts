@@ -13,7 +13,7 @@ import { compileLabelExpr } from '../query/labels.js';
 import { siteLabels } from '../exporter/system-vars.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, segmentsAfter, type Ctx } from './http.js';
+import { methodNotAllowed, options, principalOf, reply, segmentsAfter } from './http.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 

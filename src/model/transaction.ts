@@ -169,7 +169,7 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
   }
 }
 
-function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>, ctx: TxContext): ApiError[] {
+function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>): ApiError[] {
   const r = slot.resolved;
   const after = slot.after;
   if (!after) {
@@ -258,7 +258,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
   });
   for (const slot of slots.values()) {
     if (slot.lastOp === undefined && slot.resolved.def.id !== 'vault') continue;
-    errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots, ctx));
+    errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots));
     if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
       for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant)) errors.push(prefix(e, xPathOf(slot.resolved.path)));
     }
@@ -272,7 +272,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
     const expect = s.beforeEtag ?? null;
     writes.push(s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect });
   }
-  if (writes.length > 0) writes.push(...guardWrites(ctx, slots, changed));
+  if (writes.length > 0) writes.push(...guardWrites(slots, changed));
   if (writes.length === 0) return { created, etags: Object.fromEntries([...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string])) };
   const result = await ctx.store.commit(writes);
   if (!result.ok) return 'retry';
@@ -293,7 +293,7 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
  * object is written back byte for byte with its read ETag expected: its content and ETag
  * stay the same, and a concurrent change makes the commit fail and the transaction re-run.
  */
-function guardWrites(ctx: TxContext, slots: Map<string, Slot>, changed: Slot[]): WriteOp[] {
+function guardWrites(slots: Map<string, Slot>, changed: Slot[]): WriteOp[] {
   const changedKeys = new Set(changed.map((s) => s.key));
   for (const s of changed) {
     const vault = s.resolved.params.vault;

@@ -12,8 +12,18 @@ import { log } from '../log.js';
 import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, rewrite, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
 import type { CommitResult, Entry, Store } from './store.js';
+import type { JsonObject } from '../json.js';
 
-type StoredObject = { text: string; etag: string };
+/** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */
+type StoredObject = { text: string; etag: string; value?: JsonObject };
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
 /** expiresAt undefined: no TTL, and the value is in the file. */
 type KvValue = { value: string; expiresAt: number | undefined };
 
@@ -110,7 +120,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
   }
 
   function parse(key: string, o: StoredObject): Entry {
-    return { key, value: JSON.parse(o.text), etag: o.etag };
+    o.value ??= deepFreeze(JSON.parse(o.text) as JsonObject);
+    return { key, value: o.value, etag: o.etag };
   }
 
   return {

@@ -11,6 +11,10 @@
  */
 import type { JsonObject } from '../json.js';
 
+/**
+ * `value` is read-only to callers: the embedded store hands out one shared deep-frozen
+ * object per version (no parse per read), Redis a fresh copy. Build new objects to change.
+ */
 export type Entry = { key: string; value: JsonObject; etag: string };
 
 /**
