@@ -105,7 +105,7 @@ function withName(r: Resolved, value: JsonObject): JsonObject {
 type Loaded = { value: JsonObject | undefined; etag: string | undefined; stored: JsonObject | undefined };
 
 async function load(ctx: TxContext, r: Resolved, key: string): Promise<Loaded> {
-  const entry = await ctx.store.get(key);
+  const entry = await ctx.store.get(key, { fresh: true });
   if (!entry) return { value: undefined, etag: undefined, stored: undefined };
   const value = r.def.id === 'secret' ? decryptSecret(ctx.strongbox, key, entry.value) : entry.value;
   return { value, etag: entry.etag, stored: entry.value };

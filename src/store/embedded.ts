@@ -13,17 +13,11 @@ import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, r
 import { etagOf } from './etag.js';
 import type { CommitResult, Entry, Store } from './store.js';
 import type { JsonObject } from '../json.js';
+import { deepFreeze } from './freeze.js';
 
 /** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */
 type StoredObject = { text: string; etag: string; value?: JsonObject };
 
-function deepFreeze<T>(v: T): T {
-  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 /** expiresAt undefined: no TTL, and the value is in the file. */
 type KvValue = { value: string; expiresAt: number | undefined };
 

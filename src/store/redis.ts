@@ -11,6 +11,7 @@ import { isObject } from '../json.js';
 import { log } from '../log.js';
 import { etagOf } from './etag.js';
 import { changesChannel, commitScript, incrScript, layout, type Script } from './redis-lua.js';
+import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
 
 type Client = ReturnType<typeof createClient>;
@@ -108,6 +109,8 @@ export async function openRedisStore(url: string): Promise<Store> {
     }
   }
 
+  const reads = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
+
   function deliver(message: string): void {
     let keys: unknown;
     try {
@@ -118,6 +121,7 @@ export async function openRedisStore(url: string): Promise<Store> {
     // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
     if (!Array.isArray(keys)) return;
     const changed = keys.filter((k): k is string => typeof k === 'string');
+    reads.invalidate(changed);
     for (const l of listeners) {
       try {
         l(changed);
@@ -127,14 +131,22 @@ export async function openRedisStore(url: string): Promise<Store> {
     }
   }
 
+  /** True once the first SUBSCRIBE succeeded (node-redis re-subscribes after a reconnect). */
+  let subscribed = false;
+
   function startSubscriber(): void {
     if (subscribing) return;
     const sub: Client = client.duplicate(connectionOptions(url, 'store-changes'));
     subscriber = sub;
     watchErrors(sub, 'store-changes');
+    // Notifications may be lost while this connection is down: cache nothing until it is back.
+    sub.on('error', () => reads.setLive(false));
+    sub.on('end', () => reads.setLive(false));
+    sub.on('ready', () => { if (subscribed) reads.setLive(true); });
     subscribing = sub
       .connect()
       .then(() => sub.subscribe(channel, deliver))
+      .then(() => { subscribed = true; reads.setLive(true); })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
         log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
@@ -144,11 +156,14 @@ export async function openRedisStore(url: string): Promise<Store> {
   const store: Store = {
     kind: 'redis',
 
-    get: (key) =>
-      guarded(async () => {
+    get: (key, opts) => {
+      const fetch = () => guarded(async () => {
         const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
         return toEntry(key, v, e);
-      }),
+      });
+      // Cached only while someone listens to changes (the subscription keeps the cache true).
+      return opts?.fresh ? fetch() : reads.load(key, fetch);
+    },
 
     list: (prefix) =>
       guarded(async () => {
@@ -175,7 +190,7 @@ export async function openRedisStore(url: string): Promise<Store> {
         // A listener registered before this commit must see it: wait for its subscription.
         await subscribing;
         const { keys, args, etags } = commitArgs(ops, channel);
-        const reply = await runScript(commitScript, keys, args);
+        const reply = await runScript(commitScript, keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
         const reason = reply[2];
@@ -224,6 +239,7 @@ export async function openRedisStore(url: string): Promise<Store> {
 
     async close() {
       listeners.clear();
+      reads.setLive(false);
       await subscribing;
       const all = subscriber ? [client, subscriber] : [client];
       await Promise.all(all.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));

@@ -33,7 +33,11 @@ export type CommitResult =
 
 export interface Store {
   readonly kind: 'redis' | 'embedded';
-  get(key: string): Promise<Entry | undefined>;
+  /**
+   * One object. A backend may answer from a cache kept current by change notifications
+   * (Redis: see read-cache.ts); `fresh` reads the store itself, as writes must.
+   */
+  get(key: string, opts?: { fresh?: boolean }): Promise<Entry | undefined>;
   list(prefix: string): Promise<Entry[]>;
   /** All ops or none; every `expect` is checked against the state at commit time. */
   commit(ops: WriteOp[]): Promise<CommitResult>;

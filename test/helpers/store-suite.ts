@@ -2,6 +2,7 @@
  * The behaviour every Store backend must share (in the style of Hono's common.case.test.ts):
  * test/store.test.ts runs it against the embedded and the Redis store.
  */
+import type { JsonObject } from '../../src/json.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { etagOf } from '../../src/store/etag.js';
@@ -16,7 +17,7 @@ export async function eventually(check: () => boolean | Promise<boolean>, what: 
   assert.unreachable(`never happened: ${what}`);
 }
 
-async function put(store: Store, key: string, value: Record<string, string | number>): Promise<string> {
+async function put(store: Store, key: string, value: JsonObject): Promise<string> {
   const r = await store.commit([{ op: 'put', key, value }]);
   assert.ok(r.ok, `put ${key}`);
   return r.ok ? (r.etags[key] ?? '') : '';
@@ -42,7 +43,7 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     await put(store, 't/x', { a: 1, n: { b: 1 } });
     const got = await store.get('t/x');
     // Embedded hands out one frozen value (the change throws); Redis a fresh copy.
-    try { if (got) { got.value.a = 2; (got.value.n as { b: number }).b = 2; } } catch (err) { assert.instance(err, TypeError); }
+    try { if (got) { got.value.a = 2; (got.value.n as unknown as { b: number }).b = 2; } } catch (err) { assert.instance(err, TypeError); }
     const [listed] = await store.list('t/x');
     try { if (listed) listed.value.a = 3; } catch (err) { assert.instance(err, TypeError); }
     assert.equal((await store.get('t/x'))?.value, { a: 1, n: { b: 1 } });
