@@ -19,7 +19,8 @@ import type { AppDeps, AppEnv } from './api/deps.js';
 
 export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use('*', auditMiddleware((e) => deps.auth.audit(e)));
+  // Only writes are audited: reads skip the layer entirely.
+  app.on(['POST', 'PUT', 'PATCH', 'DELETE'], '*', auditMiddleware((e) => deps.auth.audit(e)));
   app.use('*', authMiddleware(deps.auth));
   app.route('/', authRoutes(deps.auth));
   app.route('/', operationRoutes(deps));

@@ -12,7 +12,7 @@ import { runTransaction, type Change, type Op, type TxContext, type TxMode } fro
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx } from './http.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx, searchParams } from './http.js';
 import { knownIn, redact, shape } from './present.js';
 import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
@@ -68,7 +68,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
 
   app.on(['GET', 'HEAD'], PREFIX, (c) => readAll(c, deps));
   app.on(['PATCH', 'POST'], PREFIX, async (c) => {
-    const q = parseQuery(new URL(c.req.url).searchParams, [...writeParams, 'default-operation']);
+    const q = parseQuery(searchParams(c), [...writeParams, 'default-operation']);
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
     return txReply(c, changes, modeOf(q), () => new Response(null, { status: 204 }));
@@ -85,7 +85,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     if (method === 'OPTIONS') return options(allow, r.kind !== 'list');
     if (!(allow as readonly string[]).includes(method) && method !== 'HEAD') throw methodNotAllowed(method, c.req.path, allow);
     if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
-    const params = new URL(c.req.url).searchParams;
+    const params = searchParams(c);
     if (method === 'GET' || method === 'HEAD') return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
     const q = parseQuery(params, writeParams);
     const mode = modeOf(q);
@@ -169,7 +169,7 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
 }
 
 async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
-  const q = parseQuery(new URL(c.req.url).searchParams, ['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where']);
+  const q = parseQuery(searchParams(c), ['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where']);
   const p = principalOf(c);
   const tenants = q.includeTenantConfig ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b))) : [p.tenant];
   const out: Json[] = [];

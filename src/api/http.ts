@@ -37,6 +37,15 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
   return parseBody(text, contentType);
 }
 
+const noParams = new URLSearchParams();
+
+/** The query parameters; most requests have none, so no URL is parsed for them. */
+export function searchParams(c: Ctx): URLSearchParams {
+  const url = c.req.url;
+  const q = url.indexOf('?');
+  return q < 0 ? noParams : new URLSearchParams(url.slice(q + 1));
+}
+
 /** Encodes `body` as the client asked (JSON or YAML); `multi` = one YAML document per item. */
 export function reply(c: Ctx, status: number, body: Json | undefined, opts: { multi?: boolean; headers?: Record<string, string> } = {}): Response {
   const headers: Record<string, string> = { ...opts.headers };

@@ -4,13 +4,13 @@ import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody } from './http.js';
+import { methodNotAllowed, options, principalOf, readBody, searchParams } from './http.js';
 
 export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const path = '/v1/strongbox/unseal';
   app.post(path, async (c) => {
-    const params = new URL(c.req.url).searchParams;
+    const params = searchParams(c);
     if (params.has('dry-run')) throw new ApiError('invalid-query', 'Cannot use dry-run on /v1/strongbox/unseal: this operation has no dry-run', { code: 'no-dry-run', parameter: 'dry-run' });
     parseQuery(params, []);
     deps.auth.authorize(principalOf(c), path, 'execute');

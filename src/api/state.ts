@@ -13,7 +13,7 @@ import { compileLabelExpr } from '../query/labels.js';
 import { siteLabels } from '../exporter/system-vars.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, segmentsAfter } from './http.js';
+import { methodNotAllowed, options, principalOf, reply, segmentsAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 
@@ -99,7 +99,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   app.post(`${PREFIX}/volga/webhooks/:name/restart`, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(new URL(c.req.url).searchParams, []);
+    parseQuery(searchParams(c), []);
     deps.auth.authorize(p, c.req.path, 'execute');
     if (deps.strongbox.sealed) throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
     if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`)))) throw new ApiError('not-found', `No webhook exporter ${name}`, { code: 'missing', 'x-path': `/v1/config/volga/webhooks/${name}` });
@@ -112,7 +112,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   app.all(restartPath, (c) => { throw methodNotAllowed(c.req.method, c.req.path, operationMethods); });
 
   app.on(['GET', 'HEAD'], PREFIX, async (c) => {
-    const q = parseQuery(new URL(c.req.url).searchParams, ['fields', 'where', 'match-path', 'content', 'with-defaults']);
+    const q = parseQuery(searchParams(c), ['fields', 'where', 'match-path', 'content', 'with-defaults']);
     const p = principalOf(c);
     const cache = new Map<string, Entry[]>();
     const out: Json[] = [];
@@ -152,7 +152,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
     const p = principalOf(c);
     deps.auth.authorize(p, c.req.path, 'read');
-    const params = new URL(c.req.url).searchParams;
+    const params = searchParams(c);
     const cache = new Map<string, Entry[]>();
     if (r.kind === 'list') {
       const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults'], { knownField: knownInState(r.def) });

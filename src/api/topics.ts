@@ -8,7 +8,7 @@ import { isObject, type JsonObject } from '../json.js';
 import { TOPIC_PATTERN } from '../model/schemas.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply } from './http.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
 
 const BASE = '/v1/state/volga/topics';
 const topicRe = new RegExp(TOPIC_PATTERN);
@@ -29,7 +29,7 @@ export async function topicStateObjects(deps: AppDeps): Promise<Array<{ path: st
 export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get(BASE, async (c) => {
-    const q = parseQuery(new URL(c.req.url).searchParams, ['fields', 'where', 'keys', 'count']);
+    const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count']);
     deps.auth.authorize(principalOf(c), BASE, 'read');
     let items = (await topicStateObjects(deps)).map((i) => i.value);
     if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
@@ -38,7 +38,7 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, items.map((v) => (q.fields ? q.fields.apply(v) : v)), { multi: true });
   });
   app.get(`${BASE}/:topic`, async (c) => {
-    const q = parseQuery(new URL(c.req.url).searchParams, ['fields']);
+    const q = parseQuery(searchParams(c), ['fields']);
     const topic = c.req.param('topic');
     checkTopic(topic);
     deps.auth.authorize(principalOf(c), c.req.path, 'read');
@@ -48,7 +48,7 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, q.fields ? q.fields.apply(v) : v);
   });
   app.post(`${BASE}/:topic/produce`, async (c) => {
-    parseQuery(new URL(c.req.url).searchParams, []);
+    parseQuery(searchParams(c), []);
     const topic = c.req.param('topic');
     checkTopic(topic);
     deps.auth.authorize(principalOf(c), c.req.path, 'execute');
