@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
 import { configKey } from '../model/keys.js';
-import { resolve, resolvePath, type Resolved } from '../model/resources.js';
+import { resolvePath, type Resolved } from '../model/resources.js';
 import { runTransaction, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { Operation } from '../auth/index.js';
@@ -77,8 +77,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, allowFor.root); });
 
   app.all(`${PREFIX}/*`, async (c) => {
-    const segs = segmentsAfter(c, PREFIX);
-    const r = resolve(segs);
+    const r = resolvePath(segmentsAfter(c, PREFIX).join('/'));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
     const allow = allowFor[r.kind];
     const method = c.req.method;

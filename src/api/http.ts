@@ -66,6 +66,8 @@ export function segmentsAfter(c: Ctx, prefix: string): string[] {
   const rest = c.req.path.slice(prefix.length).replace(/^\/+/, '').replace(/\/+$/, '');
   if (rest === '') return [];
   return rest.split('/').map((s, i) => {
+    if (s === '') throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path' });
+    if (!s.includes('%')) return s;
     let d: string;
     try { d = decodeURIComponent(s); } catch { throw new ApiError('bad-request', `Cannot read path segment ${i + 1} (${s}): bad percent-encoding`, { code: 'bad-path', position: i }); }
     if (d === '' || d.includes('/')) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path' });

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
 import { configKey, kvPrefix } from '../model/keys.js';
-import { resolve, resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
+import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { siteLabels } from '../exporter/system-vars.js';
@@ -144,8 +144,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, readOnly); });
 
   app.all(`${PREFIX}/*`, async (c) => {
-    const segs = segmentsAfter(c, PREFIX);
-    const r = resolve(segs);
+    const r = resolvePath(segmentsAfter(c, PREFIX).join('/'));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
     if (c.req.method === 'OPTIONS') return options(readOnly, false);
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, readOnly);

@@ -32,6 +32,8 @@ export type Auth = {
   readonly tenants: TenantTree;
   /** 401 unauthorized on a wrong user or password, 429 too-many-requests when throttled. */
   login(username: string, password: string, clientAddr: string): Promise<TokenReply>;
+  /** The principal of a recently authenticated header, without waiting (undefined: call authenticate). */
+  cachedPrincipal(authorizationHeader: string | undefined): Principal | undefined;
   /** The principal of an `Authorization: Bearer <token>` header, or 401. */
   authenticate(authorizationHeader: string | undefined): Promise<Principal>;
   /** A new token for the same user (the old one stops working), or 401 if it already has. */
@@ -125,12 +127,17 @@ export function createAuth(opts: AuthOptions): Auth {
   const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
   const unsubscribe = store.onChange((keys) => { if (keys.some((k) => identityKey.test(k))) forgetPrincipals(); });
 
-  async function authenticate(header: string | undefined): Promise<Principal> {
+  function cachedPrincipal(header: string | undefined): Principal | undefined {
     const cached = header === undefined ? undefined : principals.get(header);
-    if (cached) {
-      if (cached.until > now()) return cached.principal;
-      principals.delete(header as string);
-    }
+    if (!cached) return undefined;
+    if (cached.until > now()) return cached.principal;
+    principals.delete(header as string);
+    return undefined;
+  }
+
+  async function authenticate(header: string | undefined): Promise<Principal> {
+    const hit = cachedPrincipal(header);
+    if (hit) return hit;
     const principal = await authenticateUncached(header);
     if (principals.size >= 10_000) principals.clear();
     principals.set(header as string, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
@@ -206,6 +213,7 @@ export function createAuth(opts: AuthOptions): Auth {
     tenants,
     login,
     authenticate,
+    cachedPrincipal,
     refresh,
     authorize(principal, absolutePath, op, tenant) {
       const err = check(principal, absolutePath, op, tenant);

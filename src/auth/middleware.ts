@@ -15,7 +15,8 @@ export const publicPaths: ReadonlySet<string> = new Set(['/v1/login']);
 export function authMiddleware(auth: Auth): MiddlewareHandler<{ Variables: AuthVariables }> {
   return async (c, next) => {
     if (publicPaths.has(c.req.path)) return next();
-    c.set('principal', await auth.authenticate(header(c, 'authorization')));
+    const h = header(c, 'authorization');
+    c.set('principal', auth.cachedPrincipal(h) ?? (await auth.authenticate(h)));
     return next();
   };
 }

@@ -78,7 +78,14 @@ export function resolve(segs: readonly string[]): Resolved | undefined {
   return undefined;
 }
 
+/** Resolutions of recent paths (results are immutable), so a busy path resolves once. */
+const recent = new Map<string, Resolved | undefined>();
+
 /** Resolves a config path like 'volga/webhooks/a' (as in x-path without /v1/config/). */
 export function resolvePath(path: string): Resolved | undefined {
-  return resolve(path.split('/'));
+  if (recent.has(path)) return recent.get(path);
+  const r = resolve(path.split('/'));
+  if (recent.size >= 10_000) recent.clear();
+  recent.set(path, r);
+  return r;
 }

@@ -157,6 +157,10 @@ export async function openRedisStore(url: string): Promise<Store> {
     kind: 'redis',
 
     get: (key, opts) => {
+      if (!opts?.fresh) {
+        const hit = reads.lookup(key);
+        if (hit !== 'miss') return Promise.resolve(hit);
+      }
       const fetch = () => guarded(async () => {
         const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
         return toEntry(key, v, e);
