@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { expectApiError } from './helpers/assert.js';
 import { compileFields } from '../src/query/fields.js';
 import { ApiError } from '../src/errors.js';
 import type { Json, JsonObject } from '../src/json.js';
@@ -72,15 +73,7 @@ const errors: Array<[string, string, number]> = [
 ];
 for (const [text, code, position] of errors) {
   test(`fields error ${code} at ${position}: ${JSON.stringify(text)}`, () => {
-    try {
-      compileFields(text);
-      assert.unreachable();
-    } catch (err) {
-      assert.instance(err, ApiError);
-      const e = err as ApiError;
-      assert.is(e.code, 'invalid-query');
-      assert.equal([e.info?.code, e.info?.position, e.info?.parameter], [code, position, 'fields']);
-    }
+    expectApiError(() => compileFields(text), 'invalid-query', { code: code, position: position, parameter: 'fields' });
   });
 }
 

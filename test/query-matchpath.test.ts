@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { expectApiError } from './helpers/assert.js';
 import { compileMatchPath, matchPathPrefix } from '../src/query/matchpath.js';
-import { ApiError } from '../src/errors.js';
 
 const cases: Array<[string, string, boolean]> = [
   ['/v1/config/volga/webhooks/x', '/v1/config/volga/webhooks/x', true],
@@ -53,15 +53,7 @@ const errors: Array<[string, string, number]> = [
 ];
 for (const [pattern, code, position] of errors) {
   test(`match-path error ${code} at ${position}: ${JSON.stringify(pattern)}`, () => {
-    try {
-      compileMatchPath(pattern);
-      assert.unreachable();
-    } catch (err) {
-      assert.instance(err, ApiError);
-      const e = err as ApiError;
-      assert.is(e.code, 'invalid-query');
-      assert.equal([e.info?.code, e.info?.position, e.info?.parameter], [code, position, 'match-path']);
-    }
+    expectApiError(() => compileMatchPath(pattern), 'invalid-query', { code: code, position: position, parameter: 'match-path' });
   });
 }
 

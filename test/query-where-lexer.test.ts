@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { expectApiError } from './helpers/assert.js';
 import { lexWhere } from '../src/query/where-lexer.js';
-import { ApiError } from '../src/errors.js';
 
 /** Kinds, with the text of names, numbers and literals, e.g. `name:a - number:1`. */
 function kinds(text: string): string {
@@ -53,15 +53,7 @@ const errors: Array<[string, string, number]> = [
 ];
 for (const [text, code, position] of errors) {
   test(`lex error ${code} in ${text}`, () => {
-    try {
-      lexWhere(text);
-      assert.unreachable();
-    } catch (err) {
-      assert.instance(err, ApiError);
-      const e = err as ApiError;
-      assert.is(e.code, 'invalid-query');
-      assert.equal([e.info?.code, e.info?.position, e.info?.parameter], [code, position, 'where']);
-    }
+    expectApiError(() => lexWhere(text), 'invalid-query', { code: code, position: position, parameter: 'where' });
   });
 }
 
