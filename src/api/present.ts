@@ -32,7 +32,7 @@ const stateMembers: Readonly<Record<string, Record<string, Schema>>> = {
   deployment: { status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } } },
 };
 
-/** `fields` checking for a state read of `def`; undefined: any name is accepted. */
+/** `fields` checking for a state read of `def`; undefined when every name is accepted. */
 export function knownInState(def: ResourceDef): ((path: string[]) => boolean) | undefined {
   if (def.id === 'webhook') return undefined;
   const extra = stateMembers[def.id];

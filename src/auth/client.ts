@@ -1,6 +1,6 @@
 /**
  * The client address of a request, for throttling and the audit trail: the TCP peer as seen
- * by @hono/node-server. X-Forwarded-For is not trusted: any client could set it to dodge
+ * by @hono/node-server. X-Forwarded-For is not trusted, since every client could set it to dodge
  * the login throttle.
  */
 import type { Context } from 'hono';

@@ -113,7 +113,7 @@ class Parser {
     return fail('syntax', t.pos, `expected ${what}, found ${seen}`);
   }
 
-  /** A key or a value: any word, except that bare keywords are not keys. */
+  /** A key or a value, i.e. a word, except that bare keywords are not keys. */
   private word(what: string): string {
     const t = this.peek();
     if (t.kind !== 'word') throw this.unexpected(what);

@@ -37,7 +37,7 @@ export type ParsedQuery = {
 };
 
 export type ParseQueryOptions = {
-  /** Field paths `fields` may name (see compileFields); absent: any. */
+  /** Field paths `fields` may name (see compileFields); absent, every path is allowed. */
   knownField?: (path: string[]) => boolean;
 };
 
