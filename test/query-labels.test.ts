@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { expectApiError } from './helpers/assert.js';
 import { compileLabelExpr, type Labels } from '../src/query/labels.js';
-import { ApiError } from '../src/errors.js';
 
 const labels: Labels = {
   'env': 'prod',
@@ -89,15 +89,7 @@ const errors: Array<[string, string, number]> = [
 ];
 for (const [text, code, position] of errors) {
   test(`error ${code} at ${position}: ${JSON.stringify(text)}`, () => {
-    try {
-      compileLabelExpr(text);
-      assert.unreachable();
-    } catch (err) {
-      assert.instance(err, ApiError);
-      const e = err as ApiError;
-      assert.is(e.code, 'invalid-value');
-      assert.equal([e.info?.code, e.info?.position], [code, position]);
-    }
+    expectApiError(() => compileLabelExpr(text), 'invalid-value', { code, position });
   });
 }
 

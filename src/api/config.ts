@@ -14,6 +14,7 @@ import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx, searchParams } from './http.js';
 import { knownIn, redact, shape } from './present.js';
+import { listsEtag } from '../store/etag.js';
 import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
 
@@ -143,9 +144,9 @@ async function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPara
   if (!entry) throw new ApiError('not-found', `No object at ${PREFIX}/${r.path}`, { code: 'missing', 'x-path': `${PREFIX}/${r.path}` });
   const etag = entry.etag;
   const inm = header(c, 'if-none-match');
-  if (inm && (inm.trim() === '*' || inm.split(',').map((s) => s.trim()).includes(etag))) return new Response(null, { status: 304, headers: { ETag: etag } });
+  if (inm && listsEtag(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
   const im = header(c, 'if-match');
-  if (im && im.trim() !== '*' && !im.split(',').map((s) => s.trim()).includes(etag)) {
+  if (im && !listsEtag(im, etag)) {
     throw new ApiError('precondition-failed', `Cannot read ${PREFIX}/${r.path}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
   }
   return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });

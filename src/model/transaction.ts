@@ -24,6 +24,7 @@ import { resolvePath, type Resolved } from './resources.js';
 import { schemaErrors } from './validate.js';
 import { semanticErrors } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
+import { listsEtag } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
 
 export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
@@ -93,13 +94,6 @@ function withName(r: Resolved, value: JsonObject): JsonObject {
   return r.kind === 'item' && value.name === undefined ? { name: r.name ?? '', ...value } : value;
 }
 
-/**
- * Whether an If-Match / If-None-Match value ('*' or a comma-separated list of ETags, as GET
- * accepts too) names `etag`. Our ETags are base64url in quotes, so a comma never occurs inside one.
- */
-function listsEtag(header: string, etag: string): boolean {
-  return header.trim() === '*' || header.split(',').some((t) => t.trim() === etag);
-}
 
 function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
   if (change.ifMatch !== undefined) {

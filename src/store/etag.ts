@@ -5,3 +5,11 @@ import { canonicalJson } from '../json.js';
 export function etagOf(value: unknown): string {
   return '"' + createHash('sha256').update(canonicalJson(value)).digest('base64url').slice(0, 27) + '"';
 }
+
+/**
+ * Whether an If-Match / If-None-Match value ('*' or a comma-separated list of ETags) names
+ * `etag`. Our ETags are base64url in quotes, so a comma never occurs inside one.
+ */
+export function listsEtag(header: string, etag: string): boolean {
+  return header.trim() === '*' || header.split(',').some((t) => t.trim() === etag);
+}
