@@ -1,15 +1,14 @@
 /**
- * Builds the Hono app from the route modules. Order: audit (records every write, refused
- * ones too) → authentication → routes; every thrown ApiError becomes the error body of
- * seed section 7 in the negotiated encoding; anything else is logged and answered 500
- * without internals.
+ * Builds the Hono app from the route modules, every handler inside the guard (auth/middleware.ts:
+ * authentication, and an audit record of every write, refused ones too); every thrown ApiError
+ * becomes the error body of seed section 7 in the negotiated encoding; anything else is logged
+ * and answered 500 without internals.
  */
 import { header } from './api/headers.js';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { ApiError } from './errors.js';
 import { log } from './log.js';
-import { auditMiddleware } from './auth/index.js';
-import { authMiddleware } from './auth/middleware.js';
+import { createGuard, guardRoutes } from './auth/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
 import { stateRoutes } from './api/state.js';
@@ -19,25 +18,21 @@ import type { AppDeps, AppEnv } from './api/deps.js';
 
 export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  // Only writes are audited: reads skip the layer entirely.
-  app.on(['POST', 'PUT', 'PATCH', 'DELETE'], '*', auditMiddleware((e) => deps.auth.audit(e)));
-  app.use('*', authMiddleware(deps.auth));
-  app.route('/', authRoutes(deps.auth));
-  app.route('/', operationRoutes(deps));
-  app.route('/', configRoutes(deps));
-  app.route('/', stateRoutes(deps));
-
-  app.notFound((c) => {
-    const err = new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    return errorResponse(err, formatFor(header(c, 'accept')));
-  });
-  app.onError((err, c) => {
-    const format = formatFor(header(c, 'accept'));
-    if (err instanceof ApiError) return errorResponse(err, format);
-    log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
-    return errorResponse(new ApiError('internal', 'Internal error: the request was not completed; see the server log'), format);
-  });
+  const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
+  guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
+  // An unknown path is still authenticated (401 before 404) and, for a write, audited.
+  app.notFound(guard((c) => {
+    throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+  }));
+  app.onError(renderError);
   return app;
+}
+
+function renderError(err: Error, c: Context): Response {
+  const format = formatFor(header(c, 'accept'));
+  if (err instanceof ApiError) return errorResponse(err, format);
+  log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err.message, stack: err.stack });
+  return errorResponse(new ApiError('internal', 'Internal error: the request was not completed; see the server log'), format);
 }
 
 /** The error encoding: as negotiated, JSON when the Accept header itself is unusable. */

@@ -1,6 +1,6 @@
 /**
- * The HTTP pieces on their own: authRoutes (login, refresh), authMiddleware (401 body and
- * WWW-Authenticate) and auditMiddleware (every write, refused ones too), mounted on a small
+ * The HTTP pieces on their own: authRoutes (login, refresh) and the guard (401 body and
+ * WWW-Authenticate; an audit record of every write, refused ones too), mounted on a small
  * Hono app with the same error rendering as the real one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,8 +13,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as parseYaml } from 'yaml';
 import { errorResponse } from '../src/api/reply.js';
-import { auditMiddleware, createAuth, type AuditEvent, type Principal } from '../src/auth/index.js';
-import { authMiddleware } from '../src/auth/middleware.js';
+import { createAuth, type AuditEvent, type Principal } from '../src/auth/index.js';
+import { createGuard, guardRoutes } from '../src/auth/middleware.js';
 import { authRoutes } from '../src/auth/routes.js';
 import { ApiError } from '../src/errors.js';
 import { openEmbeddedStore } from '../src/store/embedded.js';
@@ -30,13 +30,16 @@ const auth = createAuth({
 });
 await auth.bootstrap();
 
-const app = new Hono<{ Variables: { principal?: Principal } }>();
-app.use('*', auditMiddleware((e) => auth.audit(e)));
-app.use('*', authMiddleware(auth));
-app.route('/', authRoutes(auth));
-app.get('/v1/config/sites', (c) => c.json({ user: c.get('principal')?.user ?? null }));
-app.put('/v1/config/sites/s1', (c) => new Response(null, { status: 204 }));
-app.onError((err) => errorResponse(err instanceof ApiError ? err : new ApiError('internal', 'internal'), 'json'));
+type Env = { Variables: { principal?: Principal } };
+const renderError = (err: Error) => errorResponse(err instanceof ApiError ? err : new ApiError('internal', 'internal'), 'json');
+const guard = createGuard({ auth, audit: (e) => auth.audit(e), renderError });
+const routes = new Hono<Env>();
+routes.get('/v1/config/sites', (c) => c.json({ user: c.get('principal')?.user ?? null }));
+routes.put('/v1/config/sites/s1', () => new Response(null, { status: 204 }));
+const app = new Hono<Env>();
+guardRoutes(app, [authRoutes(auth), routes], guard);
+app.notFound(guard(() => { throw new ApiError('not-found', 'no such path', { code: 'unknown-path' }); }));
+app.onError(renderError);
 
 const post = (path: string, body: string, headers: Record<string, string> = {}) =>
   app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
@@ -131,6 +134,20 @@ test('audit: every write is recorded (refused ones too), reads are not, logins o
   ]);
   for (const e of events) assert.ok(!Number.isNaN(Date.parse(e.time)) && typeof e['client-address'] === 'string');
   assert.not.ok(JSON.stringify(events).includes(token));
+});
+
+test('an unknown path: 401 without a token, 404 with one; a write there is audited', async () => {
+  events.length = 0;
+  const token = await loginToken();
+  assert.is((await app.request('/v1/nowhere')).status, 401);
+  const missing = await app.request('/v1/nowhere', { headers: { authorization: `Bearer ${token}` } });
+  assert.is(missing.status, 404);
+  assert.is((await errorOf(missing))['error-info']?.code, 'unknown-path');
+  assert.is((await app.request('/v1/nowhere', { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status, 404);
+  assert.equal(events.map((e) => [e.user, e.method, e.path, e.status]), [
+    ['admin', 'POST', '/v1/login', 200],
+    ['admin', 'DELETE', '/v1/nowhere', 404],
+  ]);
 });
 
 test('over a real socket the client address is the TCP peer (X-Forwarded-For is not trusted)', async () => {

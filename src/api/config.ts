@@ -12,9 +12,10 @@ import { runTransaction, type Change, type Op, type TxContext, type TxMode } fro
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, segmentsAfter, type Ctx, searchParams } from './http.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
 import { knownIn, redact, shape } from './present.js';
 import { listsEtag } from '../store/etag.js';
+import type { Entry } from '../store/store.js';
 import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
 
@@ -77,8 +78,9 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   app.options(PREFIX, () => options(allowFor.root, true));
   app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, allowFor.root); });
 
-  app.all(`${PREFIX}/*`, async (c) => {
-    const r = resolvePath(segmentsAfter(c, PREFIX).join('/'));
+  // Not async: a read answered from memory (store.peek) is answered synchronously.
+  app.all(`${PREFIX}/*`, (c) => {
+    const r = resolvePath(pathAfter(c, PREFIX));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
     const allow = allowFor[r.kind];
     const method = c.req.method;
@@ -87,6 +89,10 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
     const params = searchParams(c);
     if (method === 'GET' || method === 'HEAD') return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
+    return write(c, r, method, params);
+  });
+
+  const write = async (c: Ctx, r: Resolved, method: string, params: URLSearchParams): Promise<Response> => {
     const q = parseQuery(params, writeParams);
     const mode = modeOf(q);
     if (method === 'DELETE') {
@@ -110,7 +116,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
       ? { path: r.path, op: 'update', jsonPatch: doc, ...conditions(c) }
       : { path: r.path, op: 'update', value: objectBody(doc), ...conditions(c) };
     return txReply(c, [change], mode, (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }));
-  });
+  };
   return app;
 }
 
@@ -136,18 +142,26 @@ function objectBody(doc: Json): JsonObject {
   return doc;
 }
 
-async function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
-  const q = parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+/** Synchronous when the store has the object in memory (store.peek), as it mostly does. */
+function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Response | Promise<Response> {
+  const q = params.size === 0 ? noQuery : parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
   const p = principalOf(c);
-  deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
-  const entry = await deps.store.get(configKey(p.tenant, r.path));
-  if (!entry) throw new ApiError('not-found', `No object at ${PREFIX}/${r.path}`, { code: 'missing', 'x-path': `${PREFIX}/${r.path}` });
+  deps.auth.authorize(p, r.xPath, 'read');
+  const key = configKey(p.tenant, r.path);
+  const peeked = deps.store.peek(key);
+  return peeked === 'miss' ? deps.store.get(key).then((entry) => answerOne(c, r, q, entry)) : answerOne(c, r, q, peeked);
+}
+
+const noQuery = Object.freeze(parseQuery(new URLSearchParams(), []));
+
+function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined): Response {
+  if (!entry) throw new ApiError('not-found', `No object at ${r.xPath}`, { code: 'missing', 'x-path': r.xPath });
   const etag = entry.etag;
   const inm = header(c, 'if-none-match');
   if (inm && listsEtag(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
   const im = header(c, 'if-match');
   if (im && !listsEtag(im, etag)) {
-    throw new ApiError('precondition-failed', `Cannot read ${PREFIX}/${r.path}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
+    throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
   }
   return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });
 }

@@ -1,6 +1,7 @@
 /** Response encoding: JSON or YAML by Accept (CONTRACT §5), errors in the same encoding. */
 import { stringify } from 'yaml';
 import { ApiError } from '../errors.js';
+import { isDeepFrozen } from '../store/freeze.js';
 
 export type ReplyFormat = 'json' | 'yaml';
 
@@ -31,8 +32,26 @@ export function contentTypeOf(format: ReplyFormat): string {
   return format === 'json' ? 'application/json' : 'application/yaml';
 }
 
+/**
+ * Encodings of deep-frozen values (stored objects, shared by every reader until they change),
+ * each made once: a GET of an unchanged object costs no encoding.
+ */
+const encoded: Record<ReplyFormat, WeakMap<object, string>> = { json: new WeakMap(), yaml: new WeakMap() };
+
 /** Encodes one value; `multi` marks a multi-object result (YAML: one document per object). */
 export function encode(value: unknown, format: ReplyFormat, multi = false): string {
+  if (multi || !isDeepFrozen(value)) return encodeFresh(value, format, multi);
+  const cache = encoded[format];
+  const key = value as object;
+  let text = cache.get(key);
+  if (text === undefined) {
+    text = encodeFresh(value, format, false);
+    cache.set(key, text);
+  }
+  return text;
+}
+
+function encodeFresh(value: unknown, format: ReplyFormat, multi: boolean): string {
   if (format === 'json') return JSON.stringify(value);
   if (multi && Array.isArray(value)) {
     return value.map((v) => '---\n' + stringify(v, { lineWidth: 0 })).join('');

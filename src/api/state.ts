@@ -13,7 +13,7 @@ import { compileLabelExpr } from '../query/labels.js';
 import { siteLabels } from '../exporter/system-vars.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, segmentsAfter, searchParams } from './http.js';
+import { methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 
@@ -144,7 +144,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, readOnly); });
 
   app.all(`${PREFIX}/*`, async (c) => {
-    const r = resolvePath(segmentsAfter(c, PREFIX).join('/'));
+    const r = resolvePath(pathAfter(c, PREFIX));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
     if (c.req.method === 'OPTIONS') return options(readOnly, false);
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, readOnly);

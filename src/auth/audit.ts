@@ -4,11 +4,8 @@
  * names who, which path (never the query string), the method, the status and the time —
  * never a body, so never a password or a secret value.
  */
-import type { MiddlewareHandler } from 'hono';
 import type { Bus } from '../bus/bus.js';
 import { log } from '../log.js';
-import { clientAddress } from './client.js';
-import type { Principal } from './principal.js';
 
 export const auditTopic = 'system:audit-trail-log';
 
@@ -43,28 +40,4 @@ export async function record(sink: AuditSink, event: AuditEvent): Promise<void> 
   } catch (err) {
     log('error', 'audit event not recorded', { method: event.method, path: event.path, status: event.status, error: err instanceof Error ? err.message : String(err) });
   }
-}
-
-const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/**
- * Hono middleware that records every write request after it is answered, including the
- * refused ones (401, 403), with the principal set by authMiddleware when there is one.
- * Mount it before authMiddleware so refusals are recorded too. /v1/login records itself.
- */
-export function auditMiddleware(sink: AuditSink, now: () => number = Date.now): MiddlewareHandler<{ Variables: { principal?: Principal } }> {
-  return async (c, next) => {
-    await next();
-    if (!writeMethods.has(c.req.method) || c.req.path === '/v1/login') return;
-    const principal = c.get('principal');
-    await record(sink, {
-      user: principal?.user ?? null,
-      tenant: principal?.tenant ?? null,
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      time: new Date(now()).toISOString(),
-      'client-address': clientAddress(c),
-    });
-  };
 }

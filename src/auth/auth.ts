@@ -172,16 +172,26 @@ export function createAuth(opts: AuthOptions): Auth {
     return reply;
   }
 
-  /** Decisions per principal object (cached above), so repeated requests skip pattern matching. */
-  const decisions = new WeakMap<Principal, Map<string, ApiError | undefined>>();
+  /**
+   * Decisions per principal object (cached above), so repeated requests skip pattern matching:
+   * path → (operation and tenant) → refusal, null when allowed. Keyed by the path first, a
+   * string the caller usually keeps (model/resources.ts xPath), so no key is built per request.
+   */
+  const decisions = new WeakMap<Principal, { size: number; byPath: Map<string, Map<string, ApiError | null>> }>();
 
   function check(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
     let memo = decisions.get(principal);
-    if (!memo) { memo = new Map(); decisions.set(principal, memo); }
-    const key = `${op} ${tenant ?? ''} ${absolutePath}`;
-    if (memo.has(key)) return memo.get(key);
+    if (!memo) { memo = { size: 0, byPath: new Map() }; decisions.set(principal, memo); }
+    const key = tenant === undefined ? op : `${op} ${tenant}`;
+    let forPath = memo.byPath.get(absolutePath);
+    const hit = forPath?.get(key);
+    if (hit !== undefined) return hit ?? undefined;
     const result = checkUncached(principal, absolutePath, op, tenant);
-    if (memo.size < 1000) memo.set(key, result);
+    if (memo.size < 1000) {
+      if (!forPath) { forPath = new Map(); memo.byPath.set(absolutePath, forPath); }
+      forPath.set(key, result ?? null);
+      memo.size++;
+    }
     return result;
   }
 

@@ -4,6 +4,6 @@ export type { Principal } from './principal.js';
 export { operations, validatePolicy, policyProblems, adminPolicyName, type Operation } from './policies.js';
 export { prepareUserForStore, redactUser, usersPath, policiesPath, passwordHashField } from './users.js';
 export { tenantsPath, type TenantTree } from './tenants.js';
-export { auditTopic, auditToBus, auditMiddleware, type AuditEvent, type AuditSink } from './audit.js';
+export { auditTopic, auditToBus, type AuditEvent, type AuditSink } from './audit.js';
 export type { TokenReply } from './tokens.js';
 export { clientAddress } from './client.js';

@@ -44,6 +44,8 @@ export type Resolved = {
   readonly kind: 'list' | 'item' | 'object';
   /** The path of what was addressed, e.g. 'volga/webhooks/a'. */
   readonly path: string;
+  /** The same under the API, e.g. '/v1/config/volga/webhooks/a' (as in x-path). */
+  readonly xPath: string;
   /** Path of the list (items) or of the object itself. */
   readonly listPath: string;
   readonly name?: string;
@@ -71,21 +73,23 @@ export function resolve(segs: readonly string[]): Resolved | undefined {
     const params = matchSegments(def.segments, segs);
     if (!params) continue;
     const listPath = segs.slice(0, n).join('/');
-    if (segs.length === n) return { def, kind: def.shape === 'list' ? 'list' : 'object', path: listPath, listPath, params };
+    if (segs.length === n) return { def, kind: def.shape === 'list' ? 'list' : 'object', path: listPath, xPath: `/v1/config/${listPath}`, listPath, params };
     const name = segs[n] as string;
-    return { def, kind: 'item', path: `${listPath}/${name}`, listPath, name, params };
+    const path = `${listPath}/${name}`;
+    return { def, kind: 'item', path, xPath: `/v1/config/${path}`, listPath, name, params };
   }
   return undefined;
 }
 
 /** Resolutions of recent paths (results are immutable), so a busy path resolves once. */
-const recent = new Map<string, Resolved | undefined>();
+const recent = new Map<string, Resolved | null>();
 
 /** Resolves a config path like 'volga/webhooks/a' (as in x-path without /v1/config/). */
 export function resolvePath(path: string): Resolved | undefined {
-  if (recent.has(path)) return recent.get(path);
+  const hit = recent.get(path);
+  if (hit !== undefined) return hit ?? undefined;
   const r = resolve(path.split('/'));
   if (recent.size >= 10_000) recent.clear();
-  recent.set(path, r);
+  recent.set(path, r ?? null);
   return r;
 }

@@ -68,6 +68,8 @@ function bool(parameter: string, value: string): boolean {
 }
 
 export function parseQuery(params: URLSearchParams, allowed: readonly string[], opts: ParseQueryOptions = {}): ParsedQuery {
+  const out: ParsedQuery = { keys: false, count: false, sendEtag: false, includeTenantConfig: false, dryRun: false, validate: false };
+  if (params.size === 0) return out;
   const seen = new Set<string>();
   for (const name of params.keys()) {
     if (!allowed.includes(name)) {
@@ -76,7 +78,6 @@ export function parseQuery(params: URLSearchParams, allowed: readonly string[], 
     if (seen.has(name)) throw bad(name, 'duplicate-parameter', 'it is given more than once');
     seen.add(name);
   }
-  const out: ParsedQuery = { keys: false, count: false, sendEtag: false, includeTenantConfig: false, dryRun: false, validate: false };
   for (const [name, value] of params) {
     if (Object.hasOwn(booleans, name)) {
       out[booleans[name as keyof typeof booleans]] = bool(name, value);

@@ -118,13 +118,18 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
     return { key, value: o.value, etag: o.etag };
   }
 
+  const peek = (key: string): Entry | undefined => {
+    checkOpen();
+    const o = objects.get(key);
+    return o && parse(key, o);
+  };
+
   return {
     kind: 'embedded',
+    peek,
 
     async get(key) {
-      checkOpen();
-      const o = objects.get(key);
-      return o && parse(key, o);
+      return peek(key);
     },
 
     async list(prefix) {

@@ -156,6 +156,8 @@ export async function openRedisStore(url: string): Promise<Store> {
   const store: Store = {
     kind: 'redis',
 
+    peek: (key) => reads.lookup(key),
+
     get: (key, opts) => {
       if (!opts?.fresh) {
         const hit = reads.lookup(key);

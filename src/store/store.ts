@@ -38,6 +38,12 @@ export interface Store {
    * (Redis: see read-cache.ts); `fresh` reads the store itself, as writes must.
    */
   get(key: string, opts?: { fresh?: boolean }): Promise<Entry | undefined>;
+  /**
+   * The same answer as `get` when the backend can give it from memory without waiting
+   * (embedded: always; Redis: a read-cache hit), else 'miss'. Lets a GET of one object be
+   * answered synchronously.
+   */
+  peek(key: string): Entry | undefined | 'miss';
   list(prefix: string): Promise<Entry[]>;
   /** All ops or none; every `expect` is checked against the state at commit time. */
   commit(ops: WriteOp[]): Promise<CommitResult>;

@@ -39,6 +39,22 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.equal(await store.get('t/x'), { key: 't/x', value: { a: 1, b: 'ü' }, etag });
   });
 
+  test('peek: the answer of get from memory, or miss; never a stale value', async ({ store }) => {
+    const agrees = async (key: string) => {
+      const peeked = store.peek(key);
+      if (store.kind === 'embedded') assert.is.not(peeked, 'miss', 'the embedded store always knows');
+      if (peeked !== 'miss') assert.equal(peeked, await store.get(key, { fresh: true }));
+    };
+    await agrees('t/p');
+    await put(store, 't/p', { a: 1 });
+    await store.get('t/p');
+    await agrees('t/p');
+    await put(store, 't/p', { a: 2 });
+    await agrees('t/p');
+    assert.ok(await store.commit([{ op: 'delete', key: 't/p' }]));
+    await agrees('t/p');
+  });
+
   test('values are read-only to callers: mutating a result never changes the store', async ({ store }) => {
     await put(store, 't/x', { a: 1, n: { b: 1 } });
     const got = await store.get('t/x');
