@@ -35,6 +35,15 @@ function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
   return 'ignored';
 }
 
+/**
+ * Where `${NAME}` finds its value: message variables, then those taken from the message,
+ * secrets, system values. Made by a function rather than declared in deliver: a named
+ * closure per message costs a naming call under tsx/esbuild keepNames.
+ */
+function lookupIn(ctx: DeliverContext, msg: Message, fromMessage: Map<string, string> | undefined): (name: string) => string | undefined {
+  return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+}
+
 export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
@@ -46,8 +55,7 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     if (value === undefined) return ignore(ctx, msg, `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default`);
     (fromMessage ??= new Map()).set(v.name, value);
   }
-  const lookup = (name: string): string | undefined =>
-    msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+  const lookup = lookupIn(ctx, msg, fromMessage);
 
   let target = spec.staticTarget;
   if (!target) {

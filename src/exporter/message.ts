@@ -19,6 +19,21 @@ function parsePayload(text: string): Json {
   }
 }
 
+/**
+ * The ISO text of the last mtime formatted: messages of a busy stream share their millisecond,
+ * and toISOString costs about a microsecond.
+ */
+let lastMtime = NaN;
+let lastIso = '';
+
+function isoOf(mtime: number): string {
+  if (mtime !== lastMtime) {
+    lastIso = new Date(mtime).toISOString();
+    lastMtime = mtime;
+  }
+  return lastIso;
+}
+
 export class Message {
   readonly topic: string;
   readonly entry: StreamEntry;
@@ -41,7 +56,7 @@ export class Message {
   get time(): string {
     const t = this.entry.fields.time;
     if (t !== undefined) return t;
-    return new Date(this.mtime).toISOString();
+    return isoOf(this.mtime);
   }
 
   get object(): JsonObject {

@@ -46,6 +46,9 @@ export function findUnsupported(pattern: string): RegexProblem | undefined {
   return undefined;
 }
 
+/** Patterns made only of characters that match themselves. */
+const literal = /^[^\\.+*?()|[\]{}^$]*$/;
+
 /** Position of a re2js error: where its quoted fragment starts in the pattern, else 0. */
 function errorPosition(pattern: string, message: string): number {
   const m = /`([^`]*)`\s*$/.exec(message);
@@ -77,7 +80,9 @@ export function compileRegex(pattern: string, where: string): Regex {
   }
   return {
     source: pattern,
-    test: (text) => re.matcher(text).find(),
+    // A pattern without metacharacters matches where its text occurs: a substring search is
+    // the same answer several times faster than the matcher (filters run on every message).
+    test: literal.test(pattern) ? (text) => text.includes(pattern) : (text) => re.matcher(text).find(),
     replaceAll: (text, replacement) => re.matcher(text).replaceAll(replacement),
   };
 }
