@@ -144,15 +144,13 @@ function objectBody(doc: Json): JsonObject {
 
 /** Synchronous when the store has the object in memory (store.peek), as it mostly does. */
 function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Response | Promise<Response> {
-  const q = params.size === 0 ? noQuery : parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+  const q = parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
   const p = principalOf(c);
   deps.auth.authorize(p, r.xPath, 'read');
   const key = configKey(p.tenant, r.path);
   const peeked = deps.store.peek(key);
   return peeked === 'miss' ? deps.store.get(key).then((entry) => answerOne(c, r, q, entry)) : answerOne(c, r, q, peeked);
 }
-
-const noQuery = Object.freeze(parseQuery(new URLSearchParams(), []));
 
 function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined): Response {
   if (!entry) throw new ApiError('not-found', `No object at ${r.xPath}`, { code: 'missing', 'x-path': r.xPath });
