@@ -19,6 +19,8 @@ import type { AppDeps, AppEnv } from './api/deps.js';
 export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
+  // Routes live in these modules and reach `app` only through guardRoutes: a route added to
+  // `app` directly would skip authentication and the audit.
   guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(guard((c) => {
