@@ -81,8 +81,8 @@ export function createAuth(opts: AuthOptions): Auth {
   const { settings, store } = opts;
   const now = opts.now ?? Date.now;
   const root = settings.tenant;
-  const tenants = createTenantTree(store, root);
-  const directory = createDirectory(store, tenants);
+  const tenants = createTenantTree(store, root, now);
+  const directory = createDirectory(store, tenants, now);
   const throttle = createThrottle(store, opts.throttle ?? defaultThrottle);
   const audit = (event: AuditEvent) => record(opts.audit, event);
 

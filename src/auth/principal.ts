@@ -33,10 +33,10 @@ export type Directory = {
   close(): void;
 };
 
-export function createDirectory(store: Store, tenants: TenantTree): Directory {
-  const users = createAsyncCache<UserRecord | undefined>();
-  const compiled = createAsyncCache<CompiledPolicies>();
-  const reaches = createAsyncCache<ReadonlySet<string>>();
+export function createDirectory(store: Store, tenants: TenantTree, now: () => number = Date.now): Directory {
+  const users = createAsyncCache<UserRecord | undefined>({ now });
+  const compiled = createAsyncCache<CompiledPolicies>({ now });
+  const reaches = createAsyncCache<ReadonlySet<string>>({ now });
 
   const invalidate = (keys: readonly string[]) => {
     for (const key of keys) {

@@ -4,11 +4,13 @@
  * `{name, shared-vaults?: [vault...]}`. The tree is walked from the root tenant, so a tenant
  * only exists if a chain of parents leads to the root; a name claimed twice belongs to the
  * claim nearest the root (checkNewTenant keeps that from happening through the API).
- * The walk is cached and dropped when any tenant object changes (store.onChange).
+ * The walk is cached and dropped when any tenant object changes (store.onChange), and after
+ * authCacheMaxAgeMs in case a notification was lost.
  */
 import { ApiError } from '../errors.js';
 import { configKey } from '../model/keys.js';
 import type { Store } from '../store/store.js';
+import { authCacheMaxAgeMs } from './cache.js';
 
 export const tenantsPath = 'system/tenants';
 
@@ -36,8 +38,9 @@ function stringList(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
-export function createTenantTree(store: Store, root: string): TenantTree {
+export function createTenantTree(store: Store, root: string, now: () => number = Date.now): TenantTree {
   let cached: Promise<Map<string, Node>> | undefined;
+  let cachedUntil = 0;
   let generation = 0;
 
   async function walk(): Promise<Map<string, Node>> {
@@ -57,10 +60,11 @@ export function createTenantTree(store: Store, root: string): TenantTree {
   }
 
   function tree(): Promise<Map<string, Node>> {
-    if (cached) return cached;
+    if (cached && cachedUntil > now()) return cached;
     const gen = generation;
     const p = walk();
     cached = p;
+    cachedUntil = now() + authCacheMaxAgeMs;
     // A change during the walk may not be in it: keep the result for this caller only.
     p.then(() => { if (gen !== generation && cached === p) cached = undefined; }, () => { if (cached === p) cached = undefined; });
     return p;
