@@ -6,7 +6,7 @@
  * A wrapper around each handler rather than Hono middleware, so that a request matches exactly
  * one handler: Hono then calls it directly instead of composing a promise chain, and a read
  * answered from memory (cached principal, store entry in memory) is answered synchronously
- * (README, Benchmarks: part of what took a GET from 0.5–0.65 to 0.84–0.93 of a bare route).
+ * (README, Benchmarks: part of what brought a GET over 0.7 of a bare route).
  */
 import { header } from '../api/headers.js';
 import type { Context, Hono } from 'hono';

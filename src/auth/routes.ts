@@ -63,7 +63,7 @@ export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
   });
   app.post(refreshPath, async (c) => {
     noQuery(c);
-    // The principal is set by authMiddleware; authenticate here when mounted without it.
+    // The principal is set by the guard (middleware.ts); authenticate here when mounted without it.
     const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
     auth.authorize(principal, refreshPath, 'execute');
     return tokenReply(c, await auth.refresh(principal));
