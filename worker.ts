@@ -24,14 +24,23 @@ async function main(): Promise<void> {
   try {
     settings = loadSettings();
   } catch (err) {
-    if (err instanceof SettingsError) { process.stderr.write(`edgeplane: ${err.message}\n`); process.exit(2); }
+    if (err instanceof SettingsError) {
+      process.stderr.write(`edgeplane: ${err.message}\n`);
+      process.exit(2);
+    }
     throw err;
   }
   const inst = await createInstance(settings);
   const server = serve({ fetch: inst.app.fetch, port: settings.port, hostname: settings.host }, (info) => {
     const host = settings.host === '0.0.0.0' ? 'localhost' : settings.host;
-    const how = settings.adminPassword ? 'the ADMIN_PASSWORD' : 'the password printed at the first start (or set ADMIN_PASSWORD)';
-    log('info', `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`, { port: info.port, host: settings.host, site: settings.site });
+    const how = settings.adminPassword
+      ? 'the ADMIN_PASSWORD'
+      : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+    log(
+      'info',
+      `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
+      { port: info.port, host: settings.host, site: settings.site },
+    );
   });
   let stopping = false;
   const stop = (signal: string) => {
@@ -39,7 +48,13 @@ async function main(): Promise<void> {
     stopping = true;
     log('info', `${signal}: stopping (finishing in-flight deliveries)`);
     server.close();
-    inst.close(10_000).then(() => process.exit(0), (err: unknown) => { log('error', 'shutdown failed', { error: String(err) }); process.exit(1); });
+    inst.close(10_000).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log('error', 'shutdown failed', { error: String(err) });
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

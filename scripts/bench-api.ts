@@ -36,7 +36,17 @@ const OBJECTS = 100;
 const PASSWORD = 'bench-password-1';
 
 type Cannon = { rps: number; p50: number; p99: number; non2xx: number; errors: number; total: number };
-type Row = { what: string; store: string; rps?: number; ratio?: number; cpu?: number; cpuRatio?: number; p50: number; p99?: number; note?: string };
+type Row = {
+  what: string;
+  store: string;
+  rps?: number;
+  ratio?: number;
+  cpu?: number;
+  cpuRatio?: number;
+  p50: number;
+  p99?: number;
+  note?: string;
+};
 
 /** The bare server: this file run with --serve-bare, the same serve() call as api-proc. */
 async function serveBare(): Promise<void> {
@@ -44,15 +54,25 @@ async function serveBare(): Promise<void> {
   const { serve } = await import('@hono/node-server');
   const app = new Hono();
   app.get('/bare', (c) => c.json({ name: 'a1', version: '1' }));
-  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(JSON.stringify({ port: info.port }) + '\n'));
+  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+    process.stdout.write(JSON.stringify({ port: info.port }) + '\n'),
+  );
 }
 
 function spawnBare(): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--serve-bare'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--serve-bare'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => {
       const port = (JSON.parse(d.toString().trim()) as { port: number }).port;
-      resolve({ url: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: () => { child.kill('SIGTERM'); } });
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        pid: child.pid ?? 0,
+        stop: () => {
+          child.kill('SIGTERM');
+        },
+      });
     });
     child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)));
   });
@@ -61,10 +81,19 @@ function spawnBare(): Promise<{ url: string; pid: number; stop: () => void }> {
 /** The part of autocannon's programmatic API used here (the package ships no types). */
 type CannonRequest = { method: string; path: string; headers: Record<string, string>; body?: string };
 type CannonOptions = {
-  url: string; connections: number; duration: number; method: string; headers: Record<string, string>;
+  url: string;
+  connections: number;
+  duration: number;
+  method: string;
+  headers: Record<string, string>;
   requests?: Array<{ setupRequest: (req: CannonRequest) => CannonRequest }>;
 };
-type CannonResult = { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
+type CannonResult = {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+};
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: CannonOptions) => Promise<CannonResult>;
 
 type CannonOpts = { method?: string; body?: (i: number) => string; headers?: Record<string, string>; warmUp?: boolean };
@@ -81,7 +110,14 @@ async function cannon(url: string, opts: CannonOpts = {}): Promise<Cannon> {
   const requests = withBody ? [{ setupRequest: (req: CannonRequest) => ({ ...req, body: withBody(i++) }) }] : undefined;
   if (opts.warmUp !== false) await autocannon({ ...base, duration: 1, ...(requests ? { requests } : {}) });
   const r = await autocannon({ ...base, duration: SECONDS, ...(requests ? { requests } : {}) });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, total: r.requests.total };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    total: r.requests.total,
+  };
 }
 
 /** CPU time (user + system) a process has used so far, in µs (Linux /proc; clock ticks of 10 ms). */
@@ -108,13 +144,21 @@ async function alternate(targets: Target[]): Promise<void> {
 }
 
 async function login(api: ApiProc): Promise<string> {
-  const res = await fetch(`${api.url}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  const res = await fetch(`${api.url}/v1/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  });
   if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
   return ((await res.json()) as { token: string }).token;
 }
 
 async function send(api: ApiProc, token: string, method: string, path: string, body: unknown): Promise<void> {
-  const res = await fetch(api.url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(api.url + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   await res.arrayBuffer();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status}`);
 }
@@ -133,7 +177,12 @@ async function timed(fn: () => Promise<void>): Promise<number> {
 type Api = { store: string; api: ApiProc; token: string };
 
 async function startApi(store: string, env: Record<string, string>): Promise<Api> {
-  const api = await spawnApiProc({ ...env, ADMIN_PASSWORD: PASSWORD, STRONGBOX_KEY: randomBytes(32).toString('base64'), DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-bench-')) });
+  const api = await spawnApiProc({
+    ...env,
+    ADMIN_PASSWORD: PASSWORD,
+    STRONGBOX_KEY: randomBytes(32).toString('base64'),
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-bench-')),
+  });
   const token = await login(api);
   await send(api, token, 'PUT', '/v1/config/applications/a1', { version: '1' });
   return { store, api, token };
@@ -142,8 +191,20 @@ async function startApi(store: string, env: Record<string, string>): Promise<Api
 /** PUT of one object, then the transaction timings, on one store. */
 async function benchWrites({ store, api, token }: Api, bareRps: number, rows: Row[]): Promise<void> {
   const auth = { authorization: `Bearer ${token}` };
-  const put = await cannon(`${api.url}/v1/config/applications/a1`, { method: 'PUT', body: (i) => JSON.stringify({ version: `v${i}` }), headers: { ...auth, 'content-type': 'application/json' } });
-  rows.push({ what: 'PUT one object', store, rps: put.rps, ratio: put.rps / bareRps, p50: put.p50, p99: put.p99, note: issues(put) });
+  const put = await cannon(`${api.url}/v1/config/applications/a1`, {
+    method: 'PUT',
+    body: (i) => JSON.stringify({ version: `v${i}` }),
+    headers: { ...auth, 'content-type': 'application/json' },
+  });
+  rows.push({
+    what: 'PUT one object',
+    store,
+    rps: put.rps,
+    ratio: put.rps / bareRps,
+    p50: put.p50,
+    p99: put.p99,
+    note: issues(put),
+  });
 
   const txTimes: number[] = [];
   const putTimes: number[] = [];
@@ -151,9 +212,12 @@ async function benchWrites({ store, api, token }: Api, bareRps: number, rows: Ro
     const version = `r${run}`;
     const docs = Array.from({ length: OBJECTS }, (_, i) => ({ 'x-path': `/v1/config/applications/tx-${i}`, version }));
     txTimes.push(await timed(() => send(api, token, 'PATCH', '/v1/config', docs)));
-    putTimes.push(await timed(async () => {
-      for (let i = 0; i < OBJECTS; i++) await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
-    }));
+    putTimes.push(
+      await timed(async () => {
+        for (let i = 0; i < OBJECTS; i++)
+          await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
+      }),
+    );
   }
   rows.push({ what: `${OBJECTS}-object transaction`, store, p50: median(txTimes), note: `median of ${TX_RUNS}` });
   rows.push({ what: `${OBJECTS} single PUTs, in turn`, store, p50: median(putTimes), note: `median of ${TX_RUNS}` });
@@ -163,9 +227,23 @@ const issues = (c: Cannon): string => (c.non2xx + c.errors > 0 ? `${c.non2xx} no
 
 function printTable(rows: Row[]): void {
   const head = ['what', 'store', 'req/s', '× bare', 'CPU µs/req', '× bare', 'p50 ms', 'p99 ms', 'note'];
-  const cells = rows.map((r) => [r.what, r.store, r.rps?.toFixed(0) ?? '', r.ratio?.toFixed(2) ?? '', r.cpu?.toFixed(1) ?? '', r.cpuRatio?.toFixed(2) ?? '', r.p50.toFixed(1), r.p99?.toFixed(1) ?? '', r.note ?? '']);
+  const cells = rows.map((r) => [
+    r.what,
+    r.store,
+    r.rps?.toFixed(0) ?? '',
+    r.ratio?.toFixed(2) ?? '',
+    r.cpu?.toFixed(1) ?? '',
+    r.cpuRatio?.toFixed(2) ?? '',
+    r.p50.toFixed(1),
+    r.p99?.toFixed(1) ?? '',
+    r.note ?? '',
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
-  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((x, i) => x.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   process.stdout.write([line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n') + '\n');
 }
 
@@ -177,20 +255,47 @@ async function main(): Promise<void> {
   try {
     apis.push(await startApi('redis', { REDIS_URL: redis.url }), await startApi('embedded', {}));
     const bareTarget: Target = { name: '-', pid: bare.pid, url: `${bare.url}/bare`, opts: {}, cpu: Infinity };
-    const getTargets = apis.map((a): Target => ({ name: a.store, pid: a.api.child.pid ?? 0, url: `${a.api.url}/v1/config/applications/a1`, opts: { headers: { authorization: `Bearer ${a.token}` } }, cpu: Infinity }));
+    const getTargets = apis.map((a): Target => ({
+      name: a.store,
+      pid: a.api.child.pid ?? 0,
+      url: `${a.api.url}/v1/config/applications/a1`,
+      opts: { headers: { authorization: `Bearer ${a.token}` } },
+      cpu: Infinity,
+    }));
     await alternate([bareTarget, ...getTargets]);
     const b = bareTarget.best;
     if (!b) throw new Error('no bare round ran');
-    rows.push({ what: 'bare Hono constant', store: '-', rps: b.rps, ratio: 1, cpu: bareTarget.cpu, cpuRatio: 1, p50: b.p50, p99: b.p99 });
+    rows.push({
+      what: 'bare Hono constant',
+      store: '-',
+      rps: b.rps,
+      ratio: 1,
+      cpu: bareTarget.cpu,
+      cpuRatio: 1,
+      p50: b.p50,
+      p99: b.p99,
+    });
     for (const t of getTargets) {
       const g = t.best;
       if (!g) continue;
-      rows.push({ what: 'GET one object', store: t.name, rps: g.rps, ratio: g.rps / b.rps, cpu: t.cpu, cpuRatio: bareTarget.cpu / t.cpu, p50: g.p50, p99: g.p99, note: issues(g) });
+      rows.push({
+        what: 'GET one object',
+        store: t.name,
+        rps: g.rps,
+        ratio: g.rps / b.rps,
+        cpu: t.cpu,
+        cpuRatio: bareTarget.cpu / t.cpu,
+        p50: g.p50,
+        p99: g.p99,
+        note: issues(g),
+      });
     }
     for (const a of apis) await benchWrites(a, b.rps, rows);
     const getRatio = Math.min(...rows.filter((r) => r.what === 'GET one object').map((r) => r.ratio ?? 0));
     printTable(rows);
-    process.stdout.write(`GET ≥ 0.7 × bare: ${getRatio >= 0.7 ? 'met' : 'NOT met'} (lowest ${getRatio.toFixed(2)}); best of ${ROUNDS} alternating rounds, ${CONNECTIONS} connections, ${SECONDS} s per run\n`);
+    process.stdout.write(
+      `GET ≥ 0.7 × bare: ${getRatio >= 0.7 ? 'met' : 'NOT met'} (lowest ${getRatio.toFixed(2)}); best of ${ROUNDS} alternating rounds, ${CONNECTIONS} connections, ${SECONDS} s per run\n`,
+    );
   } finally {
     for (const a of apis) await a.api.stop();
     bare.stop();
@@ -199,10 +304,16 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--serve-bare')) {
-  serveBare().catch((err: unknown) => { process.stderr.write(String(err) + '\n'); process.exit(1); });
-} else {
-  main().then(() => process.exit(0), (err: unknown) => {
-    process.stderr.write(`bench-api failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  serveBare().catch((err: unknown) => {
+    process.stderr.write(String(err) + '\n');
     process.exit(1);
   });
+} else {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`bench-api failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    },
+  );
 }

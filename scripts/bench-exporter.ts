@@ -42,13 +42,21 @@ srv.listen(0, '127.0.0.1', () => process.stdout.write('PORT ' + srv.address().po
 async function startSink(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['-e', sinkCode], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => {
-    child.stdout!.on('data', (d: Buffer) => { const m = /PORT (\d+)/.exec(d.toString()); if (m) resolve(Number(m[1])); });
+    child.stdout!.on('data', (d: Buffer) => {
+      const m = /PORT (\d+)/.exec(d.toString());
+      if (m) resolve(Number(m[1]));
+    });
   });
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
 function payload(i: number): string {
-  const base = JSON.stringify({ temp: 15 + (i % 20), level: 'info', sensor: `sensor-${String(i % 1000).padStart(5, '0')}`, seq: i });
+  const base = JSON.stringify({
+    temp: 15 + (i % 20),
+    level: 'info',
+    sensor: `sensor-${String(i % 1000).padStart(5, '0')}`,
+    seq: i,
+  });
   return base.slice(0, -1) + `,"pad":"${'x'.repeat(Math.max(0, 190 - base.length))}"}`;
 }
 
@@ -58,7 +66,8 @@ async function prefill(url: string): Promise<void> {
   for (let i = 0; i < messages; i += 1000) {
     const batch = [];
     // Sent together: node-redis pipelines concurrent commands on one connection.
-    for (let j = i; j < Math.min(messages, i + 1000); j++) batch.push(c.sendCommand(['XADD', `volga:${topic}`, '*', 'payload', payload(j), 'producer-name', 'bench']));
+    for (let j = i; j < Math.min(messages, i + 1000); j++)
+      batch.push(c.sendCommand(['XADD', `volga:${topic}`, '*', 'payload', payload(j), 'producer-name', 'bench']));
     await Promise.all(batch);
   }
   await c.close();
@@ -77,24 +86,39 @@ async function floor(url: string, sink: string, inFlight: number): Promise<numbe
   const post = async (body: string) => {
     running++;
     try {
-      const res = await request(sink, { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json' } });
+      const res = await request(sink, {
+        method: 'POST',
+        body,
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+      });
       await res.body.dump();
       done++;
-    } finally { running--; freed?.(); }
+    } finally {
+      running--;
+      freed?.();
+    }
   };
   for (let guard = 0; done + running < messages && guard < messages; guard++) {
     const raw = await c.sendCommand(['XREAD', 'COUNT', '500', 'STREAMS', `volga:${topic}`, last]);
-    const entries = Array.isArray(raw) && Array.isArray(raw[0]) && Array.isArray(raw[0][1]) ? (raw[0][1] as unknown[]) : [];
+    const entries =
+      Array.isArray(raw) && Array.isArray(raw[0]) && Array.isArray(raw[0][1]) ? (raw[0][1] as unknown[]) : [];
     if (entries.length === 0) break;
     for (const e of entries) {
       if (!Array.isArray(e)) continue;
       last = String(e[0]);
       const fields = e[1] as unknown[];
-      while (running >= inFlight) await new Promise<void>((r) => { freed = r; });
+      while (running >= inFlight)
+        await new Promise<void>((r) => {
+          freed = r;
+        });
       void post(String(fields[1]));
     }
   }
-  while (running > 0) await new Promise<void>((r) => { freed = r; });
+  while (running > 0)
+    await new Promise<void>((r) => {
+      freed = r;
+    });
   const rate = done / ((performance.now() - started) / 1000);
   await agent.close();
   await c.close();
@@ -102,12 +126,25 @@ async function floor(url: string, sink: string, inFlight: number): Promise<numbe
 }
 
 async function exporterRun(store: Store, rt: Runtime, sink: string, inFlight: number, name: string): Promise<number> {
-  await store.commit([{ op: 'put', key: configKey('default', `volga/webhooks/${name}`), value: {
-    name, topics: [topic], 'start-position': 'beginning', 'site-placement': { 'all-sites': true }, 'max-in-flight': inFlight,
-    url: `${sink}/${name}`, 'data-format': 'json', 'match-string': ['"temp"'], 'no-match-re': ['"level":"debug"'],
-    variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
-    data: '{"site":"${SYS_SITE}","id":"${MSG_SEQNO}","temp":${TEMP}}',
-  } }]);
+  await store.commit([
+    {
+      op: 'put',
+      key: configKey('default', `volga/webhooks/${name}`),
+      value: {
+        name,
+        topics: [topic],
+        'start-position': 'beginning',
+        'site-placement': { 'all-sites': true },
+        'max-in-flight': inFlight,
+        url: `${sink}/${name}`,
+        'data-format': 'json',
+        'match-string': ['"temp"'],
+        'no-match-re': ['"level":"debug"'],
+        variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
+        data: '{"site":"${SYS_SITE}","id":"${MSG_SEQNO}","temp":${TEMP}}',
+      },
+    },
+  ]);
   let started = 0;
   // Polled every 10 ms: the start (first seen ready) and the end are each known within that.
   for (let i = 0; i < 30_000; i++) {
@@ -124,10 +161,19 @@ async function exporterRun(store: Store, rt: Runtime, sink: string, inFlight: nu
 
 async function idleRun(url: string, store: Store): Promise<void> {
   const bus = await openRedisBus(url);
-  const ops = Array.from({ length: 1000 }, (_, i) => ({ op: 'put' as const, key: configKey('default', `volga/webhooks/idle-${i}`), value: {
-    name: `idle-${i}`, topics: [`idle-topic-${i % 100}`], 'site-placement': { 'all-sites': true }, url: 'http://127.0.0.1:9/x', data: '${MSG}',
-    'match-string': ['x'], 'no-match-re': ['debug'],
-  } }));
+  const ops = Array.from({ length: 1000 }, (_, i) => ({
+    op: 'put' as const,
+    key: configKey('default', `volga/webhooks/idle-${i}`),
+    value: {
+      name: `idle-${i}`,
+      topics: [`idle-topic-${i % 100}`],
+      'site-placement': { 'all-sites': true },
+      url: 'http://127.0.0.1:9/x',
+      data: '${MSG}',
+      'match-string': ['x'],
+      'no-match-re': ['debug'],
+    },
+  }));
   for (let i = 0; i < ops.length; i += 100) await store.commit(ops.slice(i, i + 100));
   const rt = await startRuntime({ settings: { site: 'bench', globalDomain: 'g' }, store, bus });
   for (let i = 0; i < 1200; i++) {
@@ -145,9 +191,14 @@ async function idleRun(url: string, store: Store): Promise<void> {
   const rss = process.memoryUsage().rss / 1024 / 1024;
   const c = createClient({ url });
   await c.connect();
-  const clients = String(await c.sendCommand(['CLIENT', 'LIST'])).split('\n').filter((l) => l.trim()).length - 1;
+  const clients =
+    String(await c.sendCommand(['CLIENT', 'LIST']))
+      .split('\n')
+      .filter((l) => l.trim()).length - 1;
   await c.close();
-  process.stdout.write(`1,000 exporters over 100 idle topics: RSS ${rss.toFixed(0)} MB (goal ≤ 300), CPU ${cpuPct.toFixed(1)} % over ${idleSeconds} s (goal < 5), Redis connections ${clients} (goal ≤ 8; store and bus of this process)\n`);
+  process.stdout.write(
+    `1,000 exporters over 100 idle topics: RSS ${rss.toFixed(0)} MB (goal ≤ 300), CPU ${cpuPct.toFixed(1)} % over ${idleSeconds} s (goal < 5), Redis connections ${clients} (goal ≤ 8; store and bus of this process)\n`,
+  );
   await rt.stop(1000);
   await bus.close();
 }
@@ -161,16 +212,27 @@ function cpuMicros(pid: number): number {
 type Cpu = { self: number; redis: number; sink: number };
 
 /** Runs `fn` and returns its result with the CPU µs per message spent by this process, Redis and the sink. */
-async function withCpu(pids: { redis: number; sink: number }, fn: () => Promise<number>): Promise<{ rate: number; cpu: Cpu }> {
+async function withCpu(
+  pids: { redis: number; sink: number },
+  fn: () => Promise<number>,
+): Promise<{ rate: number; cpu: Cpu }> {
   const self0 = process.cpuUsage();
   const redis0 = cpuMicros(pids.redis);
   const sink0 = cpuMicros(pids.sink);
   const rate = await fn();
   const self = process.cpuUsage(self0);
-  return { rate, cpu: { self: (self.user + self.system) / messages, redis: (cpuMicros(pids.redis) - redis0) / messages, sink: (cpuMicros(pids.sink) - sink0) / messages } };
+  return {
+    rate,
+    cpu: {
+      self: (self.user + self.system) / messages,
+      redis: (cpuMicros(pids.redis) - redis0) / messages,
+      sink: (cpuMicros(pids.sink) - sink0) / messages,
+    },
+  };
 }
 
-const cpuText = (c: Cpu): string => `${c.self.toFixed(1)} + Redis ${c.redis.toFixed(1)} + sink ${c.sink.toFixed(1)} µs/msg`;
+const cpuText = (c: Cpu): string =>
+  `${c.self.toFixed(1)} + Redis ${c.redis.toFixed(1)} + sink ${c.sink.toFixed(1)} µs/msg`;
 
 async function main(): Promise<void> {
   setLogLevel('warn');
@@ -182,7 +244,13 @@ async function main(): Promise<void> {
     const store = await openRedisStore(redis.url);
     const bus = await openRedisBus(redis.url);
     const rt = await startRuntime({ settings: { site: 'bench', globalDomain: 'g' }, store, bus });
-    const info = await (async () => { const c = createClient({ url: redis.url }); await c.connect(); const i = String(await c.sendCommand(['INFO', 'server'])); await c.close(); return i; })();
+    const info = await (async () => {
+      const c = createClient({ url: redis.url });
+      await c.connect();
+      const i = String(await c.sendCommand(['INFO', 'server']));
+      await c.close();
+      return i;
+    })();
     const pids = { redis: Number(/process_id:(\d+)/.exec(info)?.[1]), sink: sink.child.pid ?? 0 };
     for (const n of inFlightSettings) {
       // Alternated, best of each: the load of a shared machine drifts between runs.
@@ -195,7 +263,9 @@ async function main(): Promise<void> {
         if (!ours || o.rate > ours.rate) ours = o;
       }
       if (!bare || !ours) throw new Error('no round ran');
-      process.stdout.write(`max-in-flight ${n}: exporter ${ours.rate.toFixed(0)} msg/s, floor ${bare.rate.toFixed(0)} msg/s, ratio ${(ours.rate / bare.rate).toFixed(2)} (goal ≥ 0.9)\n`);
+      process.stdout.write(
+        `max-in-flight ${n}: exporter ${ours.rate.toFixed(0)} msg/s, floor ${bare.rate.toFixed(0)} msg/s, ratio ${(ours.rate / bare.rate).toFixed(2)} (goal ≥ 0.9)\n`,
+      );
       process.stdout.write(`  CPU of the best runs: exporter ${cpuText(ours.cpu)}; floor ${cpuText(bare.cpu)}\n`);
     }
     await rt.stop(1000);
@@ -210,4 +280,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => { process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -46,26 +46,40 @@ function stats(ms: number[]): { median: number; p90: number } {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-bench-query-'));
-  const settings = loadSettings({ DATA_DIR: dataDir, ADMIN_PASSWORD: 'bench-password-1', LOG_LEVEL: 'error', SITE: 'local' });
+  const settings = loadSettings({
+    DATA_DIR: dataDir,
+    ADMIN_PASSWORD: 'bench-password-1',
+    LOG_LEVEL: 'error',
+    SITE: 'local',
+  });
   const instance = await createInstance(settings, { runtime: false, announce: () => {} });
   try {
     const store = instance.deps.store;
     const t0 = performance.now();
     for (let start = 0; start < SITES; start += BATCH) {
       const ops: WriteOp[] = [];
-      for (let i = start; i < Math.min(SITES, start + BATCH); i++) ops.push({ op: 'put', key: configKey(TENANT, `sites/site-${i}`), value: site(i) });
+      for (let i = start; i < Math.min(SITES, start + BATCH); i++)
+        ops.push({ op: 'put', key: configKey(TENANT, `sites/site-${i}`), value: site(i) });
       const r = await store.commit(ops);
       if (!r.ok) throw new Error(`commit failed: ${r.reason} at ${r.key}`);
     }
-    console.log(`wrote ${SITES} sites in ${(performance.now() - t0).toFixed(0)} ms (embedded store, batches of ${BATCH})`);
+    console.log(
+      `wrote ${SITES} sites in ${(performance.now() - t0).toFixed(0)} ms (embedded store, batches of ${BATCH})`,
+    );
 
-    const login = await instance.app.fetch(new Request('http://bench.test/v1/login', {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
-    }));
+    const login = await instance.app.fetch(
+      new Request('http://bench.test/v1/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
+      }),
+    );
     const { token } = (await login.json()) as { token: string };
     const get = async (query: string): Promise<{ ms: number; items: number }> => {
       const started = performance.now();
-      const res = await instance.app.fetch(new Request(`http://bench.test/v1/config/sites${query}`, { headers: { authorization: `Bearer ${token}` } }));
+      const res = await instance.app.fetch(
+        new Request(`http://bench.test/v1/config/sites${query}`, { headers: { authorization: `Bearer ${token}` } }),
+      );
       const body = await res.text();
       const ms = performance.now() - started;
       if (res.status !== 200) throw new Error(`GET ${query}: ${res.status} ${body.slice(0, 200)}`);
@@ -92,7 +106,9 @@ async function main(): Promise<void> {
     console.log(`\nGET /v1/config/sites, ${SITES} sites, ${WARMUP} warm-up + ${RUNS} runs each (in-process app.fetch)`);
     for (const [name] of cases) {
       const s = stats(times.get(name) ?? []);
-      console.log(`  ${name.padEnd(34)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ×${(s.median / plain).toFixed(2)} of plain  (${items.get(name)} items)`);
+      console.log(
+        `  ${name.padEnd(34)} median ${s.median.toFixed(1).padStart(6)} ms  p90 ${s.p90.toFixed(1).padStart(6)} ms  ×${(s.median / plain).toFixed(2)} of plain  (${items.get(name)} items)`,
+      );
     }
 
     // The evaluation alone: what the where adds on top of reading and encoding the list.
@@ -109,15 +125,24 @@ async function main(): Promise<void> {
       const f = compileFields(FIELDS);
       for (const v of values) f.apply(v);
       const c = performance.now();
-      if (i >= WARMUP) { alone.push(b - a); project.push(c - b); }
+      if (i >= WARMUP) {
+        alone.push(b - a);
+        project.push(c - b);
+      }
     }
     const w = stats(alone);
     const f = stats(project);
     console.log(`\nin memory, over the ${values.length} values:`);
-    console.log(`  compileWhere + test                median ${w.median.toFixed(1).padStart(6)} ms  p90 ${w.p90.toFixed(1).padStart(6)} ms  (${matched} match)`);
-    console.log(`  compileFields + apply              median ${f.median.toFixed(1).padStart(6)} ms  p90 ${f.p90.toFixed(1).padStart(6)} ms`);
+    console.log(
+      `  compileWhere + test                median ${w.median.toFixed(1).padStart(6)} ms  p90 ${w.p90.toFixed(1).padStart(6)} ms  (${matched} match)`,
+    );
+    console.log(
+      `  compileFields + apply              median ${f.median.toFixed(1).padStart(6)} ms  p90 ${f.p90.toFixed(1).padStart(6)} ms`,
+    );
     const whereMedian = stats(times.get(cases[1][0]) ?? []).median;
-    console.log(`\ngoal: where under 50 ms median → ${whereMedian < 50 ? 'met' : 'NOT met'} (${whereMedian.toFixed(1)} ms)`);
+    console.log(
+      `\ngoal: where under 50 ms median → ${whereMedian < 50 ? 'met' : 'NOT met'} (${whereMedian.toFixed(1)} ms)`,
+    );
   } finally {
     await instance.close(1000);
     rmSync(dataDir, { recursive: true, force: true });

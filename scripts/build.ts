@@ -40,7 +40,18 @@ async function main(): Promise<void> {
   rmSync(exe, { force: true });
   copyFileSync(process.execPath, exe);
   chmodSync(exe, 0o755);
-  execFileSync(process.execPath, [join('node_modules', 'postject', 'dist', 'cli.js'), exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [
+      join('node_modules', 'postject', 'dist', 'cli.js'),
+      exe,
+      'NODE_SEA_BLOB',
+      blob,
+      '--sentinel-fuse',
+      'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
+    ],
+    { stdio: 'inherit' },
+  );
   rmSync(blob, { force: true });
   process.stdout.write(`executable: ${exe} (${(statSync(exe).size / 1024 / 1024).toFixed(0)} MiB)\n`);
 }

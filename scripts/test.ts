@@ -3,7 +3,8 @@
  * test file (test/, any depth, name ending .test.ts) in its own Node process beside its own
  * real redis-server (REDIS_TEST_URL; files never share a database), and ends with one plain line
  * `N passed, N failed` summed over every suite (uvu's own summary is not read by CI).
- * Usage: npm test [-- filter]   (only files whose path contains the filter)
+ * Before the suites (when no filter is given) it runs the whole-tree checks below, one test each.
+ * Usage: npm test [-- filter]   (only files whose path contains the filter; checks skipped)
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -20,30 +21,93 @@ function findTests(dir: string): string[] {
   return out;
 }
 
-type Result = { file: string; passed: number; failed: number; skipped: number; code: number | null; output: string; ms: number };
+type Result = {
+  file: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  code: number | null;
+  output: string;
+  ms: number;
+};
 
 function runFile(file: string, env: NodeJS.ProcessEnv): Promise<Result> {
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
-    const timer = setTimeout(() => { output += '\n[test runner] timed out after 600 s\n'; child.kill('SIGKILL'); }, 600_000);
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    const timer = setTimeout(() => {
+      output += '\n[test runner] timed out after 600 s\n';
+      child.kill('SIGKILL');
+    }, 600_000);
     child.on('close', (code) => {
       clearTimeout(timer);
       const plain = output.replace(/\x1b\[[0-9;]*m/g, '');
-      const num = (label: string) => [...plain.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))].reduce((s, m) => s + Number(m[1]), 0);
+      const num = (label: string) =>
+        [...plain.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))].reduce((s, m) => s + Number(m[1]), 0);
       const total = num('Total');
       let passed = num('Passed');
       const skipped = num('Skipped');
       let failed = total - passed - skipped;
       // A file that crashed or exited non-zero without a failing count still fails once.
       if (code !== 0 && failed === 0) failed = 1;
-      if (total === 0 && code === 0) { failed = 1; output += '\n[test runner] no test ran in this file\n'; passed = 0; }
+      if (total === 0 && code === 0) {
+        failed = 1;
+        output += '\n[test runner] no test ran in this file\n';
+        passed = 0;
+      }
       resolve({ file, passed, failed, skipped, code, output, ms: Date.now() - started });
     });
   });
+}
+
+/** A whole-tree check (formatting, types) counted as one test: passed when the command exits 0. */
+function runCheck(name: string, args: string[]): Promise<Result> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('close', (code) => {
+      const ok = code === 0;
+      resolve({
+        file: name,
+        passed: ok ? 1 : 0,
+        failed: ok ? 0 : 1,
+        skipped: 0,
+        code,
+        output,
+        ms: Date.now() - started,
+      });
+    });
+  });
+}
+
+/** Checks that run before the suites when no filter is given. */
+const CHECKS: [string, string[]][] = [
+  ['check: formatting (prettier --check)', ['node_modules/prettier/bin/prettier.cjs', '--check', '.']],
+  ['check: types (tsc --noEmit)', ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']],
+];
+
+function report(r: Result): void {
+  const mark = r.failed > 0 ? 'FAIL' : 'ok  ';
+  process.stdout.write(
+    `${mark} ${r.file.startsWith('check:') ? r.file : relative('.', r.file)}: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''} (${(r.ms / 1000).toFixed(1)} s)\n`,
+  );
+  if (r.failed > 0)
+    process.stdout.write(
+      r.output
+        .split('\n')
+        .map((l) => '    ' + l)
+        .join('\n') + '\n',
+    );
 }
 
 async function main(): Promise<void> {
@@ -51,6 +115,13 @@ async function main(): Promise<void> {
   const files = findTests('test').filter((f) => !filter || f.includes(filter));
   const env = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'error', FORCE_COLOR: '0' };
   const results: Result[] = [];
+  if (!filter) {
+    const checks = await Promise.all(CHECKS.map(([name, args]) => runCheck(name, args)));
+    for (const r of checks) {
+      results.push(r);
+      report(r);
+    }
+  }
   // Two files at a time: the machine has two cores.
   const queue = [...files];
   const workers = Array.from({ length: 2 }, async () => {
@@ -59,9 +130,7 @@ async function main(): Promise<void> {
       const r = await runFile(f, { ...env, REDIS_TEST_URL: redis.url });
       await redis.dispose();
       results.push(r);
-      const mark = r.failed > 0 ? 'FAIL' : 'ok  ';
-      process.stdout.write(`${mark} ${relative('.', r.file)}: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''} (${(r.ms / 1000).toFixed(1)} s)\n`);
-      if (r.failed > 0) process.stdout.write(r.output.split('\n').map((l) => '    ' + l).join('\n') + '\n');
+      report(r);
     }
   });
   await Promise.all(workers);

@@ -23,9 +23,11 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   // `app` directly would skip authentication and the audit.
   guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
-  app.notFound(guard((c) => {
-    throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-  }));
+  app.notFound(
+    guard((c) => {
+      throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+    }),
+  );
   app.onError(renderError);
   return app;
 }
@@ -34,10 +36,17 @@ function renderError(err: Error, c: Context): Response {
   const format = formatFor(header(c, 'accept'));
   if (err instanceof ApiError) return errorResponse(err, format);
   log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err.message, stack: err.stack });
-  return errorResponse(new ApiError('internal', 'Internal error: the request was not completed; see the server log'), format);
+  return errorResponse(
+    new ApiError('internal', 'Internal error: the request was not completed; see the server log'),
+    format,
+  );
 }
 
 /** The error encoding: as negotiated, JSON when the Accept header itself is unusable. */
 function formatFor(accept: string | undefined): ReplyFormat {
-  try { return negotiate(accept); } catch { return 'json'; }
+  try {
+    return negotiate(accept);
+  } catch {
+    return 'json';
+  }
 }

@@ -9,20 +9,20 @@ export const errorStatus = {
   'invalid-query': 400,
   'invalid-patch': 400,
   'unsupported-operation': 400,
-  'unauthorized': 401,
-  'forbidden': 403,
+  unauthorized: 401,
+  forbidden: 403,
   'not-found': 404,
   'method-not-allowed': 405,
   'not-acceptable': 406,
-  'exists': 409,
-  'conflict': 409,
+  exists: 409,
+  conflict: 409,
   'precondition-failed': 412,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'too-many-requests': 429,
-  'internal': 500,
-  'sealed': 503,
-  'unavailable': 503,
+  internal: 500,
+  sealed: 503,
+  unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -43,7 +43,12 @@ export class ApiError extends Error {
   readonly more: ApiError[];
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, info?: ErrorInfo, opts?: { more?: ApiError[]; headers?: Record<string, string> }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    info?: ErrorInfo,
+    opts?: { more?: ApiError[]; headers?: Record<string, string> },
+  ) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
@@ -60,7 +65,9 @@ export class ApiError extends Error {
   toBody(): { errors: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> } {
     const all = [this as ApiError, ...this.more];
     return {
-      errors: all.map((e) => (e.info ? { 'error-message': e.message, 'error-info': e.info } : { 'error-message': e.message })),
+      errors: all.map((e) =>
+        e.info ? { 'error-message': e.message, 'error-info': e.info } : { 'error-message': e.message },
+      ),
     };
   }
 }

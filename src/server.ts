@@ -24,15 +24,26 @@ export type Instance = {
   close(deadlineMs?: number): Promise<void>;
 };
 
-export async function createInstance(settings: Settings, opts: { runtime?: boolean; announce?: (line: string) => void } = {}): Promise<Instance> {
+export async function createInstance(
+  settings: Settings,
+  opts: { runtime?: boolean; announce?: (line: string) => void } = {},
+): Promise<Instance> {
   setLogLevel(settings.logLevel);
   const store = await openStore(settings);
-  if (!settings.redisUrl) log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, { dataDir: settings.dataDir });
+  if (!settings.redisUrl)
+    log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
+      dataDir: settings.dataDir,
+    });
   else log('info', 'store and bus on Redis', { redis: settings.redisUrl.replace(/\/\/[^@/]*@/, '//***@') });
   const bus = await openBus(settings, store);
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
-  const auth = createAuth({ settings, store, audit: auditToBus(bus), ...(opts.announce ? { announce: opts.announce } : {}) });
+  const auth = createAuth({
+    settings,
+    store,
+    audit: auditToBus(bus),
+    ...(opts.announce ? { announce: opts.announce } : {}),
+  });
   await auth.bootstrap();
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
@@ -46,13 +57,20 @@ export async function createInstance(settings: Settings, opts: { runtime?: boole
         sealed: () => strongbox.sealed,
         read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
           // A parent's vault only when the parent shares it with the owner (auth/tenants.ts).
-          const tenant = await auth.tenants.vaultTenant(owner, fromTenant, vault, 'value-from-vault-secret/from-tenant');
+          const tenant = await auth.tenants.vaultTenant(
+            owner,
+            fromTenant,
+            vault,
+            'value-from-vault-secret/from-tenant',
+          );
           const key = configKey(tenant, `strongbox/vaults/${vault}/secrets/${secret}`);
           const entry = await store.get(key);
           if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
           const plain = decryptSecret(strongbox, key, entry.value);
           const data = isObject(plain.data) ? plain.data : {};
-          return Object.fromEntries(Object.entries(data).filter((e): e is [string, string] => typeof e[1] === 'string'));
+          return Object.fromEntries(
+            Object.entries(data).filter((e): e is [string, string] => typeof e[1] === 'string'),
+          );
         },
       },
     });

@@ -49,7 +49,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     throw new SettingsError(`LOG_LEVEL must be one of ${logLevels.join('|')}, got ${JSON.stringify(logLevel)}`);
   }
   const site = env.SITE || 'local';
-  if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(site)) throw new SettingsError(`SITE is not a valid site name: ${JSON.stringify(site)}`);
+  if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(site))
+    throw new SettingsError(`SITE is not a valid site name: ${JSON.stringify(site)}`);
   return {
     port: int(env, 'PORT', 4646, 0, 65535),
     host: env.HOST || '0.0.0.0',

@@ -19,13 +19,23 @@ function infoOf(body: unknown): ErrorInfo {
   return first?.['error-info'] ?? {};
 }
 
-const hook = (name: string) => ({ name, topics: ['t1'], 'site-placement': { 'all-sites': true }, url: 'http://example.test/hook', data: '${MSG}' });
+const hook = (name: string) => ({
+  name,
+  topics: ['t1'],
+  'site-placement': { 'all-sites': true },
+  url: 'http://example.test/hook',
+  data: '${MSG}',
+});
 
 function crudSuite(backend: Backend): void {
   const t = suite(`api-crud (${backend})`);
   let api: TestApi;
-  t.before(async () => { api = await startApi(backend, { db: 1 }); });
-  t.after(async () => { await api.close(); });
+  t.before(async () => {
+    api = await startApi(backend, { db: 1 });
+  });
+  t.after(async () => {
+    await api.close();
+  });
 
   t('LIST: POST creates → 201 with Location and ETag; a second POST → 409, store unchanged', async () => {
     const created = await api.json('POST', '/v1/config/applications', { body: { name: 'app1', version: '1.0' } });
@@ -135,7 +145,13 @@ function crudSuite(backend: Backend): void {
   });
 
   t('unknown paths → 404 unknown-path under /v1/config, /v1/state and /v1', async () => {
-    for (const path of ['/v1/config/nothing', '/v1/config/applications/a/b', '/v1/config/system', '/v1/state/nothing/here', '/v1/elsewhere']) {
+    for (const path of [
+      '/v1/config/nothing',
+      '/v1/config/applications/a/b',
+      '/v1/config/system',
+      '/v1/state/nothing/here',
+      '/v1/elsewhere',
+    ]) {
       const res = await api.json('GET', path);
       assert.is(res.status, 404, path);
       assert.is(infoOf(res.body).code, 'unknown-path', path);
@@ -183,7 +199,13 @@ function crudSuite(backend: Backend): void {
     const paths = (all.body as Array<{ 'x-path': string }>).map((x) => x['x-path']);
     assert.ok(paths.includes('/v1/state/applications/app1'), JSON.stringify(paths));
     assert.ok(paths.includes('/v1/state/system/dns-zones/default'), JSON.stringify(paths));
-    for (const [method, path] of [['PUT', '/v1/state/applications/app1'], ['PATCH', '/v1/state/applications/app1'], ['DELETE', '/v1/state/applications/app1'], ['POST', '/v1/state/applications'], ['POST', '/v1/state']] as const) {
+    for (const [method, path] of [
+      ['PUT', '/v1/state/applications/app1'],
+      ['PATCH', '/v1/state/applications/app1'],
+      ['DELETE', '/v1/state/applications/app1'],
+      ['POST', '/v1/state/applications'],
+      ['POST', '/v1/state'],
+    ] as const) {
       const res = await api.json(method, path, method === 'DELETE' ? {} : { body: { name: 'app1' } });
       assert.is(res.status, 405, `${method} ${path}`);
       assert.is(res.headers.get('allow'), 'GET, OPTIONS', `${method} ${path}`);

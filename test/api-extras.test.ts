@@ -12,8 +12,12 @@ const code = (body: unknown) => (body as Errors).errors[0]?.['error-info']?.code
 function extras(backend: Backend): void {
   const t = suite(`API extras (${backend})`);
   let api: TestApi;
-  t.before(async () => { api = await startApi(backend); });
-  t.after(async () => { await api.close(); });
+  t.before(async () => {
+    api = await startApi(backend);
+  });
+  t.after(async () => {
+    await api.close();
+  });
 
   t('PATCH of system/settings before any write creates it', async () => {
     const r = await api.json('PATCH', '/v1/config/system/settings', { body: { 'default-domain': 'lab.example.com' } });
@@ -28,19 +32,38 @@ function extras(backend: Backend): void {
 
   t('x-json-patch as JSON text and as YAML text', async () => {
     assert.is((await api.json('PUT', '/v1/config/applications/shop', { body: { version: '1' } })).status, 201);
-    const r = await api.json('PATCH', '/v1/config', { body: [
-      { 'x-path': '/v1/config/applications/shop', 'x-operation': 'update', 'x-json-patch': '[{"op":"replace","path":"/version","value":"2"}]' },
-      { 'x-path': '/v1/config/applications/shop', 'x-operation': 'update', 'x-json-patch': '- op: add\n  path: /description\n  value: the shop\n' },
-    ] });
+    const r = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/applications/shop',
+          'x-operation': 'update',
+          'x-json-patch': '[{"op":"replace","path":"/version","value":"2"}]',
+        },
+        {
+          'x-path': '/v1/config/applications/shop',
+          'x-operation': 'update',
+          'x-json-patch': '- op: add\n  path: /description\n  value: the shop\n',
+        },
+      ],
+    });
     assert.is(r.status, 204, JSON.stringify(r.body));
-    assert.equal((await api.json('GET', '/v1/config/applications/shop')).body, { name: 'shop', version: '2', description: 'the shop' });
-    const bad = await api.json('PATCH', '/v1/config', { body: [{ 'x-path': '/v1/config/applications/shop', 'x-operation': 'update', 'x-json-patch': '[{"op":' }] });
+    assert.equal((await api.json('GET', '/v1/config/applications/shop')).body, {
+      name: 'shop',
+      version: '2',
+      description: 'the shop',
+    });
+    const bad = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': '/v1/config/applications/shop', 'x-operation': 'update', 'x-json-patch': '[{"op":' }],
+    });
     assert.is(bad.status, 400);
     assert.is(code(bad.body), 'bad-x-json-patch');
   });
 
   t('login and token refresh refuse dry-run and other parameters', async () => {
-    const login = await api.json('POST', '/v1/login?dry-run', { body: { username: 'admin', password: 'admin-password-1' }, headers: { authorization: '' } });
+    const login = await api.json('POST', '/v1/login?dry-run', {
+      body: { username: 'admin', password: 'admin-password-1' },
+      headers: { authorization: '' },
+    });
     assert.is(login.status, 400);
     assert.is(code(login.body), 'no-dry-run');
     const refresh = await api.json('POST', '/v1/state/strongbox/token/refresh?x=1');

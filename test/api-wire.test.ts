@@ -26,9 +26,14 @@ function wireSuite(backend: Backend): void {
   t.before(async () => {
     api = await startApi(backend, { db: 2 });
     assert.is((await api.json('PUT', APP, { body: { name: 'w1', version: '1' } })).status, 201);
-    assert.is((await api.json('PUT', '/v1/config/applications/w2', { body: { name: 'w2', version: '2' } })).status, 201);
+    assert.is(
+      (await api.json('PUT', '/v1/config/applications/w2', { body: { name: 'w2', version: '2' } })).status,
+      201,
+    );
   });
-  t.after(async () => { await api.close(); });
+  t.after(async () => {
+    await api.close();
+  });
 
   const etagOf = async (path: string) => (await api.req('GET', path)).headers.get('etag');
 
@@ -39,7 +44,12 @@ function wireSuite(backend: Backend): void {
       assert.match(res.headers.get('content-type') ?? '', /^application\/json/, String(accept));
       assert.equal(JSON.parse(await res.text()), { name: 'w1', version: '1' });
     }
-    for (const accept of ['application/yaml', 'text/yaml', 'application/x-yaml', 'application/json;q=0.4, application/yaml']) {
+    for (const accept of [
+      'application/yaml',
+      'text/yaml',
+      'application/x-yaml',
+      'application/json;q=0.4, application/yaml',
+    ]) {
       const res = await api.req('GET', APP, { headers: { accept } });
       assert.is(res.status, 200, accept);
       assert.match(res.headers.get('content-type') ?? '', /^application\/yaml/, accept);
@@ -56,7 +66,9 @@ function wireSuite(backend: Backend): void {
     assert.equal(list.map((d) => d.name).sort(), ['w1', 'w2']);
     const all = await api.req('GET', '/v1/config', { headers: { accept: 'application/yaml' } });
     const allDocs = parseAllDocuments(await all.text());
-    const paths = (Array.isArray(allDocs) ? allDocs : [allDocs]).map((d) => (d.toJS() as { 'x-path': string })['x-path']);
+    const paths = (Array.isArray(allDocs) ? allDocs : [allDocs]).map(
+      (d) => (d.toJS() as { 'x-path': string })['x-path'],
+    );
     assert.ok(paths.includes(APP), JSON.stringify(paths));
   });
 
@@ -75,7 +87,10 @@ function wireSuite(backend: Backend): void {
   });
 
   t('request bodies by Content-Type: a YAML PUT is stored like its JSON twin', async () => {
-    const res = await api.json('PUT', '/v1/config/applications/w3', { raw: 'name: w3\nversion: "3"\n', type: 'application/yaml' });
+    const res = await api.json('PUT', '/v1/config/applications/w3', {
+      raw: 'name: w3\nversion: "3"\n',
+      type: 'application/yaml',
+    });
     assert.is(res.status, 201);
     assert.equal((await api.json('GET', '/v1/config/applications/w3')).body, { name: 'w3', version: '3' });
   });
@@ -112,7 +127,11 @@ function wireSuite(backend: Backend): void {
   t('PUT, PATCH, DELETE with a stale If-Match → 412 and nothing changes; the current ETag works', async () => {
     const etag = (await etagOf(APP)) ?? '';
     const stale = '"stale-etag"';
-    for (const [method, body] of [['PUT', { name: 'w1', version: '9' }], ['PATCH', { version: '9' }], ['DELETE', undefined]] as const) {
+    for (const [method, body] of [
+      ['PUT', { name: 'w1', version: '9' }],
+      ['PATCH', { version: '9' }],
+      ['DELETE', undefined],
+    ] as const) {
       const res = await api.json(method, APP, { ...(body ? { body } : {}), headers: { 'if-match': stale } });
       assert.is(res.status, 412, method);
       assert.is(infoOf(res.body).code, 'etag-mismatch', method);
@@ -124,18 +143,30 @@ function wireSuite(backend: Backend): void {
     assert.is(ok.headers.get('etag'), await etagOf(APP));
   });
 
-  t('If-None-Match: * on PUT creates only when missing (412 when it exists); If-Match on a missing object → 412', async () => {
-    const etag = await etagOf(APP);
-    const exists = await api.json('PUT', APP, { body: { name: 'w1', version: 'x' }, headers: { 'if-none-match': '*' } });
-    assert.is(exists.status, 412);
-    assert.is(infoOf(exists.body).code, 'etag-match');
-    assert.is(await etagOf(APP), etag);
-    const fresh = await api.json('PUT', '/v1/config/applications/w4', { body: { name: 'w4' }, headers: { 'if-none-match': '*' } });
-    assert.is(fresh.status, 201);
-    const missing = await api.json('PUT', '/v1/config/applications/w5', { body: { name: 'w5' }, headers: { 'if-match': '*' } });
-    assert.is(missing.status, 412);
-    assert.is((await api.json('GET', '/v1/config/applications/w5')).status, 404);
-  });
+  t(
+    'If-None-Match: * on PUT creates only when missing (412 when it exists); If-Match on a missing object → 412',
+    async () => {
+      const etag = await etagOf(APP);
+      const exists = await api.json('PUT', APP, {
+        body: { name: 'w1', version: 'x' },
+        headers: { 'if-none-match': '*' },
+      });
+      assert.is(exists.status, 412);
+      assert.is(infoOf(exists.body).code, 'etag-match');
+      assert.is(await etagOf(APP), etag);
+      const fresh = await api.json('PUT', '/v1/config/applications/w4', {
+        body: { name: 'w4' },
+        headers: { 'if-none-match': '*' },
+      });
+      assert.is(fresh.status, 201);
+      const missing = await api.json('PUT', '/v1/config/applications/w5', {
+        body: { name: 'w5' },
+        headers: { 'if-match': '*' },
+      });
+      assert.is(missing.status, 412);
+      assert.is((await api.json('GET', '/v1/config/applications/w5')).status, 404);
+    },
+  );
 
   t('multi-object change with a stale x-etag → 412, none of its changes applied', async () => {
     const etag = await etagOf(APP);

@@ -30,7 +30,13 @@ test('AsyncCache: a hit until maxAgeMs, then loaded again; clear drops at once',
 test('AsyncCache: a load that started before a clear is not kept', async () => {
   let release: (v: number) => void = () => {};
   const cache = createAsyncCache<number>({ now: () => 0 });
-  const first = cache.get('k', () => new Promise<number>((r) => { release = r; }));
+  const first = cache.get(
+    'k',
+    () =>
+      new Promise<number>((r) => {
+        release = r;
+      }),
+  );
   cache.clear();
   release(1);
   assert.is(await first, 1);
@@ -45,7 +51,9 @@ test('tenant tree: a tenant added without a notification exists once the walk ha
     const tree = createTenantTree(store, 'default', () => t);
     assert.not.ok(await tree.exists('lab'));
     // Written behind the tree's back: nobody calls tree.invalidate(), as when pub/sub was down.
-    const r = await store.commit([{ op: 'put', key: configKey('default', `${tenantsPath}/lab`), value: { name: 'lab' } }]);
+    const r = await store.commit([
+      { op: 'put', key: configKey('default', `${tenantsPath}/lab`), value: { name: 'lab' } },
+    ]);
     assert.ok(r.ok);
     assert.not.ok(await tree.exists('lab'), 'still the cached walk');
     t += authCacheMaxAgeMs;

@@ -33,7 +33,9 @@ async function fresh(opts: { adminPassword?: string; dir?: string } = {}): Promi
   const auth = createAuth({
     settings: { tenant: 'default', tokenTtlSeconds: 600, adminPassword: opts.adminPassword },
     store,
-    audit: async (e) => { events.push(e); },
+    audit: async (e) => {
+      events.push(e);
+    },
     now: () => clock.t,
     announce: (line) => announced.push(line),
   });
@@ -49,7 +51,13 @@ async function done(ctx: Ctx): Promise<void> {
 const isCode = (code: string, infoCode?: string) => (err: unknown) =>
   err instanceof ApiError && err.code === code && (infoCode === undefined || err.info?.code === infoCode);
 
-async function putUser(ctx: Ctx, tenant: string, name: string, fields: JsonObject, previous?: JsonObject): Promise<void> {
+async function putUser(
+  ctx: Ctx,
+  tenant: string,
+  name: string,
+  fields: JsonObject,
+  previous?: JsonObject,
+): Promise<void> {
   const value = await ctx.auth.prepareUserForStore({ name, ...fields }, previous);
   const r = await ctx.store.commit([{ op: 'put', key: `${tenant}/system/users/${name}`, value }]);
   assert.ok(r.ok);
@@ -78,11 +86,14 @@ test('bootstrap without ADMIN_PASSWORD: one generated password, printed once, st
   const again = await fresh({ dir: ctx.dir });
   assert.is(again.announced.length, 0);
   await again.auth.login('admin', password, '10.0.0.1');
-  assert.not.ok(readFileSync(join(ctx.dir, 'store.aof'), 'utf8').includes(password), 'password in clear in the store file');
+  assert.not.ok(
+    readFileSync(join(ctx.dir, 'store.aof'), 'utf8').includes(password),
+    'password in clear in the store file',
+  );
   await done(again);
 });
 
-test('ADMIN_PASSWORD is admin\'s password at every start; unchanged, it is not rewritten', async () => {
+test("ADMIN_PASSWORD is admin's password at every start; unchanged, it is not rewritten", async () => {
   const ctx = await fresh({ adminPassword: 'first-secret-pw' });
   assert.is(ctx.announced.length, 0);
   await ctx.auth.login('admin', 'first-secret-pw', 'a');
@@ -108,12 +119,15 @@ test('login: reply shape, 401 for wrong password and unknown user, audit without
   await rejects(() => ctx.auth.login('admin', 'wrong-pw-zz', '10.1.1.1'), isCode('unauthorized', 'bad-credentials'));
   await rejects(() => ctx.auth.login('nobody', 'wrong-pw-zz', '10.1.1.1'), isCode('unauthorized', 'bad-credentials'));
   await rejects(() => ctx.auth.login('../x', 'wrong-pw-zz', '10.1.1.1'), isCode('unauthorized', 'bad-credentials'));
-  assert.equal(ctx.events.map((e) => [e.user, e.tenant, e.method, e.path, e.status, e['client-address']]), [
-    ['admin', 'default', 'POST', '/v1/login', 200, '10.1.1.1'],
-    ['admin', 'default', 'POST', '/v1/login', 401, '10.1.1.1'],
-    ['nobody', 'default', 'POST', '/v1/login', 401, '10.1.1.1'],
-    [null, null, 'POST', '/v1/login', 401, '10.1.1.1'],
-  ]);
+  assert.equal(
+    ctx.events.map((e) => [e.user, e.tenant, e.method, e.path, e.status, e['client-address']]),
+    [
+      ['admin', 'default', 'POST', '/v1/login', 200, '10.1.1.1'],
+      ['admin', 'default', 'POST', '/v1/login', 401, '10.1.1.1'],
+      ['nobody', 'default', 'POST', '/v1/login', 401, '10.1.1.1'],
+      [null, null, 'POST', '/v1/login', 401, '10.1.1.1'],
+    ],
+  );
   const text = JSON.stringify(ctx.events);
   assert.not.ok(text.includes('pw-admin-1') || text.includes('wrong-pw-zz') || text.includes(reply.token));
   await done(ctx);
@@ -121,8 +135,12 @@ test('login: reply shape, 401 for wrong password and unknown user, audit without
 
 test('throttle: 5 failures per user and address give 429 with Retry-After, even with the right password', async () => {
   const ctx = await fresh({ adminPassword: 'pw-admin-2' });
-  for (let i = 0; i < 5; i++) await rejects(() => ctx.auth.login('admin', 'nope-nope', '10.2.2.2'), isCode('unauthorized'));
-  const err = await rejects(() => ctx.auth.login('admin', 'pw-admin-2', '10.2.2.2'), isCode('too-many-requests', 'login-throttled'));
+  for (let i = 0; i < 5; i++)
+    await rejects(() => ctx.auth.login('admin', 'nope-nope', '10.2.2.2'), isCode('unauthorized'));
+  const err = await rejects(
+    () => ctx.auth.login('admin', 'pw-admin-2', '10.2.2.2'),
+    isCode('too-many-requests', 'login-throttled'),
+  );
   assert.ok(err instanceof ApiError && err.status === 429 && Number(err.headers['Retry-After']) > 0);
   assert.is(ctx.events.at(-1)?.status, 429);
   // Another address is not affected; a success there clears only its own counter.
@@ -133,7 +151,8 @@ test('throttle: 5 failures per user and address give 429 with Retry-After, even 
 
 test('throttle: one address spraying many users is stopped too', async () => {
   const ctx = await fresh({ adminPassword: 'pw-admin-3' });
-  for (let i = 0; i < 20; i++) await rejects(() => ctx.auth.login(`user${i}`, 'guess-guess', '10.4.4.4'), isCode('unauthorized'));
+  for (let i = 0; i < 20; i++)
+    await rejects(() => ctx.auth.login(`user${i}`, 'guess-guess', '10.4.4.4'), isCode('unauthorized'));
   await rejects(() => ctx.auth.login('admin', 'pw-admin-3', '10.4.4.4'), isCode('too-many-requests'));
   await done(ctx);
 });
@@ -182,30 +201,58 @@ test('a password change or a deleted user ends existing tokens', async () => {
   await ctx.auth.authenticate(bearer(token));
   const previous = (await ctx.store.get('default/system/users/alice'))?.value;
   await putUser(ctx, 'default', 'alice', { password: 'alice-pw-2', policies: [] }, previous);
-  await eventually(async () => (await ctx.auth.authenticate(bearer(token)).then(() => false, () => true)), 'old token refused');
+  await eventually(
+    async () =>
+      await ctx.auth.authenticate(bearer(token)).then(
+        () => false,
+        () => true,
+      ),
+    'old token refused',
+  );
   const again = await ctx.auth.login('alice', 'alice-pw-2', 'a');
   assert.ok((await ctx.store.commit([{ op: 'delete', key: 'default/system/users/alice' }])).ok);
-  await eventually(async () => (await ctx.auth.authenticate(bearer(again.token)).then(() => false, () => true)), 'token of deleted user refused');
+  await eventually(
+    async () =>
+      await ctx.auth.authenticate(bearer(again.token)).then(
+        () => false,
+        () => true,
+      ),
+    'token of deleted user refused',
+  );
   await rejects(() => ctx.auth.login('alice', 'alice-pw-2', 'a'), isCode('unauthorized'));
   await done(ctx);
 });
 
 test('policies: authorize throws 403 naming path and operation; a policy change applies to live tokens', async () => {
   const ctx = await fresh({ adminPassword: 'pw-admin-7' });
-  await put(ctx, 'default/system/policies/webhooks-ro', { name: 'webhooks-ro', rules: [{ path: '/v1/config/volga/**', operations: ['read'], effect: 'allow' }] });
+  await put(ctx, 'default/system/policies/webhooks-ro', {
+    name: 'webhooks-ro',
+    rules: [{ path: '/v1/config/volga/**', operations: ['read'], effect: 'allow' }],
+  });
   await putUser(ctx, 'default', 'bob', { password: 'bob-pw-123', policies: ['webhooks-ro'] });
   const { token } = await ctx.auth.login('bob', 'bob-pw-123', 'a');
   const p = await ctx.auth.authenticate(bearer(token));
   ctx.auth.authorize(p, '/v1/config/volga/webhooks/h1', 'read');
-  const err = (() => { try { ctx.auth.authorize(p, '/v1/config/volga/webhooks/h1', 'update'); return undefined; } catch (e) { return e; } })();
+  const err = (() => {
+    try {
+      ctx.auth.authorize(p, '/v1/config/volga/webhooks/h1', 'update');
+      return undefined;
+    } catch (e) {
+      return e;
+    }
+  })();
   assert.ok(err instanceof ApiError && err.status === 403);
   assert.equal([err.info?.path, err.info?.operation], ['/v1/config/volga/webhooks/h1', 'update']);
   assert.not.ok(ctx.auth.allows(p, '/v1/config/sites', 'read'));
-  await put(ctx, 'default/system/policies/webhooks-ro', { name: 'webhooks-ro', rules: [
-    { path: '/v1/config/volga/**', operations: ['read', 'update'], effect: 'allow' },
-    { path: '/v1/config/volga/webhooks/h2', operations: ['read'], effect: 'deny' },
-  ] });
-  const allowsUpdate = async () => ctx.auth.allows(await ctx.auth.authenticate(bearer(token)), '/v1/config/volga/webhooks/h1', 'update');
+  await put(ctx, 'default/system/policies/webhooks-ro', {
+    name: 'webhooks-ro',
+    rules: [
+      { path: '/v1/config/volga/**', operations: ['read', 'update'], effect: 'allow' },
+      { path: '/v1/config/volga/webhooks/h2', operations: ['read'], effect: 'deny' },
+    ],
+  });
+  const allowsUpdate = async () =>
+    ctx.auth.allows(await ctx.auth.authenticate(bearer(token)), '/v1/config/volga/webhooks/h1', 'update');
   await eventually(allowsUpdate, 'the changed policy applies');
   const q = await ctx.auth.authenticate(bearer(token));
   assert.not.ok(ctx.auth.allows(q, '/v1/config/volga/webhooks/h2', 'read'));
@@ -238,14 +285,25 @@ test('tenants: users log in as name@tenant; a token reaches its tenant and subte
     assert.throws(() => ctx.auth.authorize(acme, '/v1/config/sites/s1', 'read', t), isCode('not-found'));
   }
   // Process-wide resources (seal, bus topics) are for the root tenant only, even to a subtenant admin.
-  for (const [path, op] of [['/v1/strongbox/unseal', 'execute'], ['/v1/state/volga/topics', 'read'], ['/v1/state/volga/topics/t/produce', 'execute']] as const) {
+  for (const [path, op] of [
+    ['/v1/strongbox/unseal', 'execute'],
+    ['/v1/state/volga/topics', 'read'],
+    ['/v1/state/volga/topics/t/produce', 'execute'],
+  ] as const) {
     assert.throws(() => ctx.auth.authorize(acme, path, op), isCode('forbidden', 'root-tenant-only'), path);
     ctx.auth.authorize(root, path, op);
   }
   // Deleting the tenant ends its users' tokens.
   const token = (await ctx.auth.login('bob@other', 'bob-other-pw', 'a')).token;
   assert.ok((await ctx.store.commit([{ op: 'delete', key: 'default/system/tenants/other' }])).ok);
-  await eventually(async () => ctx.auth.authenticate(bearer(token)).then(() => false, () => true), 'token of deleted tenant refused');
+  await eventually(
+    async () =>
+      ctx.auth.authenticate(bearer(token)).then(
+        () => false,
+        () => true,
+      ),
+    'token of deleted tenant refused',
+  );
   await done(ctx);
 });
 
@@ -266,9 +324,14 @@ test('tenants: from-tenant reads only a vault the direct parent shares; names ca
     ['acme', 'nowhere', 'shared'],
   ];
   for (const [tenant, from, vault] of refused) {
-    await rejects(() => t.vaultTenant(tenant, from, vault, '/variables/0/value-from-vault-secret/from-tenant'),
-      (e) => isCode('forbidden', 'vault-not-shared')(e) && e instanceof ApiError && e.info?.path === '/variables/0/value-from-vault-secret/from-tenant',
-      `${tenant} from ${from}/${vault}`);
+    await rejects(
+      () => t.vaultTenant(tenant, from, vault, '/variables/0/value-from-vault-secret/from-tenant'),
+      (e) =>
+        isCode('forbidden', 'vault-not-shared')(e) &&
+        e instanceof ApiError &&
+        e.info?.path === '/variables/0/value-from-vault-secret/from-tenant',
+      `${tenant} from ${from}/${vault}`,
+    );
   }
   await t.checkNewTenant('default', 'fresh');
   await t.checkNewTenant('default', 'acme'); // replacing its own child is fine
@@ -295,7 +358,11 @@ test('prepareUserForStore: password hashed, hash kept on replace, foreign hashes
     [{ name: 'u', password: 'x'.repeat(1025) }, '/password'],
   ];
   for (const [obj, path] of bad) {
-    await rejects(() => ctx.auth.prepareUserForStore(obj), (e) => e instanceof ApiError && e.status === 400 && e.info?.path === path, path);
+    await rejects(
+      () => ctx.auth.prepareUserForStore(obj),
+      (e) => e instanceof ApiError && e.status === 400 && e.info?.path === path,
+      path,
+    );
   }
   const { redactUser } = await import('../src/auth/index.js');
   assert.equal(redactUser(hashed), { name: 'u', policies: ['x'] });

@@ -45,7 +45,12 @@ const redis = await startRedis();
 const dir = mkdtempSync(join(tmpdir(), 'edgeplane-auth-matrix-'));
 process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
 const settings = loadSettings({
-  REDIS_URL: redis.url, DATA_DIR: dir, STRONGBOX_KEY: secrets.masterKey, ADMIN_PASSWORD: secrets.admin, TOKEN_TTL_SECONDS: '600', LOG_LEVEL: 'debug',
+  REDIS_URL: redis.url,
+  DATA_DIR: dir,
+  STRONGBOX_KEY: secrets.masterKey,
+  ADMIN_PASSWORD: secrets.admin,
+  TOKEN_TTL_SECONDS: '600',
+  LOG_LEVEL: 'debug',
 });
 setLogLevel('debug');
 const store = await openStore(settings);
@@ -59,11 +64,19 @@ const app = buildApp({ settings, store, strongbox, auth, bus });
 
 const responses: string[] = [];
 
-async function call(method: string, path: string, opts: { token?: string; body?: Json } = {}): Promise<{ status: number; text: string }> {
+async function call(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: Json } = {},
+): Promise<{ status: number; text: string }> {
   const headers: Record<string, string> = {};
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await app.request(path, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
+  const res = await app.request(path, {
+    method,
+    headers,
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  });
   const text = await res.text();
   if (path !== '/v1/login' && !path.endsWith('/token/refresh')) responses.push(text);
   return { status: res.status, text };
@@ -83,27 +96,67 @@ async function ok(method: string, path: string, token: string, body?: Json): Pro
 }
 
 const all = ['read', 'create', 'update', 'delete', 'execute'];
-const hook = { name: 'roothook', 'site-placement': { 'all-sites': true }, url: 'http://127.0.0.1:9/hook', data: '${MSG}', topics: ['roottopic'] };
-const rootMarkers = ['rootsite', 'rootapp', 'rootdep', 'roothook', 'rootzone', 'rootvault', 'rootsecret', 'root-domain', 'mallory', 'carol', 'deny-all'];
+const hook = {
+  name: 'roothook',
+  'site-placement': { 'all-sites': true },
+  url: 'http://127.0.0.1:9/hook',
+  data: '${MSG}',
+  topics: ['roottopic'],
+};
+const rootMarkers = [
+  'rootsite',
+  'rootapp',
+  'rootdep',
+  'roothook',
+  'rootzone',
+  'rootvault',
+  'rootsecret',
+  'root-domain',
+  'mallory',
+  'carol',
+  'deny-all',
+];
 
 // The root tenant's configuration, written through the API by the bootstrap admin.
 const admin = await login('admin', secrets.admin);
 await ok('PUT', '/v1/config/system/tenants/acme', admin, { name: 'acme', 'shared-vaults': ['rootvault'] });
-await ok('PUT', '/v1/config/system/policies/deny-all', admin, { name: 'deny-all', rules: [{ path: '/**', operations: all, effect: 'deny' }] });
-await ok('PUT', '/v1/config/system/policies/no-volga', admin, { name: 'no-volga', rules: [
-  { path: '/**', operations: all, effect: 'allow' },
-  { path: '/v1/config/volga/**', operations: ['create', 'update', 'delete'], effect: 'deny' },
-] });
-await ok('PUT', '/v1/config/system/users/mallory', admin, { name: 'mallory', password: secrets.mallory, policies: ['deny-all'] });
-await ok('PUT', '/v1/config/system/users/carol', admin, { name: 'carol', password: secrets.carol, policies: ['no-volga'] });
+await ok('PUT', '/v1/config/system/policies/deny-all', admin, {
+  name: 'deny-all',
+  rules: [{ path: '/**', operations: all, effect: 'deny' }],
+});
+await ok('PUT', '/v1/config/system/policies/no-volga', admin, {
+  name: 'no-volga',
+  rules: [
+    { path: '/**', operations: all, effect: 'allow' },
+    { path: '/v1/config/volga/**', operations: ['create', 'update', 'delete'], effect: 'deny' },
+  ],
+});
+await ok('PUT', '/v1/config/system/users/mallory', admin, {
+  name: 'mallory',
+  password: secrets.mallory,
+  policies: ['deny-all'],
+});
+await ok('PUT', '/v1/config/system/users/carol', admin, {
+  name: 'carol',
+  password: secrets.carol,
+  policies: ['no-volga'],
+});
 await ok('PUT', '/v1/config/sites/rootsite', admin, { name: 'rootsite', labels: { zone: 'a' } });
 await ok('PUT', '/v1/config/applications/rootapp', admin, { name: 'rootapp', version: '1.0' });
-await ok('PUT', '/v1/config/application-deployments/rootdep', admin, { name: 'rootdep', 'application-name': 'rootapp', 'application-version': '1.0', placement: { 'match-site-labels': 'zone = a' } });
+await ok('PUT', '/v1/config/application-deployments/rootdep', admin, {
+  name: 'rootdep',
+  'application-name': 'rootapp',
+  'application-version': '1.0',
+  placement: { 'match-site-labels': 'zone = a' },
+});
 await ok('PUT', '/v1/config/volga/webhooks/roothook', admin, hook);
 await ok('PUT', '/v1/config/system/settings', admin, { 'default-domain': 'root-domain.test' });
 await ok('PUT', '/v1/config/system/dns-zones/rootzone', admin, { name: 'rootzone', domain: 'zone.root-domain.test' });
 await ok('PUT', '/v1/config/strongbox/vaults/rootvault', admin, { name: 'rootvault' });
-await ok('PUT', '/v1/config/strongbox/vaults/rootvault/secrets/rootsecret', admin, { name: 'rootsecret', data: { password: secrets.value } });
+await ok('PUT', '/v1/config/strongbox/vaults/rootvault/secrets/rootsecret', admin, {
+  name: 'rootsecret',
+  data: { password: secrets.value },
+});
 // The subtenant's first user: the API has no way yet for a parent to write into a subtenant's tree.
 {
   const value = await auth.prepareUserForStore({ name: 'eve', password: secrets.eve, policies: ['admin'] });
@@ -118,8 +171,18 @@ function rows(): Row[] {
   const out: Row[] = [
     { method: 'GET', path: '/v1/config', other: 'read', aggregate: true },
     { method: 'GET', path: '/v1/config?include-tenant-config=true', other: 'read', aggregate: true },
-    { method: 'PATCH', path: '/v1/config', body: [{ 'x-path': '/v1/config/sites/newsite', name: 'newsite' }], other: 'own' },
-    { method: 'POST', path: '/v1/config', body: [{ 'x-path': '/v1/config/sites/rootsite', 'x-operation': 'delete' }], other: 404 },
+    {
+      method: 'PATCH',
+      path: '/v1/config',
+      body: [{ 'x-path': '/v1/config/sites/newsite', name: 'newsite' }],
+      other: 'own',
+    },
+    {
+      method: 'POST',
+      path: '/v1/config',
+      body: [{ 'x-path': '/v1/config/sites/rootsite', 'x-operation': 'delete' }],
+      other: 404,
+    },
     { method: 'GET', path: '/v1/config/system/settings', other: 'read' },
     { method: 'PUT', path: '/v1/config/system/settings', body: { 'default-domain': 'other.test' }, other: 'own' },
     // A singleton exists in every tenant (with its defaults): these act on the own tree.
@@ -129,14 +192,24 @@ function rows(): Row[] {
   const lists: Array<[string, string, Json, Json]> = [
     ['/v1/config/sites', 'rootsite', { name: 'newsite' }, { labels: { zone: 'b' } }],
     ['/v1/config/applications', 'rootapp', { name: 'newapp', version: '2' }, { version: '3' }],
-    ['/v1/config/application-deployments', 'rootdep', { name: 'newdep', 'application-name': 'rootapp' }, { 'application-version': '2' }],
+    [
+      '/v1/config/application-deployments',
+      'rootdep',
+      { name: 'newdep', 'application-name': 'rootapp' },
+      { 'application-version': '2' },
+    ],
     ['/v1/config/volga/webhooks', 'roothook', { ...hook, name: 'newhook' }, { url: 'http://127.0.0.1:9/other' }],
     ['/v1/config/system/dns-zones', 'rootzone', { name: 'newzone', domain: 'new.test' }, { domain: 'x.test' }],
     ['/v1/config/system/users', 'carol', { name: 'newuser', password: 'newuser-password' }, { policies: ['admin'] }],
     ['/v1/config/system/policies', 'deny-all', { name: 'newpolicy', rules: [] }, { rules: [] }],
     ['/v1/config/system/tenants', 'acme', { name: 'newtenant' }, { 'shared-vaults': [] }],
     ['/v1/config/strongbox/vaults', 'rootvault', { name: 'newvault' }, { description: 'x' }],
-    ['/v1/config/strongbox/vaults/rootvault/secrets', 'rootsecret', { name: 'newsecret', data: { k: 'v' } }, { data: { password: 'changed' } }],
+    [
+      '/v1/config/strongbox/vaults/rootvault/secrets',
+      'rootsecret',
+      { name: 'newsecret', data: { k: 'v' } },
+      { data: { password: 'changed' } },
+    ],
   ];
   for (const [list, item, created, patch] of lists) {
     out.push(
@@ -146,7 +219,12 @@ function rows(): Row[] {
       { method: 'PATCH', path: `${list}/${item}`, body: patch, other: 404 },
       { method: 'DELETE', path: `${list}/${item}`, other: 404 },
       // Last: for another tenant this creates the name in its own tree.
-      { method: 'PUT', path: `${list}/${item}`, body: { ...(created as Record<string, Json>), name: item }, other: 'own' },
+      {
+        method: 'PUT',
+        path: `${list}/${item}`,
+        body: { ...(created as Record<string, Json>), name: item },
+        other: 'own',
+      },
     );
   }
   out.push(
@@ -205,7 +283,7 @@ test('a denying policy: 403 on every route (whole-tree reads: 200 and nothing), 
   assert.is(await snapshot(''), before);
 });
 
-test('another tenant: never reaches the root tenant\'s objects (404/403), root tree unchanged', async () => {
+test("another tenant: never reaches the root tenant's objects (404/403), root tree unchanged", async () => {
   const before = await snapshot('default');
   // Reads first: the writes below create same-named objects in the subtenant's own tree.
   const ordered = [...rows().filter((r) => r.method === 'GET'), ...rows().filter((r) => r.method !== 'GET')];
@@ -218,7 +296,8 @@ test('another tenant: never reaches the root tenant\'s objects (404/403), root t
     else if (r.other === 'read') assert.ok(res.status === 200 || res.status === 404, where);
     else assert.ok(res.status < 500 && res.status !== 401, where);
     // Error bodies name the requested path; a successful read must not show any root object.
-    if (r.method === 'GET' && res.status === 200) for (const m of rootMarkers) assert.not.ok(res.text.includes(m), `${where} shows ${m}`);
+    if (r.method === 'GET' && res.status === 200)
+      for (const m of rootMarkers) assert.not.ok(res.text.includes(m), `${where} shows ${m}`);
   }
   assert.is(await snapshot('default'), before);
 });
@@ -226,12 +305,19 @@ test('another tenant: never reaches the root tenant\'s objects (404/403), root t
 test('most specific rule wins; every object of a multi-object request is checked', async () => {
   const token = await login('carol', secrets.carol);
   assert.is((await call('GET', '/v1/config/volga/webhooks/roothook', { token })).status, 200);
-  assert.is((await call('PATCH', '/v1/config/volga/webhooks/roothook', { token, body: { url: 'http://127.0.0.1:9/x' } })).status, 403);
+  assert.is(
+    (await call('PATCH', '/v1/config/volga/webhooks/roothook', { token, body: { url: 'http://127.0.0.1:9/x' } }))
+      .status,
+    403,
+  );
   const before = await snapshot('');
-  const res = await call('PATCH', '/v1/config', { token, body: [
-    { 'x-path': '/v1/config/sites/carolsite', name: 'carolsite' },
-    { 'x-path': '/v1/config/volga/webhooks/carolhook', ...hook, name: 'carolhook' },
-  ] });
+  const res = await call('PATCH', '/v1/config', {
+    token,
+    body: [
+      { 'x-path': '/v1/config/sites/carolsite', name: 'carolsite' },
+      { 'x-path': '/v1/config/volga/webhooks/carolhook', ...hook, name: 'carolhook' },
+    ],
+  });
   assert.is(res.status, 403, res.text);
   assert.is(await snapshot(''), before, 'a refused multi-object request changes nothing');
   assert.is((await call('PUT', '/v1/config/sites/carolsite', { token, body: { name: 'carolsite' } })).status, 201);
@@ -290,13 +376,19 @@ test('no password, secret value, token or master key in clear in Redis, logs or 
     }
   }
   await client.quit();
-  assert.ok(keys > 10 && dumped.includes('password-hash') && dumped.includes('rootsecret'), 'the keyspace was read, values included');
+  assert.ok(
+    keys > 10 && dumped.includes('password-hash') && dumped.includes('rootsecret'),
+    'the keyspace was read, values included',
+  );
   for (const n of needles) {
     assert.not.ok(dumped.includes(n), `found in Redis: ${n.slice(0, 6)}…`);
     assert.not.ok(logged.includes(n), `found in the logs: ${n.slice(0, 6)}…`);
     for (const r of responses) assert.not.ok(r.includes(n), `found in a response: ${n.slice(0, 6)}…`);
   }
-  assert.not.ok(responses.some((r) => r.includes('password-hash')), 'a response carries password-hash');
+  assert.not.ok(
+    responses.some((r) => r.includes('password-hash')),
+    'a response carries password-hash',
+  );
 });
 
 test.after(async () => {

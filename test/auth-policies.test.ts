@@ -2,8 +2,22 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../src/errors.js';
-import { compareSpecificity, isProblem, matches, parsePattern, splitPath, type PathPattern } from '../src/auth/patterns.js';
-import { compilePolicies, decide, policyProblems, validatePolicy, adminPolicy, type Operation } from '../src/auth/policies.js';
+import {
+  compareSpecificity,
+  isProblem,
+  matches,
+  parsePattern,
+  splitPath,
+  type PathPattern,
+} from '../src/auth/patterns.js';
+import {
+  compilePolicies,
+  decide,
+  policyProblems,
+  validatePolicy,
+  adminPolicy,
+  type Operation,
+} from '../src/auth/policies.js';
 
 function pattern(src: string): PathPattern {
   const p = parsePattern(src);
@@ -125,7 +139,10 @@ test('policy validation lists every problem with its field path (and position fo
     ['invalid-value', '/rules/2/operations', undefined],
     ['invalid-value', '/rules/3', undefined],
   ]);
-  assert.equal(policyProblems({ name: 'p' }).map((p) => p.info?.path), ['/rules']);
+  assert.equal(
+    policyProblems({ name: 'p' }).map((p) => p.info?.path),
+    ['/rules'],
+  );
   try {
     validatePolicy({ name: 'p', rules: [{ path: 'x', operations: ['read'], effect: 'allow' }] });
     assert.unreachable('should throw');
@@ -143,7 +160,16 @@ test('a missing policy adds no rule; an invalid stored one denies everything (fa
   assert.is(decide(withMissing, '/v1/config', 'read').allowed, true);
   const withBroken = compilePolicies([
     everything,
-    { name: 'broken', value: { name: 'broken', rules: [{ path: '/v1/config/system/**', operations: ['read'], effect: 'deny' }, { path: 'nope', operations: ['read'], effect: 'deny' }] } },
+    {
+      name: 'broken',
+      value: {
+        name: 'broken',
+        rules: [
+          { path: '/v1/config/system/**', operations: ['read'], effect: 'deny' },
+          { path: 'nope', operations: ['read'], effect: 'deny' },
+        ],
+      },
+    },
   ]);
   assert.equal(withBroken.invalid, ['broken']);
   const d = decide(withBroken, '/v1/config/sites', 'read');

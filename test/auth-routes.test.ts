@@ -26,19 +26,26 @@ const events: AuditEvent[] = [];
 const auth = createAuth({
   settings: { tenant: 'default', tokenTtlSeconds: 120, adminPassword: 'route-admin-pw' },
   store,
-  audit: async (e) => { events.push(e); },
+  audit: async (e) => {
+    events.push(e);
+  },
 });
 await auth.bootstrap();
 
 type Env = { Variables: { principal?: Principal } };
-const renderError = (err: Error) => errorResponse(err instanceof ApiError ? err : new ApiError('internal', 'internal'), 'json');
+const renderError = (err: Error) =>
+  errorResponse(err instanceof ApiError ? err : new ApiError('internal', 'internal'), 'json');
 const guard = createGuard({ auth, audit: (e) => auth.audit(e), renderError });
 const routes = new Hono<Env>();
 routes.get('/v1/config/sites', (c) => c.json({ user: c.get('principal')?.user ?? null }));
 routes.put('/v1/config/sites/s1', () => new Response(null, { status: 204 }));
 const app = new Hono<Env>();
 guardRoutes(app, [authRoutes(auth), routes], guard);
-app.notFound(guard(() => { throw new ApiError('not-found', 'no such path', { code: 'unknown-path' }); }));
+app.notFound(
+  guard(() => {
+    throw new ApiError('not-found', 'no such path', { code: 'unknown-path' });
+  }),
+);
 app.onError(renderError);
 
 const post = (path: string, body: string, headers: Record<string, string> = {}) =>
@@ -69,7 +76,10 @@ test('POST /v1/login: JSON and YAML, token reply never cached', async () => {
   const body = (await res.json()) as Record<string, unknown>;
   assert.equal(Object.keys(body).sort(), ['creation-time', 'expires', 'expires-in', 'token']);
   assert.is(body['expires-in'], 120);
-  const yaml = await post('/v1/login', 'username: admin\npassword: route-admin-pw\n', { 'content-type': 'application/yaml', accept: 'application/yaml' });
+  const yaml = await post('/v1/login', 'username: admin\npassword: route-admin-pw\n', {
+    'content-type': 'application/yaml',
+    accept: 'application/yaml',
+  });
   assert.is(yaml.status, 200);
   assert.is(yaml.headers.get('content-type'), 'application/yaml');
   const parsed: unknown = parseYaml(await yaml.text());
@@ -96,7 +106,11 @@ test('POST /v1/login: bad bodies are 400 naming the field; wrong password 401', 
 });
 
 test('every other path needs a valid bearer token: 401 body with WWW-Authenticate', async () => {
-  const attempts: Array<Record<string, string>> = [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic YWRtaW46eA==' }];
+  const attempts: Array<Record<string, string>> = [
+    {},
+    { authorization: 'Bearer nope' },
+    { authorization: 'Basic YWRtaW46eA==' },
+  ];
   for (const headers of attempts) {
     const res = await app.request('/v1/config/sites', { headers });
     assert.is(res.status, 401);
@@ -118,7 +132,10 @@ test('POST /v1/state/strongbox/token/refresh: new token, the old one is refused'
   const body = (await res.json()) as { token: string };
   assert.is.not(body.token, token);
   assert.is((await app.request('/v1/config/sites', { headers: { authorization: `Bearer ${token}` } })).status, 401);
-  assert.is((await app.request('/v1/config/sites', { headers: { authorization: `Bearer ${body.token}` } })).status, 200);
+  assert.is(
+    (await app.request('/v1/config/sites', { headers: { authorization: `Bearer ${body.token}` } })).status,
+    200,
+  );
 });
 
 test('audit: every write is recorded (refused ones too), reads are not, logins once', async () => {
@@ -127,11 +144,14 @@ test('audit: every write is recorded (refused ones too), reads are not, logins o
   await app.request('/v1/config/sites/s1', { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
   await app.request('/v1/config/sites/s1', { method: 'PUT' });
   await app.request('/v1/config/sites', { headers: { authorization: `Bearer ${token}` } });
-  assert.equal(events.map((e) => [e.user, e.method, e.path, e.status]), [
-    ['admin', 'POST', '/v1/login', 200],
-    ['admin', 'PUT', '/v1/config/sites/s1', 204],
-    [null, 'PUT', '/v1/config/sites/s1', 401],
-  ]);
+  assert.equal(
+    events.map((e) => [e.user, e.method, e.path, e.status]),
+    [
+      ['admin', 'POST', '/v1/login', 200],
+      ['admin', 'PUT', '/v1/config/sites/s1', 204],
+      [null, 'PUT', '/v1/config/sites/s1', 401],
+    ],
+  );
   for (const e of events) assert.ok(!Number.isNaN(Date.parse(e.time)) && typeof e['client-address'] === 'string');
   assert.not.ok(JSON.stringify(events).includes(token));
 });
@@ -143,11 +163,17 @@ test('an unknown path: 401 without a token, 404 with one; a write there is audit
   const missing = await app.request('/v1/nowhere', { headers: { authorization: `Bearer ${token}` } });
   assert.is(missing.status, 404);
   assert.is((await errorOf(missing))['error-info']?.code, 'unknown-path');
-  assert.is((await app.request('/v1/nowhere', { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status, 404);
-  assert.equal(events.map((e) => [e.user, e.method, e.path, e.status]), [
-    ['admin', 'POST', '/v1/login', 200],
-    ['admin', 'DELETE', '/v1/nowhere', 404],
-  ]);
+  assert.is(
+    (await app.request('/v1/nowhere', { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status,
+    404,
+  );
+  assert.equal(
+    events.map((e) => [e.user, e.method, e.path, e.status]),
+    [
+      ['admin', 'POST', '/v1/login', 200],
+      ['admin', 'DELETE', '/v1/nowhere', 404],
+    ],
+  );
 });
 
 test('over a real socket the client address is the TCP peer (X-Forwarded-For is not trusted)', async () => {

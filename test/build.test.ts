@@ -13,7 +13,17 @@ const out = mkdtempSync(join(tmpdir(), 'edgeplane-build-'));
 
 async function startAndAsk(command: string, args: string[]): Promise<{ login: number; config: number; body: unknown }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-build-data-'));
-  const child = spawn(command, args, { env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_PASSWORD: 'build-test-password', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      ADMIN_PASSWORD: 'build-test-password',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     const port = await new Promise<number>((resolve, reject) => {
       let buf = '';
@@ -23,14 +33,26 @@ async function startAndAsk(command: string, args: string[]): Promise<{ login: nu
         for (const line of buf.split('\n')) {
           try {
             const rec = JSON.parse(line) as { msg?: string; port?: number };
-            if (rec.msg?.startsWith('edgeplane listening') && rec.port) { clearTimeout(timer); resolve(rec.port); }
-          } catch { /* partial line */ }
+            if (rec.msg?.startsWith('edgeplane listening') && rec.port) {
+              clearTimeout(timer);
+              resolve(rec.port);
+            }
+          } catch {
+            /* partial line */
+          }
         }
       });
-      child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`exited with ${code}; output: ${buf}`)); });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`exited with ${code}; output: ${buf}`));
+      });
     });
     const base = `http://127.0.0.1:${port}`;
-    const login = await fetch(`${base}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'build-test-password' }) });
+    const login = await fetch(`${base}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'build-test-password' }),
+    });
     const { token } = (await login.json()) as { token: string };
     const config = await fetch(`${base}/v1/config`, { headers: { authorization: `Bearer ${token}` } });
     return { login: login.status, config: config.status, body: await config.json() };
@@ -40,7 +62,10 @@ async function startAndAsk(command: string, args: string[]): Promise<{ login: nu
 }
 
 test('npm run build writes a bundle and a single executable', () => {
-  const log = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--out', out], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--out', out], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   assert.match(log, /bundle: .*edgeplane\.cjs/);
   assert.match(log, /executable: .*edgeplane /);
 });

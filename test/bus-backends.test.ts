@@ -23,13 +23,20 @@ const backends: Backend[] = [
   { name: 'embedded', open: async () => openEmbeddedBus(mkdtempSync(join(tmpdir(), 'edgeplane-bus-'))) },
 ];
 
-test.before(async () => { redisUrl = await testDbUrl(1); });
+test.before(async () => {
+  redisUrl = await testDbUrl(1);
+});
 
 for (const b of backends) {
-  const t = (label: string, fn: (bus: Bus) => Promise<void>) => test(`${b.name}: ${label}`, async () => {
-    const bus = await b.open();
-    try { await fn(bus); } finally { await bus.close(); }
-  });
+  const t = (label: string, fn: (bus: Bus) => Promise<void>) =>
+    test(`${b.name}: ${label}`, async () => {
+      const bus = await b.open();
+      try {
+        await fn(bus);
+      } finally {
+        await bus.close();
+      }
+    });
 
   t('produce returns increasing ids; topicInfo and listTopics see the topic', async (bus) => {
     const a = await bus.produce(`${b.name}-info`, { payload: '1' });
@@ -51,8 +58,14 @@ for (const b of backends) {
     await bus.produce(topic, { payload: 'new' });
     const end = await bus.read(topic, 'g-end', 'c', { cursor: '>', count: 10 });
     const beg = await bus.read(topic, 'g-beg', 'c', { cursor: '>', count: 10 });
-    assert.equal(end.entries.map((e) => e.fields.payload), ['new']);
-    assert.equal(beg.entries.map((e) => e.fields.payload), ['old', 'new']);
+    assert.equal(
+      end.entries.map((e) => e.fields.payload),
+      ['new'],
+    );
+    assert.equal(
+      beg.entries.map((e) => e.fields.payload),
+      ['old', 'new'],
+    );
     assert.is(end.lag, 0);
     await bus.ensureGroup(topic, 'g-end', { at: 'beginning' });
     assert.equal((await bus.read(topic, 'g-end', 'c', { cursor: '>', count: 10 })).entries, []);
@@ -68,9 +81,20 @@ for (const b of backends) {
     assert.is(r.lag, 2);
     await bus.ack(topic, 'g', [ids[0]!]);
     const pending = await bus.read(topic, 'g', 'c1', { cursor: '0', count: 10 });
-    assert.equal(pending.entries.map((e) => e.id), [ids[1]]);
-    assert.equal((await bus.read(topic, 'g', 'c2', { cursor: '0', count: 10 })).entries, [], 'pending lists are per consumer');
-    assert.equal((await bus.claimStale(topic, 'g', 'c2', 0, 10)).map((e) => e.id), [ids[1]], 'stale entries are claimed');
+    assert.equal(
+      pending.entries.map((e) => e.id),
+      [ids[1]],
+    );
+    assert.equal(
+      (await bus.read(topic, 'g', 'c2', { cursor: '0', count: 10 })).entries,
+      [],
+      'pending lists are per consumer',
+    );
+    assert.equal(
+      (await bus.claimStale(topic, 'g', 'c2', 0, 10)).map((e) => e.id),
+      [ids[1]],
+      'stale entries are claimed',
+    );
   });
 
   t('group after an id starts right after it', async (bus) => {
@@ -78,19 +102,26 @@ for (const b of backends) {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(await bus.produce(topic, { payload: `m${i}` }));
     await bus.ensureGroup(topic, 'g', { at: 'after', id: ids[0]! });
-    assert.equal((await bus.read(topic, 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.id), ids.slice(1));
+    assert.equal(
+      (await bus.read(topic, 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.id),
+      ids.slice(1),
+    );
   });
 
   t('watch wakes on new entries; discovery reports new topics', async (bus) => {
     let woken = 0;
-    const stop = bus.watch(`${b.name}-w`, () => { woken++; });
+    const stop = bus.watch(`${b.name}-w`, () => {
+      woken++;
+    });
     await until(() => woken > 0, 'initial wake', 5000).catch(() => undefined);
     const before = woken;
     await bus.produce(`${b.name}-w`, { payload: 'x' });
     await until(() => woken > before, 'wake after produce', 5000);
     stop();
     let seen: ReadonlySet<string> = new Set();
-    const off = bus.onTopics((t) => { seen = t; });
+    const off = bus.onTopics((t) => {
+      seen = t;
+    });
     await bus.produce(`${b.name}-disc-new`, { payload: 'x' });
     await until(() => seen.has(`${b.name}-disc-new`), 'topic discovered', 5000);
     off();
@@ -100,7 +131,10 @@ for (const b of backends) {
     const topic = `${b.name}-gone`;
     await bus.ensureGroup(topic, 'g', { at: 'end' });
     await bus.destroyGroup(topic, 'g');
-    await rejects(() => bus.read(topic, 'g', 'c', { cursor: '>', count: 1 }), (e) => e instanceof BusError && e.code === 'no-group');
+    await rejects(
+      () => bus.read(topic, 'g', 'c', { cursor: '>', count: 1 }),
+      (e) => e instanceof BusError && e.code === 'no-group',
+    );
   });
 }
 
@@ -115,7 +149,10 @@ test('embedded: entries, groups and pending entries survive a reopen', async () 
   await one.close();
   const two = openEmbeddedBus(dir);
   assert.is((await two.topicInfo('t'))?.length, 2);
-  assert.equal((await two.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id), [c]);
+  assert.equal(
+    (await two.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id),
+    [c],
+  );
   assert.equal((await two.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries, []);
   await two.close();
 });
@@ -126,7 +163,10 @@ test('embedded: compaction at open keeps entries, positions and pending entries,
   await one.ensureGroup('t', 'g', { at: 'beginning' });
   const ids = [];
   for (let i = 0; i < 50; i++) ids.push(await one.produce('t', { payload: `m${i}` }));
-  for (let i = 0; i < 49; i++) { await one.read('t', 'g', 'c', { cursor: '>', count: 1 }); await one.ack('t', 'g', [ids[i]!]); }
+  for (let i = 0; i < 49; i++) {
+    await one.read('t', 'g', 'c', { cursor: '>', count: 1 });
+    await one.ack('t', 'g', [ids[i]!]);
+  }
   await one.read('t', 'g', 'c', { cursor: '>', count: 1 });
   await one.close();
   const before = statSync(join(dir, 'bus.jsonl')).size;
@@ -135,9 +175,15 @@ test('embedded: compaction at open keeps entries, positions and pending entries,
   await two.close();
   const three = openEmbeddedBus(dir);
   assert.is((await three.topicInfo('t'))?.length, 50);
-  assert.equal((await three.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id), [ids[49]]);
+  assert.equal(
+    (await three.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id),
+    [ids[49]],
+  );
   await three.produce('t', { payload: 'new' });
-  assert.equal((await three.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload), ['new']);
+  assert.equal(
+    (await three.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload),
+    ['new'],
+  );
   await three.close();
 });
 
@@ -146,7 +192,10 @@ test('redis: two connections for many watched topics', async () => {
   for (let i = 0; i < 200; i++) bus.watch(`many-${i}`, () => undefined);
   const c = createClient({ url: redisUrl });
   await c.connect();
-  await until(async () => String(await c.sendCommand(['CLIENT', 'LIST'])).includes('edgeplane-bus-notifier'), 'notifier named');
+  await until(
+    async () => String(await c.sendCommand(['CLIENT', 'LIST'])).includes('edgeplane-bus-notifier'),
+    'notifier named',
+  );
   const list = String(await c.sendCommand(['CLIENT', 'LIST']));
   assert.is(list.split('\n').filter((l) => /name=edgeplane-bus-/.test(l)).length, 2);
   await c.close();

@@ -10,22 +10,51 @@ const cases: Array<[string, JsonObject | undefined, JsonObject | undefined, Fiel
   ['nothing to nothing', undefined, undefined, []],
   ['equal objects', { a: 1, o: { b: [1, 2] } }, { o: { b: [2, 1] }, a: 1 }, []],
   ['changed string', { a: 'x' }, { a: 'y' }, [change('a', ['y'], ['x'])]],
-  ['number, boolean and null as text', { n: 1, b: true, z: null }, { n: 1.5, b: false, z: 0 }, [change('b', ['false'], ['true']), change('n', ['1.5'], ['1']), change('z', ['0'], ['null'])]],
+  [
+    'number, boolean and null as text',
+    { n: 1, b: true, z: null },
+    { n: 1.5, b: false, z: 0 },
+    [change('b', ['false'], ['true']), change('n', ['1.5'], ['1']), change('z', ['0'], ['null'])],
+  ],
   ['added member', { a: 1 }, { a: 1, b: 'x' }, [change('b', ['x'], [])]],
   ['deleted member', { a: 1, b: 'x' }, { a: 1 }, [change('b', [], ['x'])]],
-  ['nested member path', { topology: { 'parent-site': 'a' } }, { topology: { 'parent-site': 'b' } }, [change('topology/parent-site', ['b'], ['a'])]],
-  ['slash and tilde in member names are escaped', { labels: { 'app/tier': 'x', 'a~b': '1' } }, { labels: { 'app/tier': 'y', 'a~b': '1' } }, [change('labels/app~1tier', ['y'], ['x'])]],
+  [
+    'nested member path',
+    { topology: { 'parent-site': 'a' } },
+    { topology: { 'parent-site': 'b' } },
+    [change('topology/parent-site', ['b'], ['a'])],
+  ],
+  [
+    'slash and tilde in member names are escaped',
+    { labels: { 'app/tier': 'x', 'a~b': '1' } },
+    { labels: { 'app/tier': 'y', 'a~b': '1' } },
+    [change('labels/app~1tier', ['y'], ['x'])],
+  ],
   ['empty object and array are leaves', {}, { o: {}, l: [] }, [change('l', ['[]'], []), change('o', ['{}'], [])]],
   ['object replaced by scalar', { o: { x: 1 } }, { o: 2 }, [change('o', ['2'], []), change('o/x', [], ['1'])]],
-  ['scalar set: set difference, order ignored', { topics: ['a', 'b', 'c'] }, { topics: ['c', 'd', 'a', 'e'] }, [change('topics', ['d', 'e'], ['b'])]],
+  [
+    'scalar set: set difference, order ignored',
+    { topics: ['a', 'b', 'c'] },
+    { topics: ['c', 'd', 'a', 'e'] },
+    [change('topics', ['d', 'e'], ['b'])],
+  ],
   ['scalar set emptied', { topics: ['a'] }, { topics: [] }, [change('topics', ['[]'], ['a'])]],
   [
     'named entries addressed by name',
     { hosts: [{ name: 'h1', labels: { a: '1' } }, { name: 'h2' }] },
     { hosts: [{ name: 'h2' }, { name: 'h1', labels: { a: '2' } }, { name: 'h3', labels: {} }] },
-    [change('hosts[name=h1]/labels/a', ['2'], ['1']), change('hosts[name=h3]/labels', ['{}'], []), change('hosts[name=h3]/name', ['h3'], [])],
+    [
+      change('hosts[name=h1]/labels/a', ['2'], ['1']),
+      change('hosts[name=h3]/labels', ['{}'], []),
+      change('hosts[name=h3]/name', ['h3'], []),
+    ],
   ],
-  ['unnamed object entries as canonical JSON', { v: [{ b: 1, a: 2 }] }, { v: [{ a: 2, b: 1 }, { c: [] }] }, [change('v', ['{"c":[]}'], [])]],
+  [
+    'unnamed object entries as canonical JSON',
+    { v: [{ b: 1, a: 2 }] },
+    { v: [{ a: 2, b: 1 }, { c: [] }] },
+    [change('v', ['{"c":[]}'], [])],
+  ],
   [
     'ordered access list compared by position',
     { 'management-ipv4-access-list': ['10.0.0.0/8', '1.2.3.0/24'] },
@@ -38,9 +67,18 @@ const cases: Array<[string, JsonObject | undefined, JsonObject | undefined, Fiel
   ],
   [
     'ordered headers compared by position',
-    { headers: [{ name: 'a', value: '1' }, { name: 'b', value: '2' }] },
+    {
+      headers: [
+        { name: 'a', value: '1' },
+        { name: 'b', value: '2' },
+      ],
+    },
     { headers: [{ name: 'a', value: '9' }] },
-    [change('headers[0]/value', ['9'], ['1']), change('headers[1]/name', [], ['b']), change('headers[1]/value', [], ['2'])],
+    [
+      change('headers[0]/value', ['9'], ['1']),
+      change('headers[1]/name', [], ['b']),
+      change('headers[1]/value', [], ['2']),
+    ],
   ],
 ];
 for (const [name, before, after, expected] of cases) {
@@ -75,13 +113,19 @@ test('creation adds every leaf, sorted by field', () => {
 
 test('deletion deletes every leaf, the mirror of creation', () => {
   const created = diffObjects(undefined, exporter);
-  assert.equal(diffObjects(exporter, undefined), created.map((c) => change(c.field, [], c.added)));
+  assert.equal(
+    diffObjects(exporter, undefined),
+    created.map((c) => change(c.field, [], c.added)),
+  );
 });
 
 test('an explicit ordered predicate replaces the default', () => {
   const before = { topics: ['a', 'b'], headers: ['x', 'y'] };
   const after = { topics: ['b', 'a'], headers: ['y', 'x'] };
-  assert.equal(diffObjects(before, after, (p) => p[0] === 'topics'), [change('topics[0]', ['b'], ['a']), change('topics[1]', ['a'], ['b'])]);
+  assert.equal(
+    diffObjects(before, after, (p) => p[0] === 'topics'),
+    [change('topics[0]', ['b'], ['a']), change('topics[1]', ['a'], ['b'])],
+  );
 });
 
 test('nested arrays in entries use member paths for the ordered predicate', () => {

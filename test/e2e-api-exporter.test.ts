@@ -20,16 +20,31 @@ function e2e(backend: Backend): void {
     sink = await startWebhookServer();
     api = await startApi(backend, { runtime: true });
   });
-  t.after(async () => { await api.close(); await sink.close(); });
+  t.after(async () => {
+    await api.close();
+    await sink.close();
+  });
 
-  const state = async (name: string) => (await api.json('GET', `/v1/state/volga/webhooks/${name}`)).body as { status?: string; delivered?: number; 'last-error'?: string };
+  const state = async (name: string) =>
+    (await api.json('GET', `/v1/state/volga/webhooks/${name}`)).body as {
+      status?: string;
+      delivered?: number;
+      'last-error'?: string;
+    };
 
   t('a webhook created over HTTP delivers a message produced over HTTP', async () => {
-    const created = await api.json('POST', '/v1/config/volga/webhooks', { body: {
-      name: 'h1', topics: ['e2e'], 'site-placement': { 'all-sites': true }, 'start-position': 'beginning',
-      url: `${sink.url}/in/\${TOPIC}`, 'data-format': 'json', data: '{"t": ${TEMP}, "site": "${SYS_SITE}"}',
-      variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
-    } });
+    const created = await api.json('POST', '/v1/config/volga/webhooks', {
+      body: {
+        name: 'h1',
+        topics: ['e2e'],
+        'site-placement': { 'all-sites': true },
+        'start-position': 'beginning',
+        url: `${sink.url}/in/\${TOPIC}`,
+        'data-format': 'json',
+        data: '{"t": ${TEMP}, "site": "${SYS_SITE}"}',
+        variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
+      },
+    });
     assert.is(created.status, 201, JSON.stringify(created.body));
     await until(async () => (await state('h1')).status === 'ready', 'exporter ready');
     const produced = await api.json('POST', '/v1/state/volga/topics/e2e/produce', { body: { payload: { temp: 21 } } });
@@ -42,19 +57,28 @@ function e2e(backend: Backend): void {
   });
 
   t('a subtenant webhook reads a secret its parent shares, and only that', async () => {
-    const setup = await api.json('PATCH', '/v1/config', { body: [
-      { 'x-path': '/v1/config/strongbox/vaults/shared' },
-      { 'x-path': '/v1/config/strongbox/vaults/shared/secrets/s', data: { token: 'shared-secret-value' } },
-      { 'x-path': '/v1/config/strongbox/vaults/private' },
-      { 'x-path': '/v1/config/strongbox/vaults/private/secrets/p', data: { token: 'private-secret-value' } },
-      { 'x-path': '/v1/config/system/tenants/acme', 'shared-vaults': ['shared'] },
-    ] });
+    const setup = await api.json('PATCH', '/v1/config', {
+      body: [
+        { 'x-path': '/v1/config/strongbox/vaults/shared' },
+        { 'x-path': '/v1/config/strongbox/vaults/shared/secrets/s', data: { token: 'shared-secret-value' } },
+        { 'x-path': '/v1/config/strongbox/vaults/private' },
+        { 'x-path': '/v1/config/strongbox/vaults/private/secrets/p', data: { token: 'private-secret-value' } },
+        { 'x-path': '/v1/config/system/tenants/acme', 'shared-vaults': ['shared'] },
+      ],
+    });
     assert.is(setup.status, 204, JSON.stringify(setup.body));
     const hook = (vault: string, secret: string) => ({
-      'x-path': '/v1/config/volga/webhooks/acme-hook', 'x-tenant': 'acme', topics: ['acme-t'], 'start-position': 'beginning',
-      'site-placement': { 'all-sites': true }, url: `${sink.url}/acme`, data: '${MSG_PAYLOAD}',
+      'x-path': '/v1/config/volga/webhooks/acme-hook',
+      'x-tenant': 'acme',
+      topics: ['acme-t'],
+      'start-position': 'beginning',
+      'site-placement': { 'all-sites': true },
+      url: `${sink.url}/acme`,
+      data: '${MSG_PAYLOAD}',
       headers: [{ name: 'authorization', value: 'Bearer ${TOKEN}' }],
-      variables: [{ name: 'TOKEN', 'value-from-vault-secret': { 'from-tenant': 'default', vault, secret, key: 'token' } }],
+      variables: [
+        { name: 'TOKEN', 'value-from-vault-secret': { 'from-tenant': 'default', vault, secret, key: 'token' } },
+      ],
     });
     const refused = await api.json('PATCH', '/v1/config', { body: [hook('private', 'p')] });
     assert.is(refused.status, 403, JSON.stringify(refused.body));
@@ -70,30 +94,59 @@ function e2e(backend: Backend): void {
   });
 
   t('a subtenant cannot subscribe to system: topics, by name or by pattern', async () => {
-    const named = await api.json('PATCH', '/v1/config', { body: [{
-      'x-path': '/v1/config/volga/webhooks/spy', 'x-tenant': 'acme', topics: ['system:audit-trail-log'],
-      'site-placement': { 'all-sites': true }, url: `${sink.url}/spy`, data: '${MSG}',
-    }] });
+    const named = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/volga/webhooks/spy',
+          'x-tenant': 'acme',
+          topics: ['system:audit-trail-log'],
+          'site-placement': { 'all-sites': true },
+          url: `${sink.url}/spy`,
+          data: '${MSG}',
+        },
+      ],
+    });
     assert.is(named.status, 403, JSON.stringify(named.body));
     assert.is((named.body as Errors).errors[0]?.['error-info']?.code, 'reserved-topic');
-    const byPattern = await api.json('PATCH', '/v1/config', { body: [{
-      'x-path': '/v1/config/volga/webhooks/spy', 'x-tenant': 'acme', 'topic-patterns': ['audit', '^acme-p'], 'start-position': 'beginning',
-      'site-placement': { 'all-sites': true }, url: `${sink.url}/spy`, data: '${TOPIC}',
-    }] });
+    const byPattern = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/volga/webhooks/spy',
+          'x-tenant': 'acme',
+          'topic-patterns': ['audit', '^acme-p'],
+          'start-position': 'beginning',
+          'site-placement': { 'all-sites': true },
+          url: `${sink.url}/spy`,
+          data: '${TOPIC}',
+        },
+      ],
+    });
     assert.is(byPattern.status, 204, JSON.stringify(byPattern.body));
     await api.json('POST', '/v1/state/volga/topics/acme-p1/produce', { body: { payload: 'x' } });
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/spy'), 'pattern delivery');
-    const st = await until(() => { const s = api.instance.runtime?.exporterState('acme', 'spy'); return s?.['consumed-topics'] ? s : undefined; }, 'consumed topics');
+    const st = await until(() => {
+      const s = api.instance.runtime?.exporterState('acme', 'spy');
+      return s?.['consumed-topics'] ? s : undefined;
+    }, 'consumed topics');
     assert.equal(st['consumed-topics'], ['acme-p1']);
-    assert.ok(sink.requests.filter((r) => r.path === '/spy').every((r) => r.body === 'acme-p1'), 'nothing from system:audit-trail-log');
+    assert.ok(
+      sink.requests.filter((r) => r.path === '/spy').every((r) => r.body === 'acme-p1'),
+      'nothing from system:audit-trail-log',
+    );
   });
 
   t('when the parent stops sharing the vault, a restart of the exporter reports an error', async () => {
-    const unshare = await api.json('PATCH', '/v1/config/system/tenants/acme', { raw: JSON.stringify([{ op: 'replace', path: '/shared-vaults', value: [] }]), type: 'application/json-patch+json' });
+    const unshare = await api.json('PATCH', '/v1/config/system/tenants/acme', {
+      raw: JSON.stringify([{ op: 'replace', path: '/shared-vaults', value: [] }]),
+      type: 'application/json-patch+json',
+    });
     assert.is(unshare.status, 204, JSON.stringify(unshare.body));
     const restarted = await api.instance.runtime?.restart('acme', 'acme-hook');
     assert.ok(restarted);
-    const st = await until(() => { const s = api.instance.runtime?.exporterState('acme', 'acme-hook'); return s?.status === 'error' ? s : undefined; }, 'error status');
+    const st = await until(() => {
+      const s = api.instance.runtime?.exporterState('acme', 'acme-hook');
+      return s?.status === 'error' ? s : undefined;
+    }, 'error status');
     assert.match(String(st['last-error']), /not share|shared/);
     assert.not.match(String(st['last-error']), /shared-secret-value/);
   });

@@ -52,7 +52,7 @@ const renders: Array<[string, string]> = [
   ['${NAME | replace x(y)? "<$1>"}', 'world'],
   ['${NAME | replace (w)(o) "$3$1"}', '$3wrld'],
   ['${NAME | replace "r" "\\"\\\\"}', 'wo"\\ld'],
-  ['${NAME | replace \'r\' \'it\'\'s\'}', "woit'sld"],
+  ["${NAME | replace 'r' 'it''s'}", "woit'sld"],
   ['${NAME | replace "\\d" X}', 'world'],
   ['${TOKEN | replace "\\d" X}', 'sXcrXt'],
   ['${NAME | replace w "a b|c}"}', 'a b|c}orld'],
@@ -68,7 +68,7 @@ const renders: Array<[string, string]> = [
   ['${EMPTY | quote}', '""'],
   ['${HALF | quote}', '""x"'],
   ['${DQ | quote}', '"""'],
-  ['${NAME | replace w \'"\' | quote}', '""orld"'],
+  ["${NAME | replace w '\"' | quote}", '""orld"'],
   ['Bearer ${TOKEN}', 'Bearer s3cr3t'],
 ];
 for (const [text, expected] of renders) {
@@ -139,7 +139,12 @@ test('variables lists the full names; static templates render without lookups', 
   const s = compileTemplate('https://example.com/$${x}', opts);
   assert.is(s.static, true);
   assert.is(s.variables.size, 0);
-  assert.equal(s.render(() => { throw new Error('static templates do not look up'); }), { ok: true, value: 'https://example.com/${x}' });
+  assert.equal(
+    s.render(() => {
+      throw new Error('static templates do not look up');
+    }),
+    { ok: true, value: 'https://example.com/${x}' },
+  );
 });
 
 test('a missing value at render time is a result, not an exception', () => {
@@ -156,20 +161,48 @@ test('a missing value at render time is a result, not an exception', () => {
 
 test('a template renders again and again with different values', () => {
   const t = compileTemplate('${NAME | replace o 0 | dquote}', opts);
-  assert.equal(t.render(() => 'foo'), { ok: true, value: '"f00"' });
-  assert.equal(t.render(() => 'boo'), { ok: true, value: '"b00"' });
+  assert.equal(
+    t.render(() => 'foo'),
+    { ok: true, value: '"f00"' },
+  );
+  assert.equal(
+    t.render(() => 'boo'),
+    { ok: true, value: '"b00"' },
+  );
 });
 
 test('isDefined receives the full indexed name', () => {
   const seen: string[] = [];
-  compileTemplate('${SYS_SITE_LABELS[app.io/role]}${X}', { field: 'url', isDefined: (n) => { seen.push(n); return true; } });
+  compileTemplate('${SYS_SITE_LABELS[app.io/role]}${X}', {
+    field: 'url',
+    isDefined: (n) => {
+      seen.push(n);
+      return true;
+    },
+  });
   assert.equal(seen, ['SYS_SITE_LABELS[app.io/role]', 'X']);
 });
 
 test('knownVariable: built-ins, indexed families, declared names', () => {
   const d = new Set(['MY_VAR']);
-  for (const n of ['MSG', 'TOPIC', 'MSG_HOST', 'MSG_MTIME', 'MSG_ORIGIN', 'MSG_PAYLOAD', 'MSG_PRODUCER_NAME', 'MSG_REMAIN',
-    'MSG_SEQNO', 'MSG_TIME', 'SYS_SITE', 'SYS_TENANT', 'SYS_GLOBAL_DOMAIN', 'SYS_DNS_ZONES[default]', 'SYS_SITE_LABELS[x]', 'MY_VAR']) {
+  for (const n of [
+    'MSG',
+    'TOPIC',
+    'MSG_HOST',
+    'MSG_MTIME',
+    'MSG_ORIGIN',
+    'MSG_PAYLOAD',
+    'MSG_PRODUCER_NAME',
+    'MSG_REMAIN',
+    'MSG_SEQNO',
+    'MSG_TIME',
+    'SYS_SITE',
+    'SYS_TENANT',
+    'SYS_GLOBAL_DOMAIN',
+    'SYS_DNS_ZONES[default]',
+    'SYS_SITE_LABELS[x]',
+    'MY_VAR',
+  ]) {
     assert.ok(knownVariable(n, d), n);
   }
   for (const n of ['msg', 'OTHER', 'SYS_SITE_LABELS[]', 'SYS_DNS_ZONES', 'MSG_X', 'SYS_OTHER[a]']) {
@@ -178,7 +211,10 @@ test('knownVariable: built-ins, indexed families, declared names', () => {
 });
 
 test('lookupChain: first defined value wins, empty string counts as a value', () => {
-  const chain = lookupChain((n) => (n === 'A' ? '' : undefined), (n) => (n === 'A' || n === 'B' ? 'second' : undefined));
+  const chain = lookupChain(
+    (n) => (n === 'A' ? '' : undefined),
+    (n) => (n === 'A' || n === 'B' ? 'second' : undefined),
+  );
   assert.is(chain('A'), '');
   assert.is(chain('B'), 'second');
   assert.is(chain('C'), undefined);

@@ -17,7 +17,14 @@ test('kill -9 mid-stream, then a restart: all delivered at least once, none skip
   // Slow replies so the kill lands while messages are still queued.
   const hook = await startWebhookServer();
   hook.script(() => ({ delayMs: 10 }));
-  await env.webhook({ name: 'crash', topics: ['crash-t'], 'start-position': 'beginning', 'site-placement': { 'all-sites': true }, url: `${hook.url}/c`, data: '${MSG_PAYLOAD}' });
+  await env.webhook({
+    name: 'crash',
+    topics: ['crash-t'],
+    'start-position': 'beginning',
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/c`,
+    data: '${MSG_PAYLOAD}',
+  });
   for (let i = 0; i < total; i++) await env.produce('crash-t', `m${i}`);
 
   const first = await spawnExporterProc(url, 'crash-site');
@@ -27,12 +34,20 @@ test('kill -9 mid-stream, then a restart: all delivered at least once, none skip
   assert.ok(atKill < total, 'the kill happened mid-stream');
 
   const second = await spawnExporterProc(url, 'crash-site');
-  await hook.waitFor(() => new Set(hook.delivered().map((r) => r.body)).size === total, 'every message delivered', 60_000);
+  await hook.waitFor(
+    () => new Set(hook.delivered().map((r) => r.body)).size === total,
+    'every message delivered',
+    60_000,
+  );
   await second.stop();
 
   const bodies = hook.delivered().map((r) => r.body);
   const firstSeen = bodies.filter((b, i) => bodies.indexOf(b) === i);
-  assert.equal(firstSeen, Array.from({ length: total }, (_, i) => `m${i}`), 'topic order, nothing skipped');
+  assert.equal(
+    firstSeen,
+    Array.from({ length: total }, (_, i) => `m${i}`),
+    'topic order, nothing skipped',
+  );
   // Only what was in flight (or handled but not yet acked) at the kill may come twice.
   assert.ok(bodies.length - total <= 3, `at most a few duplicates, got ${bodies.length - total}`);
   await env.close();
@@ -44,7 +59,13 @@ test('Redis restarted mid-stream: the runtime reconnects and delivery resumes', 
   const env = await openEnv(redis.url);
   const hook = await startWebhookServer();
   hook.script(() => ({ delayMs: 5 }));
-  await env.webhook({ name: 'rr', topics: ['rr-t'], 'site-placement': { 'all-sites': true }, url: `${hook.url}/r`, data: '${MSG_PAYLOAD}' });
+  await env.webhook({
+    name: 'rr',
+    topics: ['rr-t'],
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/r`,
+    data: '${MSG_PAYLOAD}',
+  });
   const rt = await env.start({ site: 'rr-site' });
   await env.state(rt, 'rr', (s) => s.status === 'ready', 'ready');
   for (let i = 0; i < 60; i++) await env.produce('rr-t', `a${i}`);
@@ -52,7 +73,10 @@ test('Redis restarted mid-stream: the runtime reconnects and delivery resumes', 
   await redis.restart();
   for (let i = 0; i < 40; i++) await env.produce('rr-t', `b${i}`);
   await hook.waitFor(() => new Set(hook.delivered().map((r) => r.body)).size === 100, 'all 100 delivered', 60_000);
-  const s = await until(() => { const x = rt.exporterState('default', 'rr'); return x && x.status === 'ready' ? x : undefined; }, 'ready');
+  const s = await until(() => {
+    const x = rt.exporterState('default', 'rr');
+    return x && x.status === 'ready' ? x : undefined;
+  }, 'ready');
   assert.ok(Number(s.delivered) >= 100);
   await env.close();
   await hook.close();
@@ -63,7 +87,13 @@ test('a consumer group destroyed under a running exporter is recreated after the
   const url = await testDbUrl(6);
   const env = await openEnv(url);
   const hook = await startWebhookServer();
-  await env.webhook({ name: 'ng', topics: ['ng-t'], 'site-placement': { 'all-sites': true }, url: `${hook.url}/n`, data: '${MSG_PAYLOAD}' });
+  await env.webhook({
+    name: 'ng',
+    topics: ['ng-t'],
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/n`,
+    data: '${MSG_PAYLOAD}',
+  });
   const rt = await env.start({ site: 'ng-site' });
   await env.state(rt, 'ng', (s) => s.status === 'ready', 'ready');
   for (let i = 0; i < 5; i++) await env.produce('ng-t', `x${i}`);
@@ -71,7 +101,10 @@ test('a consumer group destroyed under a running exporter is recreated after the
   await env.bus.destroyGroup('ng-t', 'edgeplane:default:ng');
   for (let i = 5; i < 10; i++) await env.produce('ng-t', `x${i}`);
   await hook.waitFor(() => new Set(hook.delivered().map((r) => r.body)).size === 10, 'all ten');
-  assert.equal(hook.delivered().map((r) => r.body), Array.from({ length: 10 }, (_, i) => `x${i}`));
+  assert.equal(
+    hook.delivered().map((r) => r.body),
+    Array.from({ length: 10 }, (_, i) => `x${i}`),
+  );
   await env.close();
   await hook.close();
 });

@@ -20,20 +20,40 @@ const uniq = (p: string) => `${p}${++seq}`;
 test.before(async () => {
   env = await openEnv(await testDbUrl(2));
   hook = await startWebhookServer();
-  await env.put('sites/local', { name: 'local', type: 'edge', labels: { region: 'eu', tier: 'gold' }, hosts: [{ 'host-id': 'h1', labels: { region: 'eu-west', gpu: 'yes' } }] });
+  await env.put('sites/local', {
+    name: 'local',
+    type: 'edge',
+    labels: { region: 'eu', tier: 'gold' },
+    hosts: [{ 'host-id': 'h1', labels: { region: 'eu-west', gpu: 'yes' } }],
+  });
   await env.put('system/settings', { 'default-domain': 'tenant.example' });
   await env.put('system/dns-zones/internal', { name: 'internal', domain: 'int.example' });
   await env.put('strongbox/vaults/v1/secrets/s1', { name: 's1' });
   rt = await env.start({ clock, secrets: staticSecrets({ 'default/v1/s1': { token: 'sekret' } }) });
 });
-test.after(async () => { await env.close(); await hook.close(); });
+test.after(async () => {
+  await env.close();
+  await hook.close();
+});
 
 /** Creates an exporter on a fresh topic, waits until it is ready, returns topic and name. */
 async function exporter(cfg: JsonObject): Promise<{ topic: string; name: string }> {
   const topic = uniq('topic-');
   const name = uniq('hook-');
-  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}', ...cfg });
-  await env.state(rt, name, (s) => s.status === 'ready' && (s['consumed-topics'] as string[]).length > 0, `${name} ready`);
+  await env.webhook({
+    name,
+    topics: [topic],
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/${name}`,
+    data: '${MSG_PAYLOAD}',
+    ...cfg,
+  });
+  await env.state(
+    rt,
+    name,
+    (s) => s.status === 'ready' && (s['consumed-topics'] as string[]).length > 0,
+    `${name} ready`,
+  );
   return { topic, name };
 }
 
@@ -54,7 +74,12 @@ test('every message variable expands through a real POST', async () => {
   const { topic, name } = await exporter({
     data: '${MSG_PAYLOAD}|${MSG_PRODUCER_NAME}|${MSG_HOST}|${MSG_ORIGIN}|${MSG_TIME}|${MSG_MTIME}|${MSG_SEQNO}|${MSG_REMAIN}|${TOPIC}',
   });
-  const id = await env.produce(topic, '{"temp":21}', { 'producer-name': 'p1', host: 'h9', origin: 'o1', time: '2026-01-02T03:04:05.000Z' });
+  const id = await env.produce(topic, '{"temp":21}', {
+    'producer-name': 'p1',
+    host: 'h9',
+    origin: 'o1',
+    time: '2026-01-02T03:04:05.000Z',
+  });
   await hook.waitFor(() => bodiesOf(name).length === 1, 'one POST');
   const mtime = id.split('-')[0];
   assert.is(bodiesOf(name)[0]!.body, `{"temp":21}|p1|h9|o1|2026-01-02T03:04:05.000Z|${mtime}|${id}|0|${topic}`);
@@ -67,22 +92,41 @@ test('MSG is the JSON object of CONTRACT §4; time defaults to mtime in ISO form
   const r = bodiesOf(name)[0]!;
   assert.is(r.headers['content-type'], 'application/json');
   const mtime = Number(id.split('-')[0]);
-  assert.equal(JSON.parse(r.body), { time: new Date(mtime).toISOString(), mtime, seqno: id, remain: 0, payload: { a: [1, 2] } });
+  assert.equal(JSON.parse(r.body), {
+    time: new Date(mtime).toISOString(),
+    mtime,
+    seqno: id,
+    remain: 0,
+    payload: { a: [1, 2] },
+  });
 });
 
 test('remain counts the entries after this one when read', async () => {
   const topic = uniq('topic-');
   for (let i = 0; i < 3; i++) await env.produce(topic, `m${i}`);
   const name = uniq('hook-');
-  await env.webhook({ name, topics: [topic], 'start-position': 'beginning', 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}:${MSG_REMAIN}' });
+  await env.webhook({
+    name,
+    topics: [topic],
+    'start-position': 'beginning',
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/${name}`,
+    data: '${MSG_PAYLOAD}:${MSG_REMAIN}',
+  });
   await hook.waitFor(() => bodiesOf(name).length === 3, 'three POSTs');
-  assert.equal(bodiesOf(name).map((r) => r.body), ['m0:2', 'm1:1', 'm2:0']);
+  assert.equal(
+    bodiesOf(name).map((r) => r.body),
+    ['m0:2', 'm1:1', 'm2:0'],
+  );
 });
 
 test('system variables, site labels, dns zones, message and secret variables, functions', async () => {
   const { topic, name } = await exporter({
     url: `${hook.url}/\${SYS_SITE}-XX/\${ID}`.replace('-XX', '') + '?t=${TOKEN}',
-    headers: [{ name: 'x-site', value: '${SYS_SITE_LABELS[region]}' }, { name: 'x-token', value: '${TOKEN | squote}' }],
+    headers: [
+      { name: 'x-site', value: '${SYS_SITE_LABELS[region]}' },
+      { name: 'x-token', value: '${TOKEN | squote}' },
+    ],
     variables: [
       { name: 'ID', 'value-from-message': { 'json-pointer': '/payload/id' } },
       { name: 'UNIT', 'value-from-message': { 'json-pointer': '/payload/unit', default: 'C' } },
@@ -96,7 +140,10 @@ test('system variables, site labels, dns zones, message and secret variables, fu
   assert.is(r.path, '/local/abc?t=sekret');
   assert.is(r.headers['x-site'], 'eu,eu-west');
   assert.is(r.headers['x-token'], "'sekret'");
-  assert.is(r.body, `default edge.example tenant.example int.example local edge gold "C" {"id":"abc","v":N} "abc"\n  ${topic}`);
+  assert.is(
+    r.body,
+    `default edge.example tenant.example int.example local edge gold "C" {"id":"abc","v":N} "abc"\n  ${topic}`,
+  );
   void name;
 });
 
@@ -120,14 +167,22 @@ const filterCases: Array<[string, Record<string, string[]>, string[], string[]]>
   ['no-match-string', { 'no-match-string': ['debug'] }, ['debug x', 'info y'], ['info y']],
   ['match-re', { 'match-re': ['"temp":\\s*[3-9][0-9]'] }, ['{"temp":35}', '{"temp":12}'], ['{"temp":35}']],
   ['no-match-re', { 'no-match-re': ['(?i)HEARTBEAT'] }, ['heartbeat', 'alarm'], ['alarm']],
-  ['all together', { 'match-string': ['a'], 'no-match-string': ['b'], 'match-re': ['^\\{'], 'no-match-re': ['"a[c]"'] }, ['a', 'ab', 'ac', 'ad'], ['a', 'ad']],
+  [
+    'all together',
+    { 'match-string': ['a'], 'no-match-string': ['b'], 'match-re': ['^\\{'], 'no-match-re': ['"a[c]"'] },
+    ['a', 'ab', 'ac', 'ad'],
+    ['a', 'ad'],
+  ],
 ];
 for (const [label, filters, sent, expected] of filterCases) {
   test(`filter ${label} on the JSON text of MSG`, async () => {
     const { topic, name } = await exporter({ ...filters });
     for (const p of sent) await env.produce(topic, p);
     await env.state(rt, name, (s) => Number(s.delivered) + Number(s.filtered) === sent.length, 'all handled');
-    assert.equal(bodiesOf(name).map((r) => r.body), expected);
+    assert.equal(
+      bodiesOf(name).map((r) => r.body),
+      expected,
+    );
   });
 }
 
@@ -197,7 +252,11 @@ test('Retry-After (seconds and HTTP date) sets the wait, capped at max-retry-int
 test('a hanging server and a reset connection are failed attempts', async () => {
   const { topic, name } = await exporter({});
   let n = 0;
-  hook.script((_i, req) => { if (req.body !== 'h') return {}; n++; return n === 1 ? { hang: true } : n === 2 ? { reset: true } : {}; });
+  hook.script((_i, req) => {
+    if (req.body !== 'h') return {};
+    n++;
+    return n === 1 ? { hang: true } : n === 2 ? { reset: true } : {};
+  });
   await env.produce(topic, 'h');
   await hook.waitFor(() => bodiesOf(name).length === 1, 'delivered on the third attempt');
   const s = await env.state(rt, name, (x) => x.delivered === 1, 'delivered');
@@ -209,10 +268,16 @@ test('max-in-flight 8 delivers every message; max-in-flight 1 keeps the order', 
   const a = await exporter({ 'max-in-flight': 8 });
   const b = await exporter({});
   hook.script((i) => (i % 3 === 0 ? { delayMs: 5 } : {}));
-  for (let i = 0; i < 50; i++) { await env.produce(a.topic, `a${i}`); await env.produce(b.topic, `b${i}`); }
+  for (let i = 0; i < 50; i++) {
+    await env.produce(a.topic, `a${i}`);
+    await env.produce(b.topic, `b${i}`);
+  }
   await hook.waitFor(() => bodiesOf(a.name).length === 50 && bodiesOf(b.name).length === 50, 'all delivered');
   assert.equal(new Set(bodiesOf(a.name).map((r) => r.body)).size, 50);
-  assert.equal(bodiesOf(b.name).map((r) => r.body), Array.from({ length: 50 }, (_, i) => `b${i}`));
+  assert.equal(
+    bodiesOf(b.name).map((r) => r.body),
+    Array.from({ length: 50 }, (_, i) => `b${i}`),
+  );
   hook.script([]);
 });
 
@@ -221,14 +286,30 @@ test('start-position end skips older messages; beginning reads them', async () =
   await env.produce(topic, 'old');
   const endName = uniq('hook-');
   const begName = uniq('hook-');
-  for (const [name, pos] of [[endName, 'end'], [begName, 'beginning']] as const) {
-    await env.webhook({ name, topics: [topic], 'start-position': pos, 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}' });
+  for (const [name, pos] of [
+    [endName, 'end'],
+    [begName, 'beginning'],
+  ] as const) {
+    await env.webhook({
+      name,
+      topics: [topic],
+      'start-position': pos,
+      'site-placement': { 'all-sites': true },
+      url: `${hook.url}/${name}`,
+      data: '${MSG_PAYLOAD}',
+    });
     await env.state(rt, name, (s) => s.status === 'ready', 'ready');
   }
   await env.produce(topic, 'new');
   await hook.waitFor(() => bodiesOf(endName).length === 1 && bodiesOf(begName).length === 2, 'deliveries');
-  assert.equal(bodiesOf(endName).map((r) => r.body), ['new']);
-  assert.equal(bodiesOf(begName).map((r) => r.body), ['old', 'new']);
+  assert.equal(
+    bodiesOf(endName).map((r) => r.body),
+    ['new'],
+  );
+  assert.equal(
+    bodiesOf(begName).map((r) => r.body),
+    ['old', 'new'],
+  );
 });
 
 test('state is published to the store kv area', async () => {

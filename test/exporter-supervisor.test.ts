@@ -28,10 +28,24 @@ test.before(async () => {
   await env.put('sites/edge1', { name: 'edge1', type: 'edge', labels: { env: 'prod' }, hosts: [] });
   rt = await env.start({ site: 'edge1', secrets: staticSecrets(secretData, () => sealed) });
 });
-test.after(async () => { await env.close(); await hook.close(); await redis.close(); });
+test.after(async () => {
+  await env.close();
+  await hook.close();
+  await redis.close();
+});
 
-const base = (name: string, topic: string, placement: JsonObject): JsonObject => ({ name, topics: [topic], 'site-placement': placement, url: `${hook.url}/${name}`, data: '${MSG_PAYLOAD}' });
-const got = (name: string) => hook.delivered().filter((r) => r.path === `/${name}`).map((r) => r.body);
+const base = (name: string, topic: string, placement: JsonObject): JsonObject => ({
+  name,
+  topics: [topic],
+  'site-placement': placement,
+  url: `${hook.url}/${name}`,
+  data: '${MSG_PAYLOAD}',
+});
+const got = (name: string) =>
+  hook
+    .delivered()
+    .filter((r) => r.path === `/${name}`)
+    .map((r) => r.body);
 const groups = async (topic: string): Promise<string[]> => {
   const raw = await redis.sendCommand(['XINFO', 'GROUPS', `volga:${topic}`]).catch(() => []);
   return Array.isArray(raw) ? raw.map((g) => (Array.isArray(g) ? String(g[1]) : '')) : [];
@@ -55,9 +69,19 @@ placements.forEach(([label, placement, status], i) => {
 test('placement follows site label and deployment changes', async () => {
   await env.webhook(base('dep', 'dep-topic', { 'application-deployments': ['d1'] }));
   await env.state(rt, 'dep', (s) => s.status === 'stopped', 'stopped without the deployment');
-  await env.put('application-deployments/d1', { name: 'd1', 'application-name': 'a', 'application-version': '1', placement: { 'match-site-labels': 'gpu = yes' } });
+  await env.put('application-deployments/d1', {
+    name: 'd1',
+    'application-name': 'a',
+    'application-version': '1',
+    placement: { 'match-site-labels': 'gpu = yes' },
+  });
   await env.state(rt, 'dep', (s) => s.status === 'stopped', 'still stopped: site has no gpu label');
-  await env.put('sites/edge1', { name: 'edge1', type: 'edge', labels: { env: 'prod' }, hosts: [{ 'host-id': 'h', labels: { gpu: 'yes' } }] });
+  await env.put('sites/edge1', {
+    name: 'edge1',
+    type: 'edge',
+    labels: { env: 'prod' },
+    hosts: [{ 'host-id': 'h', labels: { gpu: 'yes' } }],
+  });
   await env.state(rt, 'dep', (s) => s.status === 'ready', 'ready once a host carries gpu=yes');
   await env.produce('dep-topic', 'hello');
   await hook.waitFor(() => got('dep').length === 1, 'delivery');
@@ -93,7 +117,11 @@ test('placed elsewhere keeps the group; deleting destroys it and the state', asy
 
 test('topic-patterns: new matching topics are found and read from their start', async () => {
   await env.produce('pat-old', 'before');
-  await env.webhook({ ...(base('pat', 'pat-named', { 'all-sites': true }) as object), 'topic-patterns': ['^pat-(new|old)'], 'start-position': 'beginning' });
+  await env.webhook({
+    ...(base('pat', 'pat-named', { 'all-sites': true }) as object),
+    'topic-patterns': ['^pat-(new|old)'],
+    'start-position': 'beginning',
+  });
   await env.state(rt, 'pat', (s) => (s['consumed-topics'] as string[]).includes('pat-old'), 'existing topic consumed');
   await env.produce('pat-new', 'fresh');
   await env.produce('pat-other', 'not matched');
@@ -104,7 +132,11 @@ test('topic-patterns: new matching topics are found and read from their start', 
 });
 
 test('secrets: sealed store → error; restart after unseal re-reads them', async () => {
-  await env.webhook({ ...(base('sec', 'sec-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'k' } }] });
+  await env.webhook({
+    ...(base('sec', 'sec-topic', { 'all-sites': true }) as object),
+    data: '${S}',
+    variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'k' } }],
+  });
   const s = await env.state(rt, 'sec', (x) => x.status === 'error', 'error while sealed');
   assert.match(String(s['last-error']), /sealed/);
   sealed = false;
@@ -121,14 +153,22 @@ test('secrets: sealed store → error; restart after unseal re-reads them', asyn
 });
 
 test('a missing secret key is an error naming the variable; restart of an unknown exporter is false', async () => {
-  await env.webhook({ ...(base('sec2', 'sec2-topic', { 'all-sites': true }) as object), data: '${S}', variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'nokey' } }] });
+  await env.webhook({
+    ...(base('sec2', 'sec2-topic', { 'all-sites': true }) as object),
+    data: '${S}',
+    variables: [{ name: 'S', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'nokey' } }],
+  });
   const s = await env.state(rt, 'sec2', (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /variable S/);
   assert.is(await rt.restart('default', 'nope'), false);
 });
 
 test('an invalid configuration is status error with the field in last-error', async () => {
-  await env.webhook({ ...(base('bad', 'bad-topic', { 'all-sites': true }) as object), 'match-re': ['(a)\\1'], 'retry-interval': '1s' });
+  await env.webhook({
+    ...(base('bad', 'bad-topic', { 'all-sites': true }) as object),
+    'match-re': ['(a)\\1'],
+    'retry-interval': '1s',
+  });
   const s = await env.state(rt, 'bad', (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /match-re\[0\]/);
 });

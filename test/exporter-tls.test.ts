@@ -23,13 +23,24 @@ test.before(async () => {
   hook = await startWebhookServer({ tls: { key: certs.key, cert: certs.cert } });
   rt = await env.start({ clock: fakeClock() });
 });
-test.after(async () => { await env.close(); await hook.close(); });
+test.after(async () => {
+  await env.close();
+  await hook.close();
+});
 
 /** Sends one message with these TLS fields; returns the exporter's state once it is handled. */
 async function attempt(tls: JsonObject) {
   const name = `tls-${++seq}`;
   const topic = `tls-topic-${seq}`;
-  await env.webhook({ name, topics: [topic], 'site-placement': { 'all-sites': true }, url: `${hook.url}/${name}`, data: 'x', tries: 1, ...tls });
+  await env.webhook({
+    name,
+    topics: [topic],
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/${name}`,
+    data: 'x',
+    tries: 1,
+    ...tls,
+  });
   await env.state(rt, name, (s) => s.status === 'ready', 'ready');
   await env.produce(topic, 'x');
   const s = await env.state(rt, name, (x) => Number(x.delivered) + Number(x.dropped) === 1, 'handled');
@@ -40,11 +51,24 @@ async function attempt(tls: JsonObject) {
 const cases: Array<[string, () => JsonObject, boolean, RegExp?]> = [
   ['an unknown CA fails verification', () => ({}), false, /certificate/i],
   ['tls-verify false accepts the unknown CA', () => ({ 'tls-verify': false }), true],
-  ['ca-cert with use-root-ca-certs false passes', () => ({ 'ca-cert': certs.caCert, 'use-root-ca-certs': false }), true],
+  [
+    'ca-cert with use-root-ca-certs false passes',
+    () => ({ 'ca-cert': certs.caCert, 'use-root-ca-certs': false }),
+    true,
+  ],
   ['ca-cert with the root bundle passes', () => ({ 'ca-cert': certs.caCert }), true],
   ['use-root-ca-certs false without ca-cert trusts nothing', () => ({ 'use-root-ca-certs': false }), false],
-  ['server-name-indication with the certificate name passes', () => ({ 'ca-cert': certs.caCert, 'server-name-indication': certs.serverName }), true],
-  ['server-name-indication with another name fails', () => ({ 'ca-cert': certs.caCert, 'server-name-indication': 'wrong.example' }), false, /wrong\.example|altnames|Hostname/i],
+  [
+    'server-name-indication with the certificate name passes',
+    () => ({ 'ca-cert': certs.caCert, 'server-name-indication': certs.serverName }),
+    true,
+  ],
+  [
+    'server-name-indication with another name fails',
+    () => ({ 'ca-cert': certs.caCert, 'server-name-indication': 'wrong.example' }),
+    false,
+    /wrong\.example|altnames|Hostname/i,
+  ],
 ];
 
 for (const [label, fields, ok, error] of cases) {

@@ -14,8 +14,13 @@ import { byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 function fieldsSuite(backend: Backend): void {
   const t = suite(`http fields (${backend})`);
   let api: TestApi;
-  t.before(async () => { api = await startApi(backend, { db: 8 }); await seed(api); });
-  t.after(async () => { await api.close(); });
+  t.before(async () => {
+    api = await startApi(backend, { db: 8 });
+    await seed(api);
+  });
+  t.after(async () => {
+    await api.close();
+  });
 
   const single = [
     ['a,b', 'name,type', { name: 'site-a', type: 'edge' }],
@@ -23,7 +28,11 @@ function fieldsSuite(backend: Backend): void {
     ['a/[b,c]', 'labels/[env,region]', { labels: { env: 'prod', region: 'eu' } }],
     ['a=x/b renames a', 'labels=tags/region', { tags: { region: 'eu' } }],
     ['renaming a leaf', 'name=id,topology/parent-site=parent', { id: 'site-a', topology: { parent: 'tower' } }],
-    ['nesting through a list', 'name,hosts/[host-id,labels/gpu]', { name: 'site-a', hosts: [{ 'host-id': 'h1', labels: { gpu: 'yes' } }, { 'host-id': 'h2' }] }],
+    [
+      'nesting through a list',
+      'name,hosts/[host-id,labels/gpu]',
+      { name: 'site-a', hosts: [{ 'host-id': 'h1', labels: { gpu: 'yes' } }, { 'host-id': 'h2' }] },
+    ],
     ['whole wins over part', 'labels,labels/env', { labels: { env: 'prod', region: 'eu' } }],
     ['an ordered list whole', 'management-ipv4-access-list', { 'management-ipv4-access-list': ['10.0.0.0/8'] }],
     ['blanks around names', ' name , labels / env ', { name: 'site-a', labels: { env: 'prod' } }],
@@ -48,16 +57,25 @@ function fieldsSuite(backend: Backend): void {
       { name: 'xeno' },
     ]);
     assert.equal(await ok(api, `/v1/config/sites?fields=${q('hosts/host-id')}`), [
-      { hosts: [{ 'host-id': 'h1' }, { 'host-id': 'h2' }] }, { hosts: [{ 'host-id': 'h3' }] }, {}, {},
+      { hosts: [{ 'host-id': 'h1' }, { 'host-id': 'h2' }] },
+      { hosts: [{ 'host-id': 'h3' }] },
+      {},
+      {},
     ]);
-    assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name=n,site-placement/[all-sites,match-site-labels]')}`), [
-      { n: 'hook-a', 'site-placement': { 'all-sites': true } },
-      { n: 'hook-b', 'site-placement': { 'match-site-labels': 'env = prod' } },
-    ]);
+    assert.equal(
+      await ok(api, `/v1/config/volga/webhooks?fields=${q('name=n,site-placement/[all-sites,match-site-labels]')}`),
+      [
+        { n: 'hook-a', 'site-placement': { 'all-sites': true } },
+        { n: 'hook-b', 'site-placement': { 'match-site-labels': 'env = prod' } },
+      ],
+    );
   });
 
   t('lists: fields with where keeps where on the whole object', async () => {
-    assert.equal(await ok(api, `/v1/config/sites?fields=name&where=${q("labels/env = 'prod'")}`), [{ name: 'site-a' }, { name: 'tower' }]);
+    assert.equal(await ok(api, `/v1/config/sites?fields=name&where=${q("labels/env = 'prod'")}`), [
+      { name: 'site-a' },
+      { name: 'tower' },
+    ]);
   });
 
   t('state lists and objects: runtime fields can be selected', async () => {
@@ -67,31 +85,54 @@ function fieldsSuite(backend: Backend): void {
     assert.equal(await ok(api, `/v1/state/application-deployments/dep1?fields=${q('status/selected-sites=sites')}`), {
       status: { sites: ['site-a', 'tower'] },
     });
-    assert.equal(await ok(api, `/v1/state/volga/webhooks/hook-b?fields=${q('name,status')}`), { name: 'hook-b', status: 'starting' });
+    assert.equal(await ok(api, `/v1/state/volga/webhooks/hook-b?fields=${q('name,status')}`), {
+      name: 'hook-b',
+      status: 'starting',
+    });
     assert.equal(await names(api, `/v1/state/volga/webhooks?fields=${q('name,status')}`), ['hook-a', 'hook-b']);
   });
 
   t('GET /v1/config: fields per object of mixed types, x-path always kept', async () => {
     const all = byPath(await ok(api, `/v1/config?fields=${q('name,default-domain,labels/env')}`));
-    assert.equal(all.get('/v1/config/sites/site-a'), { 'x-path': '/v1/config/sites/site-a', name: 'site-a', labels: { env: 'prod' } });
+    assert.equal(all.get('/v1/config/sites/site-a'), {
+      'x-path': '/v1/config/sites/site-a',
+      name: 'site-a',
+      labels: { env: 'prod' },
+    });
     assert.equal(all.get('/v1/config/sites/xeno'), { 'x-path': '/v1/config/sites/xeno', name: 'xeno' });
-    assert.equal(all.get('/v1/config/system/settings'), { 'x-path': '/v1/config/system/settings', 'default-domain': 'example.test' });
+    assert.equal(all.get('/v1/config/system/settings'), {
+      'x-path': '/v1/config/system/settings',
+      'default-domain': 'example.test',
+    });
     assert.equal(all.get('/v1/config/applications/app1'), { 'x-path': '/v1/config/applications/app1', name: 'app1' });
     // A field only some types have is no error here: the other objects keep their x-path only.
     const only = byPath(await ok(api, `/v1/config?fields=version`));
-    assert.equal(only.get('/v1/config/applications/app1'), { 'x-path': '/v1/config/applications/app1', version: '1.0' });
+    assert.equal(only.get('/v1/config/applications/app1'), {
+      'x-path': '/v1/config/applications/app1',
+      version: '1.0',
+    });
     assert.equal(only.get('/v1/config/sites/site-a'), { 'x-path': '/v1/config/sites/site-a' });
   });
 
   t('GET /v1/state: fields per object, with runtime and system objects', async () => {
     const all = byPath(await ok(api, `/v1/state?fields=${q('name,status/selected-sites,domain')}`));
-    assert.equal(all.get('/v1/state/application-deployments/dep1'), { 'x-path': '/v1/state/application-deployments/dep1', name: 'dep1', status: { 'selected-sites': ['site-a', 'tower'] } });
-    assert.equal(all.get('/v1/state/system/dns-zones/default'), { 'x-path': '/v1/state/system/dns-zones/default', name: 'default', domain: 'example.test' });
+    assert.equal(all.get('/v1/state/application-deployments/dep1'), {
+      'x-path': '/v1/state/application-deployments/dep1',
+      name: 'dep1',
+      status: { 'selected-sites': ['site-a', 'tower'] },
+    });
+    assert.equal(all.get('/v1/state/system/dns-zones/default'), {
+      'x-path': '/v1/state/system/dns-zones/default',
+      name: 'default',
+      domain: 'example.test',
+    });
     assert.equal(all.get('/v1/state/sites/tower'), { 'x-path': '/v1/state/sites/tower', name: 'tower' });
   });
 
   t('YAML: a list with fields is one document per object', async () => {
-    const res = await api.req('GET', `/v1/config/sites?fields=name&where=${q("type = 'control-tower'")}`, { headers: { accept: 'application/yaml' } });
+    const res = await api.req('GET', `/v1/config/sites?fields=name&where=${q("type = 'control-tower'")}`, {
+      headers: { accept: 'application/yaml' },
+    });
     assert.is(res.status, 200);
     assert.is(await res.text(), '---\nname: tower\n');
   });
@@ -121,7 +162,13 @@ function fieldsSuite(backend: Backend): void {
     await rejected(api, `/v1/state/sites/site-a?fields=${q('name,colour')}`, 'fields', 'unknown-field', 5);
     await rejected(api, `/v1/state/sites?fields=${q('name,colour')}`, 'fields', 'unknown-field', 5);
     await rejected(api, `/v1/state/application-deployments/dep1?fields=${q('status/x')}`, 'fields', 'unknown-field', 7);
-    await rejected(api, `/v1/state/application-deployments?fields=${q('status/selected-sites,')}`, 'fields', 'syntax', 22);
+    await rejected(
+      api,
+      `/v1/state/application-deployments?fields=${q('status/selected-sites,')}`,
+      'fields',
+      'syntax',
+      22,
+    );
   });
 
   t('400 on GET /v1/config and /v1/state for syntax errors (unknown names are allowed there)', async () => {
@@ -129,10 +176,23 @@ function fieldsSuite(backend: Backend): void {
     await rejected(api, `/v1/state?fields=${q('a=b=c')}`, 'fields', 'syntax', 3);
   });
 
-  const hookB = { name: 'hook-b', topics: ['t2'], 'site-placement': { 'match-site-labels': 'env = prod' }, url: 'http://example.test/b', data: 'x' };
+  const hookB = {
+    name: 'hook-b',
+    topics: ['t2'],
+    'site-placement': { 'match-site-labels': 'env = prod' },
+    url: 'http://example.test/b',
+    data: 'x',
+  };
   const hookBDefaults = {
-    ...hookB, 'start-position': 'end', 'tls-verify': true, 'use-root-ca-certs': true, tries: 0, 'data-format': 'string',
-    'max-in-flight': 1, 'retry-interval': '1s', 'max-retry-interval': '60s',
+    ...hookB,
+    'start-position': 'end',
+    'tls-verify': true,
+    'use-root-ca-certs': true,
+    tries: 0,
+    'data-format': 'string',
+    'max-in-flight': 1,
+    'retry-interval': '1s',
+    'max-retry-interval': '60s',
   };
   const withDefaults = [
     ['', hookBDefaults, { name: 'xeno', type: 'edge' }],
@@ -146,21 +206,30 @@ function fieldsSuite(backend: Backend): void {
     t(`with-defaults${param}: one object, a list, GET /v1/config`, async () => {
       assert.equal(await ok(api, `/v1/config/volga/webhooks/hook-b?with-defaults${param}`), hook);
       assert.equal(await ok(api, `/v1/config/sites/xeno?with-defaults${param}`), xeno);
-      const list = await ok(api, `/v1/config/volga/webhooks?with-defaults${param}`) as unknown[];
+      const list = (await ok(api, `/v1/config/volga/webhooks?with-defaults${param}`)) as unknown[];
       assert.equal(list[1], hook);
       const all = byPath(await ok(api, `/v1/config?with-defaults${param}&match-path=${q('/v1/config/sites/xeno')}`));
       assert.equal([...all.values()], [{ 'x-path': '/v1/config/sites/xeno', ...xeno }]);
     });
   }
 
-  t('with-defaults: trim keeps values that differ from the default; state objects too; fields see defaults', async () => {
-    const a = await ok(api, '/v1/config/volga/webhooks/hook-a?with-defaults=trim') as Record<string, unknown>;
-    assert.equal([a['start-position'], a.tries], ['beginning', 3]);
-    const state = await ok(api, '/v1/state/volga/webhooks/hook-b?with-defaults') as Record<string, unknown>;
-    assert.equal([state.status, state['retry-interval'], state.name], ['starting', '1s', 'hook-b']);
-    assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}&with-defaults`), [{ name: 'hook-a', tries: 3 }, { name: 'hook-b', tries: 0 }]);
-    assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}`), [{ name: 'hook-a', tries: 3 }, { name: 'hook-b' }]);
-  });
+  t(
+    'with-defaults: trim keeps values that differ from the default; state objects too; fields see defaults',
+    async () => {
+      const a = (await ok(api, '/v1/config/volga/webhooks/hook-a?with-defaults=trim')) as Record<string, unknown>;
+      assert.equal([a['start-position'], a.tries], ['beginning', 3]);
+      const state = (await ok(api, '/v1/state/volga/webhooks/hook-b?with-defaults')) as Record<string, unknown>;
+      assert.equal([state.status, state['retry-interval'], state.name], ['starting', '1s', 'hook-b']);
+      assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}&with-defaults`), [
+        { name: 'hook-a', tries: 3 },
+        { name: 'hook-b', tries: 0 },
+      ]);
+      assert.equal(await ok(api, `/v1/config/volga/webhooks?fields=${q('name,tries')}`), [
+        { name: 'hook-a', tries: 3 },
+        { name: 'hook-b' },
+      ]);
+    },
+  );
 
   t('content on state reads: config, nonconfig, all (default); name always kept', async () => {
     const dep = { name: 'dep1', 'application-name': 'app1', placement: { 'match-site-labels': 'env = prod' } };
@@ -170,12 +239,26 @@ function fieldsSuite(backend: Backend): void {
     assert.equal(await ok(api, '/v1/state/application-deployments/dep1?content=all'), { ...dep, status });
     assert.equal(await ok(api, '/v1/state/application-deployments/dep1'), { ...dep, status });
     assert.equal(await ok(api, '/v1/state/application-deployments?content=nonconfig'), [{ name: 'dep1', status }]);
-    assert.equal(await ok(api, '/v1/state/volga/webhooks?content=nonconfig&fields=name,status'), [{ name: 'hook-a', status: 'starting' }, { name: 'hook-b', status: 'starting' }]);
-    const all = byPath(await ok(api, `/v1/state?content=nonconfig&match-path=${q('/v1/state/application-deployments/*')}`));
+    assert.equal(await ok(api, '/v1/state/volga/webhooks?content=nonconfig&fields=name,status'), [
+      { name: 'hook-a', status: 'starting' },
+      { name: 'hook-b', status: 'starting' },
+    ]);
+    const all = byPath(
+      await ok(api, `/v1/state?content=nonconfig&match-path=${q('/v1/state/application-deployments/*')}`),
+    );
     assert.equal([...all.values()], [{ 'x-path': '/v1/state/application-deployments/dep1', name: 'dep1', status }]);
     // Where sees the filtered object: the configured name of the application is gone with nonconfig.
-    assert.equal(await ok(api, `/v1/state/application-deployments?content=nonconfig&count&where=${q("application-name = 'app1'")}`), { count: 0 });
-    assert.equal(await ok(api, `/v1/state/application-deployments?content=config&count&where=${q("application-name = 'app1'")}`), { count: 1 });
+    assert.equal(
+      await ok(
+        api,
+        `/v1/state/application-deployments?content=nonconfig&count&where=${q("application-name = 'app1'")}`,
+      ),
+      { count: 0 },
+    );
+    assert.equal(
+      await ok(api, `/v1/state/application-deployments?content=config&count&where=${q("application-name = 'app1'")}`),
+      { count: 1 },
+    );
   });
 
   t('400: bad with-defaults and content values, content on a config read', async () => {

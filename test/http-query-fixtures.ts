@@ -10,7 +10,9 @@ export type Info = { code?: string; parameter?: string; position?: number; path?
 
 export const sites = [
   {
-    name: 'site-a', type: 'edge', description: 'first edge',
+    name: 'site-a',
+    type: 'edge',
+    description: 'first edge',
     labels: { env: 'prod', region: 'eu' },
     topology: { 'parent-site': 'tower' },
     hosts: [{ 'host-id': 'h1', labels: { gpu: 'yes' } }, { 'host-id': 'h2' }],
@@ -22,8 +24,22 @@ export const sites = [
 ] as const;
 
 export const hooks = [
-  { name: 'hook-a', topics: ['t1'], 'site-placement': { 'all-sites': true }, url: 'http://example.test/a', data: '${MSG}', 'start-position': 'beginning', tries: 3 },
-  { name: 'hook-b', topics: ['t2'], 'site-placement': { 'match-site-labels': 'env = prod' }, url: 'http://example.test/b', data: 'x' },
+  {
+    name: 'hook-a',
+    topics: ['t1'],
+    'site-placement': { 'all-sites': true },
+    url: 'http://example.test/a',
+    data: '${MSG}',
+    'start-position': 'beginning',
+    tries: 3,
+  },
+  {
+    name: 'hook-b',
+    topics: ['t2'],
+    'site-placement': { 'match-site-labels': 'env = prod' },
+    url: 'http://example.test/b',
+    data: 'x',
+  },
 ] as const;
 
 /** Writes the fixture configuration through the API (one transaction, as a user would). */
@@ -32,7 +48,12 @@ export async function seed(api: TestApi): Promise<void> {
     ...sites.map((s) => ({ 'x-path': `/v1/config/sites/${s.name}`, ...s })),
     ...hooks.map((h) => ({ 'x-path': `/v1/config/volga/webhooks/${h.name}`, ...h })),
     { 'x-path': '/v1/config/applications/app1', name: 'app1', version: '1.0' },
-    { 'x-path': '/v1/config/application-deployments/dep1', name: 'dep1', 'application-name': 'app1', placement: { 'match-site-labels': 'env = prod' } },
+    {
+      'x-path': '/v1/config/application-deployments/dep1',
+      name: 'dep1',
+      'application-name': 'app1',
+      placement: { 'match-site-labels': 'env = prod' },
+    },
     { 'x-path': '/v1/config/system/settings', 'default-domain': 'example.test' },
   ];
   const res = await api.json('PATCH', '/v1/config', { body: objects });
@@ -64,9 +85,19 @@ export async function bad(api: TestApi, path: string, status = 400): Promise<Inf
 }
 
 /** Asserts a 400's error-info names `parameter` with `code` (and `position` when given). */
-export async function rejected(api: TestApi, path: string, parameter: string, code: string, position?: number): Promise<void> {
+export async function rejected(
+  api: TestApi,
+  path: string,
+  parameter: string,
+  code: string,
+  position?: number,
+): Promise<void> {
   const info = await bad(api, path);
-  const got = { parameter: info.parameter, code: info.code, ...(position !== undefined ? { position: info.position } : {}) };
+  const got = {
+    parameter: info.parameter,
+    code: info.code,
+    ...(position !== undefined ? { position: info.position } : {}),
+  };
   assert.equal(got, { parameter, code, ...(position !== undefined ? { position } : {}) }, `GET ${path}`);
 }
 

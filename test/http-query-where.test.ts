@@ -16,8 +16,13 @@ import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures
 function whereSuite(backend: Backend): void {
   const t = suite(`http where (${backend})`);
   let api: TestApi;
-  t.before(async () => { api = await startApi(backend, { db: 9 }); await seed(api); });
-  t.after(async () => { await api.close(); });
+  t.before(async () => {
+    api = await startApi(backend, { db: 9 });
+    await seed(api);
+  });
+  t.after(async () => {
+    await api.close();
+  });
 
   // [expression, names of the sites it selects]; the seed's forms first, then what they stand for.
   const onSites = [
@@ -74,15 +79,23 @@ function whereSuite(backend: Backend): void {
     const hooks = (expr: string) => names(api, `/v1/state/volga/webhooks?where=${q(expr)}`);
     assert.equal(await hooks("status = 'starting'"), ['hook-a', 'hook-b']);
     // What an exporter process records for hook-a (the state an API process reads back).
-    await api.instance.deps.store.kvSet(`${kvPrefix.webhookState}default/hook-a`, JSON.stringify({ status: 'ready', delivered: 5, 'consumed-topics': ['t1'] }));
+    await api.instance.deps.store.kvSet(
+      `${kvPrefix.webhookState}default/hook-a`,
+      JSON.stringify({ status: 'ready', delivered: 5, 'consumed-topics': ['t1'] }),
+    );
     assert.equal(await hooks("status = 'ready' and delivered > 0"), ['hook-a']);
     assert.equal(await hooks("consumed-topics = 't1'"), ['hook-a']);
     assert.equal(await hooks("status != 'ready'"), ['hook-b']);
   });
 
   t('state: deployments by their selected sites', async () => {
-    assert.equal(await names(api, `/v1/state/application-deployments?where=${q("status/selected-sites = 'tower'")}`), ['dep1']);
-    assert.equal(await names(api, `/v1/state/application-deployments?where=${q('count(status/selected-sites) = 1')}`), []);
+    assert.equal(await names(api, `/v1/state/application-deployments?where=${q("status/selected-sites = 'tower'")}`), [
+      'dep1',
+    ]);
+    assert.equal(
+      await names(api, `/v1/state/application-deployments?where=${q('count(status/selected-sites) = 1')}`),
+      [],
+    );
   });
 
   t('one state object: where decides 200 or 404', async () => {
@@ -92,8 +105,14 @@ function whereSuite(backend: Backend): void {
   });
 
   t('GET /v1/config and /v1/state: where per object, objects of every type', async () => {
-    assert.equal([...byPath(await ok(api, `/v1/config?where=${q("labels/env = 'prod'")}`)).keys()], ['/v1/config/sites/site-a', '/v1/config/sites/tower']);
-    assert.equal([...byPath(await ok(api, `/v1/config?where=${q("default-domain = 'example.test' or version = '1.0'")}`)).keys()], ['/v1/config/applications/app1', '/v1/config/system/settings']);
+    assert.equal(
+      [...byPath(await ok(api, `/v1/config?where=${q("labels/env = 'prod'")}`)).keys()],
+      ['/v1/config/sites/site-a', '/v1/config/sites/tower'],
+    );
+    assert.equal(
+      [...byPath(await ok(api, `/v1/config?where=${q("default-domain = 'example.test' or version = '1.0'")}`)).keys()],
+      ['/v1/config/applications/app1', '/v1/config/system/settings'],
+    );
     const state = byPath(await ok(api, `/v1/state?where=${q("name = 'default' or status/selected-sites = 'site-a'")}`));
     assert.equal([...state.keys()], ['/v1/state/application-deployments/dep1', '/v1/state/system/dns-zones/default']);
   });
@@ -107,7 +126,7 @@ function whereSuite(backend: Backend): void {
   // [expression, code, position]: position is the 0-based offset in the where text, also inside
   // a re-match regex or a match-labels expression (after its opening quote).
   const errors = [
-    ["type = ", 'syntax', 7],
+    ['type = ', 'syntax', 7],
     ["type == 'edge'", 'syntax', 6],
     ["type = 'edge", 'unterminated-string', 7],
     ["type = 'edge' and", 'syntax', 17],
@@ -157,27 +176,48 @@ function whereSuite(backend: Backend): void {
   for (const [pattern, want] of configPaths) {
     t(`match-path on GET /v1/config: ${pattern}`, async () => {
       const got = [...byPath(await ok(api, `/v1/config?match-path=${q(pattern)}`)).keys()];
-      assert.equal(got, want.map((p) => `/v1/config/${p}`));
+      assert.equal(
+        got,
+        want.map((p) => `/v1/config/${p}`),
+      );
     });
   }
 
   t('match-path: ** is any descendant; combined with where and fields; on GET /v1/state', async () => {
     const system = [...byPath(await ok(api, `/v1/config?match-path=${q('/v1/config/system/**')}`)).keys()];
-    assert.ok(system.includes('/v1/config/system/settings') && system.includes('/v1/config/system/users/admin'), JSON.stringify(system));
-    assert.ok(system.every((p) => p.startsWith('/v1/config/system/')), JSON.stringify(system));
-    const everything = await ok(api, '/v1/config') as unknown[];
-    assert.is((await ok(api, `/v1/config?match-path=${q('/v1/config/**')}`) as unknown[]).length, everything.length);
-    assert.equal(await ok(api, `/v1/config?match-path=${q('/v1/config/sites/*')}&where=${q("type = 'edge' and labels/env = 'prod'")}&fields=name`), [
-      { 'x-path': '/v1/config/sites/site-a', name: 'site-a' },
-    ]);
+    assert.ok(
+      system.includes('/v1/config/system/settings') && system.includes('/v1/config/system/users/admin'),
+      JSON.stringify(system),
+    );
+    assert.ok(
+      system.every((p) => p.startsWith('/v1/config/system/')),
+      JSON.stringify(system),
+    );
+    const everything = (await ok(api, '/v1/config')) as unknown[];
+    assert.is(((await ok(api, `/v1/config?match-path=${q('/v1/config/**')}`)) as unknown[]).length, everything.length);
+    assert.equal(
+      await ok(
+        api,
+        `/v1/config?match-path=${q('/v1/config/sites/*')}&where=${q("type = 'edge' and labels/env = 'prod'")}&fields=name`,
+      ),
+      [{ 'x-path': '/v1/config/sites/site-a', name: 'site-a' }],
+    );
     const produced = await api.json('POST', '/v1/state/volga/topics/t1/produce', { body: { payload: { temp: 21 } } });
     assert.is(produced.status, 201);
     const state = (pattern: string) => ok(api, `/v1/state?match-path=${q(pattern)}`).then((b) => [...byPath(b).keys()]);
     assert.equal(await state('/v1/state/system/dns-zones/*'), ['/v1/state/system/dns-zones/default']);
     // The bus also holds the audit trail topic: every topic is one component below topics/.
     const topics = await state('/v1/state/volga/topics/*');
-    assert.ok(topics.includes('/v1/state/volga/topics/t1') && topics.every((p) => /^\/v1\/state\/volga\/topics\/[^/]+$/.test(p)), JSON.stringify(topics));
-    assert.equal(await state('/v1/state/volga/**'), ['/v1/state/volga/webhooks/hook-a', '/v1/state/volga/webhooks/hook-b', ...topics]);
+    assert.ok(
+      topics.includes('/v1/state/volga/topics/t1') &&
+        topics.every((p) => /^\/v1\/state\/volga\/topics\/[^/]+$/.test(p)),
+      JSON.stringify(topics),
+    );
+    assert.equal(await state('/v1/state/volga/**'), [
+      '/v1/state/volga/webhooks/hook-a',
+      '/v1/state/volga/webhooks/hook-b',
+      ...topics,
+    ]);
     assert.equal(await state('/v1/state/*/dep1'), ['/v1/state/application-deployments/dep1']);
     assert.equal(await state('/v1/state/*/*/dep1'), []);
   });
@@ -202,7 +242,9 @@ function whereSuite(backend: Backend): void {
     assert.equal(await names(api, '/v1/config/sites?count=false'), all);
     assert.equal(await ok(api, '/v1/state/application-deployments?count'), { count: 1 });
     assert.equal(await ok(api, '/v1/config/volga/webhooks?keys'), ['hook-a', 'hook-b']);
-    assert.equal(await ok(api, `/v1/state/volga/topics?count=false&keys=true&where=${q("starts-with(name, 't')")}`), ['t1']);
+    assert.equal(await ok(api, `/v1/state/volga/topics?count=false&keys=true&where=${q("starts-with(name, 't')")}`), [
+      't1',
+    ]);
   });
 
   t('send-etag and include-tenant-config on GET /v1/config', async () => {
@@ -235,7 +277,7 @@ function whereSuite(backend: Backend): void {
     ['/v1/config?include-tenant-config=no', 'include-tenant-config', 'bad-value'],
     ['/v1/config/sites?keys&keys', 'keys', 'duplicate-parameter'],
     ['/v1/config/sites?fields=name&fields=type', 'fields', 'duplicate-parameter'],
-    ["/v1/state?where=true()&where=false()", 'where', 'duplicate-parameter'],
+    ['/v1/state?where=true()&where=false()', 'where', 'duplicate-parameter'],
     ['/v1/config?match-path=/a&match-path=/b', 'match-path', 'duplicate-parameter'],
     ['/v1/config/sites?colour=red', 'colour', 'unknown-parameter'],
     ['/v1/config/sites?Keys', 'Keys', 'unknown-parameter'],
@@ -247,7 +289,9 @@ function whereSuite(backend: Backend): void {
     ['/v1/state/volga/topics/t1?where=true()', 'where', 'unknown-parameter'],
   ] as const;
   for (const [path, parameter, code] of paramErrors) {
-    t(`400: ${path}`, async () => { await rejected(api, path, parameter, code); });
+    t(`400: ${path}`, async () => {
+      await rejected(api, path, parameter, code);
+    });
   }
 
   t.run();

@@ -4,7 +4,10 @@ import { canonicalJson, deepEqual } from '../src/json.js';
 import { etagOf } from '../src/store/etag.js';
 
 test('canonicalJson sorts keys at every depth', () => {
-  assert.is(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+  assert.is(
+    canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }),
+    '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+  );
 });
 
 test('etag is strong, quoted and changes exactly with content', () => {

@@ -18,7 +18,9 @@ function failure(doc: Json, ops: unknown): ApiError {
 // ---- conformance: the public json-patch-tests suite (../shared/conformance/json-patch) ----
 
 const dir = new URL('../../shared/conformance/json-patch/', import.meta.url);
-const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 let disabled = 0;
 let registered = 0;
 for (const file of files) {
@@ -33,7 +35,8 @@ for (const file of files) {
     registered++;
     const name = `${file}[${i}] ${typeof record.comment === 'string' ? record.comment : ''}`;
     const doc = record.doc as Json;
-    const usesCopyOrMove = Array.isArray(record.patch) && record.patch.some((o) => isObject(o) && (o.op === 'copy' || o.op === 'move'));
+    const usesCopyOrMove =
+      Array.isArray(record.patch) && record.patch.some((o) => isObject(o) && (o.op === 'copy' || o.op === 'move'));
     test(`conformance ${name}`, () => {
       const before = structuredClone(doc);
       if (usesCopyOrMove) {
@@ -83,7 +86,17 @@ const errors: Array<[string, Json, unknown, string, number | undefined, string |
   ['op not an object', {}, [1], 'bad-op', 0, undefined],
   ['unknown op', {}, [{ op: 'spam', path: '/a' }], 'bad-op', 0, undefined],
   ['missing path', {}, [{ op: 'remove' }], 'bad-op', 0, undefined],
-  ['missing value', {}, [{ op: 'test', path: '', value: {} }, { op: 'add', path: '/a' }], 'bad-op', 1, '/a'],
+  [
+    'missing value',
+    {},
+    [
+      { op: 'test', path: '', value: {} },
+      { op: 'add', path: '/a' },
+    ],
+    'bad-op',
+    1,
+    '/a',
+  ],
   ['bad pointer', {}, [{ op: 'add', path: 'a', value: 1 }], 'bad-pointer', 0, 'a'],
   ['bad escape', {}, [{ op: 'add', path: '/a~x', value: 1 }], 'bad-pointer', 0, '/a~x'],
   ['non-JSON value', {}, [{ op: 'add', path: '/a', value: { d: new Date(0) } }], 'bad-value', 0, '/a'],
@@ -96,10 +109,34 @@ const errors: Array<[string, Json, unknown, string, number | undefined, string |
   ['replace missing', { a: 1 }, [{ op: 'replace', path: '/b', value: 1 }], 'missing-target', 0, '/b'],
   ['add under missing', { a: 1 }, [{ op: 'add', path: '/b/c', value: 1 }], 'missing-target', 0, '/b/c'],
   ['add under scalar', { a: 1 }, [{ op: 'add', path: '/a/c', value: 1 }], 'missing-target', 0, '/a/c'],
-  ['safe-replace under scalar', { a: 1 }, [{ op: 'safe-replace', path: '/a/b/c', value: 1 }], 'missing-target', 0, '/a/b/c'],
-  ['safe-replace under missing array element', { a: [] }, [{ op: 'safe-replace', path: '/a/0/c', value: 1 }], 'missing-target', 0, '/a/0/c'],
+  [
+    'safe-replace under scalar',
+    { a: 1 },
+    [{ op: 'safe-replace', path: '/a/b/c', value: 1 }],
+    'missing-target',
+    0,
+    '/a/b/c',
+  ],
+  [
+    'safe-replace under missing array element',
+    { a: [] },
+    [{ op: 'safe-replace', path: '/a/0/c', value: 1 }],
+    'missing-target',
+    0,
+    '/a/0/c',
+  ],
   ['safe-replace beyond end', { a: [] }, [{ op: 'safe-replace', path: '/a/1', value: 1 }], 'bad-index', 0, '/a/1'],
-  ['test failed', { a: 1 }, [{ op: 'test', path: '/a', value: 1 }, { op: 'test', path: '/a', value: '1' }], 'test-failed', 1, '/a'],
+  [
+    'test failed',
+    { a: 1 },
+    [
+      { op: 'test', path: '/a', value: 1 },
+      { op: 'test', path: '/a', value: '1' },
+    ],
+    'test-failed',
+    1,
+    '/a',
+  ],
   ['remove root', { a: 1 }, [{ op: 'remove', path: '' }], 'bad-pointer', 0, ''],
 ];
 for (const [name, doc, ops, code, index, path] of errors) {
@@ -130,7 +167,11 @@ test('an error message names the op index and path but not the document', () => 
 
 test('all or nothing: a later failure leaves the input untouched', () => {
   const doc = { a: 1, list: [1, 2] };
-  failure(doc, [{ op: 'add', path: '/b', value: 2 }, { op: 'remove', path: '/list/0' }, { op: 'remove', path: '/zzz' }]);
+  failure(doc, [
+    { op: 'add', path: '/b', value: 2 },
+    { op: 'remove', path: '/list/0' },
+    { op: 'remove', path: '/zzz' },
+  ]);
   assert.equal(doc, { a: 1, list: [1, 2] });
 });
 
@@ -148,7 +189,13 @@ test('safe-remove ignores a missing target, parent, index or scalar parent', () 
   const doc = { a: 1, l: [1] };
   const ops = ['/b', '/x/y/z', '/l/5', '/l/-', '/a/b'].map((path) => ({ op: 'safe-remove', path }));
   assert.equal(applyJsonPatch(doc, ops), doc);
-  assert.equal(applyJsonPatch(doc, [{ op: 'safe-remove', path: '/a' }, { op: 'safe-remove', path: '/l/0' }]), { l: [] });
+  assert.equal(
+    applyJsonPatch(doc, [
+      { op: 'safe-remove', path: '/a' },
+      { op: 'safe-remove', path: '/l/0' },
+    ]),
+    { l: [] },
+  );
 });
 
 test('safe-remove still rejects a malformed index', () => {
@@ -170,7 +217,14 @@ test('safe-replace replaces, creates the member, and creates missing parents (mk
 });
 
 test('add inserts into arrays, appends with -, and replaces the root with ""', () => {
-  assert.equal(applyJsonPatch({ l: [1, 3] }, [{ op: 'add', path: '/l/1', value: 2 }, { op: 'add', path: '/l/-', value: 4 }, { op: 'add', path: '/l/4', value: 5 }]), { l: [1, 2, 3, 4, 5] });
+  assert.equal(
+    applyJsonPatch({ l: [1, 3] }, [
+      { op: 'add', path: '/l/1', value: 2 },
+      { op: 'add', path: '/l/-', value: 4 },
+      { op: 'add', path: '/l/4', value: 5 },
+    ]),
+    { l: [1, 2, 3, 4, 5] },
+  );
   assert.equal(applyJsonPatch({ a: 1 }, [{ op: 'add', path: '', value: { b: 2 } }]), { b: 2 });
 });
 
@@ -194,7 +248,13 @@ test('null values are allowed, members named like Object.prototype are plain dat
 });
 
 test('escaped pointer tokens address members with / and ~', () => {
-  assert.equal(applyJsonPatch({ 'a/b': 1 }, [{ op: 'replace', path: '/a~1b', value: 2 }, { op: 'add', path: '/~0', value: 3 }]), { 'a/b': 2, '~': 3 });
+  assert.equal(
+    applyJsonPatch({ 'a/b': 1 }, [
+      { op: 'replace', path: '/a~1b', value: 2 },
+      { op: 'add', path: '/~0', value: 3 },
+    ]),
+    { 'a/b': 2, '~': 3 },
+  );
 });
 
 test.run();

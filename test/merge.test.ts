@@ -12,7 +12,12 @@ const cases: Array<[string, JsonObject, JsonObject, JsonObject]> = [
   ['scalar is created', { a: 1 }, { b: false }, { a: 1, b: false }],
   ['null deletes a member (RFC 7386)', { a: 1, b: 2 }, { a: null }, { b: 2 }],
   ['null on a missing member is a no-op', { a: 1 }, { z: null }, { a: 1 }],
-  ['objects merge recursively', { o: { x: 1, y: { z: 1 } } }, { o: { y: { w: 2 } } }, { o: { x: 1, y: { z: 1, w: 2 } } }],
+  [
+    'objects merge recursively',
+    { o: { x: 1, y: { z: 1 } } },
+    { o: { y: { w: 2 } } },
+    { o: { x: 1, y: { z: 1, w: 2 } } },
+  ],
   ['nested null deletes', { o: { x: 1, y: 2 } }, { o: { y: null } }, { o: { x: 1 } }],
   ['nulls in a new object are dropped', {}, { o: { x: null, y: 1 } }, { o: { y: 1 } }],
   ['object replaces scalar', { o: 1 }, { o: { x: 1 } }, { o: { x: 1 } }],
@@ -28,13 +33,58 @@ const cases: Array<[string, JsonObject, JsonObject, JsonObject]> = [
     { hosts: [{ name: 'h2', cpu: 4 }, { name: 'h1', labels: { b: '2' } }, { name: 'h3' }] },
     { hosts: [{ name: 'h1', labels: { a: '1', b: '2' } }, { name: 'h2', cpu: 4 }, { name: 'h3' }] },
   ],
-  ['null deletes a member of a named entry', { v: [{ name: 'a', x: 1, y: 2 }] }, { v: [{ name: 'a', x: null }] }, { v: [{ name: 'a', y: 2 }] }],
-  ['a name repeated in the patch merges twice', { v: [] }, { v: [{ name: 'a', x: 1 }, { name: 'a', y: 2 }] }, { v: [{ name: 'a', x: 1, y: 2 }] }],
-  ['arrays inside named entries merge too', { v: [{ name: 'a', t: ['x'] }] }, { v: [{ name: 'a', t: ['y'] }] }, { v: [{ name: 'a', t: ['x', 'y'] }] }],
-  ['unnamed objects are set members by content', { v: [{ k: 1, j: 2 }] }, { v: [{ j: 2, k: 1 }, { k: 3 }] }, { v: [{ k: 1, j: 2 }, { k: 3 }] }],
-  ['ordered headers are replaced', { headers: [{ name: 'a', value: '1' }, { name: 'b', value: '2' }] }, { headers: [{ name: 'b', value: '3' }] }, { headers: [{ name: 'b', value: '3' }] }],
-  ['ordered access list is replaced', { 'management-ipv4-access-list': ['10.0.0.0/8', '1.2.3.0/24'] }, { 'management-ipv4-access-list': ['1.2.3.0/24'] }, { 'management-ipv4-access-list': ['1.2.3.0/24'] }],
-  ['an ordered name deeper down is not ordered', { o: { headers: ['a'] } }, { o: { headers: ['b'] } }, { o: { headers: ['a', 'b'] } }],
+  [
+    'null deletes a member of a named entry',
+    { v: [{ name: 'a', x: 1, y: 2 }] },
+    { v: [{ name: 'a', x: null }] },
+    { v: [{ name: 'a', y: 2 }] },
+  ],
+  [
+    'a name repeated in the patch merges twice',
+    { v: [] },
+    {
+      v: [
+        { name: 'a', x: 1 },
+        { name: 'a', y: 2 },
+      ],
+    },
+    { v: [{ name: 'a', x: 1, y: 2 }] },
+  ],
+  [
+    'arrays inside named entries merge too',
+    { v: [{ name: 'a', t: ['x'] }] },
+    { v: [{ name: 'a', t: ['y'] }] },
+    { v: [{ name: 'a', t: ['x', 'y'] }] },
+  ],
+  [
+    'unnamed objects are set members by content',
+    { v: [{ k: 1, j: 2 }] },
+    { v: [{ j: 2, k: 1 }, { k: 3 }] },
+    { v: [{ k: 1, j: 2 }, { k: 3 }] },
+  ],
+  [
+    'ordered headers are replaced',
+    {
+      headers: [
+        { name: 'a', value: '1' },
+        { name: 'b', value: '2' },
+      ],
+    },
+    { headers: [{ name: 'b', value: '3' }] },
+    { headers: [{ name: 'b', value: '3' }] },
+  ],
+  [
+    'ordered access list is replaced',
+    { 'management-ipv4-access-list': ['10.0.0.0/8', '1.2.3.0/24'] },
+    { 'management-ipv4-access-list': ['1.2.3.0/24'] },
+    { 'management-ipv4-access-list': ['1.2.3.0/24'] },
+  ],
+  [
+    'an ordered name deeper down is not ordered',
+    { o: { headers: ['a'] } },
+    { o: { headers: ['b'] } },
+    { o: { headers: ['a', 'b'] } },
+  ],
 ];
 for (const [name, target, patch, expected] of cases) {
   test(name, () => {

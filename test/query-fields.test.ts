@@ -6,12 +6,15 @@ import { ApiError } from '../src/errors.js';
 import type { Json, JsonObject } from '../src/json.js';
 
 const hook: JsonObject = {
-  'name': 'h1',
-  'url': 'https://x',
+  name: 'h1',
+  url: 'https://x',
   'site-placement': { 'all-sites': true },
-  'headers': [{ name: 'a', value: '1' }, { name: 'b', value: '2' }],
-  'tls': { 'verify': false, 'ca': { pem: 'P', file: 'F' } },
-  'tags': ['t1', 't2'],
+  headers: [
+    { name: 'a', value: '1' },
+    { name: 'b', value: '2' },
+  ],
+  tls: { verify: false, ca: { pem: 'P', file: 'F' } },
+  tags: ['t1', 't2'],
 };
 
 const cases: Array<[string, Json]> = [
@@ -79,7 +82,10 @@ for (const [text, code, position] of errors) {
 
 test('known() is asked about every path and rejects with the position of the name', () => {
   const asked: string[] = [];
-  const known = (path: string[]) => { asked.push(path.join('/')); return path[path.length - 1] !== 'bogus'; };
+  const known = (path: string[]) => {
+    asked.push(path.join('/'));
+    return path[path.length - 1] !== 'bogus';
+  };
   compileFields('name,tls/[verify,ca/pem]', { known });
   assert.equal(asked, ['name', 'tls', 'tls/verify', 'tls/ca', 'tls/ca/pem']);
   try {

@@ -4,13 +4,13 @@ import { expectApiError } from './helpers/assert.js';
 import { compileLabelExpr, type Labels } from '../src/query/labels.js';
 
 const labels: Labels = {
-  'env': 'prod',
-  'zone': ['a', 'b'],
+  env: 'prod',
+  zone: ['a', 'b'],
   'system/type': 'edge',
   'system/name': 'stockholm-1',
   'gpu.vendor-x_y': 'yes',
-  'empty': '',
-  'Case': 'Upper',
+  empty: '',
+  Case: 'Upper',
 };
 
 const cases: Array<[string, boolean]> = [

@@ -26,7 +26,8 @@ const cases: Array<[string, string, boolean]> = [
   ['/v1/config/Sites', '/v1/config/sites', false],
 ];
 for (const [pattern, path, want] of cases) {
-  test(`${pattern} ${want ? 'matches' : 'does not match'} ${path}`, () => assert.is(compileMatchPath(pattern)(path), want));
+  test(`${pattern} ${want ? 'matches' : 'does not match'} ${path}`, () =>
+    assert.is(compileMatchPath(pattern)(path), want));
 }
 
 const prefixes: Array<[string, string]> = [
@@ -53,7 +54,11 @@ const errors: Array<[string, string, number]> = [
 ];
 for (const [pattern, code, position] of errors) {
   test(`match-path error ${code} at ${position}: ${JSON.stringify(pattern)}`, () => {
-    expectApiError(() => compileMatchPath(pattern), 'invalid-query', { code: code, position: position, parameter: 'match-path' });
+    expectApiError(() => compileMatchPath(pattern), 'invalid-query', {
+      code: code,
+      position: position,
+      parameter: 'match-path',
+    });
   });
 }
 

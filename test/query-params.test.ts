@@ -4,15 +4,27 @@ import { parseQuery, queryParams, type ParsedQuery } from '../src/query/params.j
 import { ApiError } from '../src/errors.js';
 
 const all = queryParams;
-const parse = (qs: string, allowed: readonly string[] = all): ParsedQuery => parseQuery(new URLSearchParams(qs), allowed);
+const parse = (qs: string, allowed: readonly string[] = all): ParsedQuery =>
+  parseQuery(new URLSearchParams(qs), allowed);
 
 test('no parameter: every boolean false, nothing compiled', () => {
-  assert.equal(parse(''), { keys: false, count: false, sendEtag: false, includeTenantConfig: false, dryRun: false, validate: false });
+  assert.equal(parse(''), {
+    keys: false,
+    count: false,
+    sendEtag: false,
+    includeTenantConfig: false,
+    dryRun: false,
+    validate: false,
+  });
 });
 
 const booleans: Array<[string, keyof ParsedQuery]> = [
-  ['keys', 'keys'], ['count', 'count'], ['send-etag', 'sendEtag'],
-  ['include-tenant-config', 'includeTenantConfig'], ['dry-run', 'dryRun'], ['validate', 'validate'],
+  ['keys', 'keys'],
+  ['count', 'count'],
+  ['send-etag', 'sendEtag'],
+  ['include-tenant-config', 'includeTenantConfig'],
+  ['dry-run', 'dryRun'],
+  ['validate', 'validate'],
 ];
 for (const [name, field] of booleans) {
   test(`${name}: no value, =, =true are true; =false is false; others are 400`, () => {
@@ -21,7 +33,10 @@ for (const [name, field] of booleans) {
     assert.is(parse(`${name}=true`)[field], true);
     assert.is(parse(`${name}=false`)[field], false);
     for (const bad of ['yes', '1', 'TRUE']) {
-      try { parse(`${name}=${bad}`); assert.unreachable(); } catch (err) {
+      try {
+        parse(`${name}=${bad}`);
+        assert.unreachable();
+      } catch (err) {
         const e = err as ApiError;
         assert.is(e.status, 400);
         assert.equal([e.info?.code, e.info?.parameter], ['bad-value', name]);
@@ -66,8 +81,14 @@ test('fields, where and match-path come back compiled', () => {
 
 test('fields are checked against known() when given', () => {
   const known = (p: string[]) => p.join('/') === 'name';
-  assert.equal(parseQuery(new URLSearchParams('fields=name'), all, { knownField: known }).fields?.apply({ name: 'n', x: 1 }), { name: 'n' });
-  try { parseQuery(new URLSearchParams('fields=name,x'), all, { knownField: known }); assert.unreachable(); } catch (err) {
+  assert.equal(
+    parseQuery(new URLSearchParams('fields=name'), all, { knownField: known }).fields?.apply({ name: 'n', x: 1 }),
+    { name: 'n' },
+  );
+  try {
+    parseQuery(new URLSearchParams('fields=name,x'), all, { knownField: known });
+    assert.unreachable();
+  } catch (err) {
     assert.equal([(err as ApiError).info?.code, (err as ApiError).info?.position], ['unknown-field', 5]);
   }
 });

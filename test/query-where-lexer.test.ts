@@ -7,12 +7,16 @@ import { lexWhere } from '../src/query/where-lexer.js';
 function kinds(text: string): string {
   return lexWhere(text)
     .filter((t) => t.kind !== 'end')
-    .map((t) => (t.kind === 'name' || t.kind === 'function' || t.kind === 'number' || t.kind === 'literal' ? `${t.kind}:${t.text}` : t.kind))
+    .map((t) =>
+      t.kind === 'name' || t.kind === 'function' || t.kind === 'number' || t.kind === 'literal'
+        ? `${t.kind}:${t.text}`
+        : t.kind,
+    )
     .join(' ');
 }
 
 const cases: Array<[string, string]> = [
-  ["type = 'edge'", "name:type = literal:edge"],
+  ["type = 'edge'", 'name:type = literal:edge'],
   ['connection-state/connected', 'name:connection-state / name:connected'],
   ['a-b', 'name:a-b'],
   ['a - b', 'name:a - name:b'],
@@ -41,7 +45,10 @@ for (const [text, want] of cases) {
 }
 
 test('token positions are 0-based character offsets', () => {
-  assert.equal(lexWhere("  a = 'x'").map((t) => t.pos), [2, 4, 6, 9]);
+  assert.equal(
+    lexWhere("  a = 'x'").map((t) => t.pos),
+    [2, 4, 6, 9],
+  );
 });
 
 const errors: Array<[string, string, number]> = [

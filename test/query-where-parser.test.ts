@@ -14,12 +14,18 @@ function step(s: Step): string {
 /** A Lisp-like rendering of the tree, so precedence and associativity are visible. */
 function show(e: Expr): string {
   switch (e.kind) {
-    case 'number': return String(e.value);
-    case 'literal': return `'${e.value}'`;
-    case 'negate': return `(- ${show(e.operand)})`;
-    case 'binary': return `(${e.op} ${show(e.left)} ${show(e.right)})`;
-    case 'call': return `${e.name}(${e.args.map(show).join(', ')})`;
-    case 'path': return (e.absolute ? '/' : '') + e.steps.map(step).join('/');
+    case 'number':
+      return String(e.value);
+    case 'literal':
+      return `'${e.value}'`;
+    case 'negate':
+      return `(- ${show(e.operand)})`;
+    case 'binary':
+      return `(${e.op} ${show(e.left)} ${show(e.right)})`;
+    case 'call':
+      return `${e.name}(${e.args.map(show).join(', ')})`;
+    case 'path':
+      return (e.absolute ? '/' : '') + e.steps.map(step).join('/');
   }
 }
 
@@ -27,7 +33,10 @@ const parse = (text: string) => show(new WhereParser(lexWhere(text)).parse());
 
 const cases: Array<[string, string]> = [
   ["type = 'edge'", "(= type 'edge')"],
-  ["type = 'edge' and connection-state/connected = true()", "(and (= type 'edge') (= connection-state/connected true()))"],
+  [
+    "type = 'edge' and connection-state/connected = true()",
+    "(and (= type 'edge') (= connection-state/connected true()))",
+  ],
   ['deployed-applications > 0', '(> deployed-applications 0)'],
   ["starts-with(name, 'x')", "starts-with(name, 'x')"],
   ["match-labels(host-labels, 'key = value')", "match-labels(host-labels, 'key = value')"],
@@ -57,7 +66,7 @@ for (const [text, want] of cases) {
 const errors: Array<[string, string, number]> = [
   ['', 'syntax', 0],
   ['   ', 'syntax', 3],
-  ["type = ", 'syntax', 7],
+  ['type = ', 'syntax', 7],
   ["type 'edge'", 'syntax', 5],
   ['a and', 'syntax', 5],
   ['(a', 'syntax', 2],
@@ -79,7 +88,7 @@ const errors: Array<[string, string, number]> = [
   ['not()', 'arity', 0],
   ['concat("a")', 'arity', 0],
   ["re-match(name, 'a', 'b')", 'arity', 0],
-  ["re-match(name, a)", 'literal-required', 15],
+  ['re-match(name, a)', 'literal-required', 15],
   ["match-labels(labels, concat('a', '=b'))", 'literal-required', 21],
   ["match-labels('x', 'a')", 'type', 13],
   ['count(1)', 'type', 6],

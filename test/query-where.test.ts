@@ -4,22 +4,25 @@ import { compileWhere } from '../src/query/where.js';
 import type { JsonObject } from '../src/json.js';
 
 const site: JsonObject = {
-  'name': 'edge-1',
-  'type': 'edge',
+  name: 'edge-1',
+  type: 'edge',
   'connection-state': { connected: true, since: '2024' },
   'deployed-applications': 3,
   'host-labels': { env: 'prod', zone: ['a', 'b'] },
-  'labels': { 'system/type': 'edge' },
-  'hosts': [{ 'host-id': 'h1', 'cpus': 4, 'labels': { gpu: 'yes' } }, { 'host-id': 'h2', 'cpus': 8 }],
-  'a': 5,
-  'b': 2,
+  labels: { 'system/type': 'edge' },
+  hosts: [
+    { 'host-id': 'h1', cpus: 4, labels: { gpu: 'yes' } },
+    { 'host-id': 'h2', cpus: 8 },
+  ],
+  a: 5,
+  b: 2,
   'a-b': 'dash',
-  'disabled': false,
-  'empty': '',
-  'nothing': null,
-  'version': '1.10',
-  'tags': ['x', 'y'],
-  'text': 'abc',
+  disabled: false,
+  empty: '',
+  nothing: null,
+  version: '1.10',
+  tags: ['x', 'y'],
+  text: 'abc',
 };
 
 const cases: Array<[string, boolean]> = [
@@ -189,18 +192,39 @@ test('one compiled predicate serves many objects', () => {
     { type: 'control-tower', 'deployed-applications': 5 },
     { type: 'edge' },
   ];
-  assert.equal(items.map((i) => p.test(i)), [true, false, false, false]);
+  assert.equal(
+    items.map((i) => p.test(i)),
+    [true, false, false, false],
+  );
 });
 
 test('plain paths against constants (read directly) agree with the general node-set path', () => {
   // './' before a path keeps it off the direct route, so both routes run on the same input.
-  const forms = ["tags = 'y'", "tags != 'x'", "'x' != tags", 'hosts/cpus > 6', '6 < hosts/cpus', "hosts/cpus >= '8'",
-    "hosts/labels/gpu = 'yes'", 'deployed-applications = 3.0', "connection-state = 'true2024'", "missing != 'x'",
-    'text < 1', "version = '1.10'", 'nothing = 0', "nothing = ''"];
+  const forms = [
+    "tags = 'y'",
+    "tags != 'x'",
+    "'x' != tags",
+    'hosts/cpus > 6',
+    '6 < hosts/cpus',
+    "hosts/cpus >= '8'",
+    "hosts/labels/gpu = 'yes'",
+    'deployed-applications = 3.0',
+    "connection-state = 'true2024'",
+    "missing != 'x'",
+    'text < 1',
+    "version = '1.10'",
+    'nothing = 0',
+    "nothing = ''",
+  ];
   const docs: JsonObject[] = [site, {}, { tags: [] }, { hosts: { cpus: '7' } }, { tags: [['y']] }];
   for (const form of forms) {
     const general = form.replace(/(^|[ (])([a-z])/g, '$1./$2');
-    for (const doc of docs) assert.is(compileWhere(form).test(doc), compileWhere(general).test(doc), `${form} vs ${general} on ${JSON.stringify(doc)}`);
+    for (const doc of docs)
+      assert.is(
+        compileWhere(form).test(doc),
+        compileWhere(general).test(doc),
+        `${form} vs ${general} on ${JSON.stringify(doc)}`,
+      );
   }
 });
 

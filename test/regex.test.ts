@@ -34,19 +34,47 @@ test('brackets and escapes are not mistaken for constructs', () => {
 });
 
 test('syntax errors name the position', () => {
-  try { compileRegex('ab[', 'p'); assert.unreachable(); } catch (err) {
+  try {
+    compileRegex('ab[', 'p');
+    assert.unreachable();
+  } catch (err) {
     assert.is((err as ApiError).info?.code, 'regex-syntax');
     assert.is((err as ApiError).info?.position, 2);
   }
 });
 
 test('test() answers as the RE2 matcher does, literal patterns (a substring search) included', () => {
-  const patterns = ['"level":"debug"', 'plain text', '', 'é ü', 'a.b', 'a\\.b', '^"x', 'x"$', 'de(bug|v)', '[0-9]{3}', '(?i)DEBUG', 'a b'];
-  const texts = ['{"level":"debug"}', '{"level":"DEBUG"}', 'plain text here', 'a.b', 'axb', '"x"', 'é ü!', 'dev 123', 'a b', ''];
+  const patterns = [
+    '"level":"debug"',
+    'plain text',
+    '',
+    'é ü',
+    'a.b',
+    'a\\.b',
+    '^"x',
+    'x"$',
+    'de(bug|v)',
+    '[0-9]{3}',
+    '(?i)DEBUG',
+    'a b',
+  ];
+  const texts = [
+    '{"level":"debug"}',
+    '{"level":"DEBUG"}',
+    'plain text here',
+    'a.b',
+    'axb',
+    '"x"',
+    'é ü!',
+    'dev 123',
+    'a b',
+    '',
+  ];
   for (const p of patterns) {
     const ours = compileRegex(p, 'match-re[0]');
     const re2 = RE2JS.compile(p);
-    for (const t of texts) assert.is(ours.test(t), re2.matcher(t).find(), `${JSON.stringify(p)} on ${JSON.stringify(t)}`);
+    for (const t of texts)
+      assert.is(ours.test(t), re2.matcher(t).find(), `${JSON.stringify(p)} on ${JSON.stringify(t)}`);
   }
 });
 

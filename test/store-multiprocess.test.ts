@@ -18,10 +18,16 @@ const worker = fileURLToPath(new URL('./helpers/store-worker.ts', import.meta.ur
 
 function runWorker(id: string, rounds: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, url, id, String(rounds)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, url, id, String(rounds)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     child.on('close', (code) => resolve({ code, out }));
   });
 }

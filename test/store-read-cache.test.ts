@@ -17,7 +17,7 @@ const url = `${base}/3`;
 
 const entry = (key: string, n: number): Entry => ({ key, value: { n }, etag: `"${n}"` });
 
-test('two stores on one Redis: own commits at once, the other\'s after its notification', async () => {
+test("two stores on one Redis: own commits at once, the other's after its notification", async () => {
   const c = createClient({ url });
   await c.connect();
   await c.flushDb();
@@ -50,7 +50,13 @@ test('a read that races an invalidation is not kept', async () => {
   const cache = createReadCache({ maxAgeMs: 60_000, maxEntries: 100 });
   cache.setLive(true);
   let release: (e: Entry) => void = () => {};
-  const pending = cache.load('k', () => new Promise<Entry>((r) => { release = r; }));
+  const pending = cache.load(
+    'k',
+    () =>
+      new Promise<Entry>((r) => {
+        release = r;
+      }),
+  );
   cache.invalidate(['k']);
   release(entry('k', 1));
   assert.equal((await pending)?.value, { n: 1 }, 'the caller gets what it read');

@@ -56,7 +56,10 @@ const embedded = suite('embedded store file');
 embedded('configuration, revision and durable kv survive a reopen; TTL kv does not', async () => {
   const dir = tempDir();
   const a = await openEmbeddedStore(dir);
-  await a.commit([{ op: 'put', key: 't/x', value: { n: 1 } }, { op: 'put', key: 't/y', value: { s: 'é\n"' } }]);
+  await a.commit([
+    { op: 'put', key: 't/x', value: { n: 1 } },
+    { op: 'put', key: 't/y', value: { s: 'é\n"' } },
+  ]);
   await a.commit([{ op: 'delete', key: 't/x' }]);
   await a.commit([{ op: 'put', key: 't/z', value: { n: 3 } }]);
   await a.kvSet('durable', 'd');
@@ -90,13 +93,19 @@ embedded('a torn last record is dropped and cut, later commits still persist', a
   appendFileSync(join(dir, 'store.aof'), '{"r":2,"c":[{"k":"t/y","v":{"n"');
 
   const b = await openEmbeddedStore(dir);
-  assert.equal((await b.list('')).map((e) => e.key), ['t/x']);
+  assert.equal(
+    (await b.list('')).map((e) => e.key),
+    ['t/x'],
+  );
   assert.is(await b.revision(), 1);
   await b.commit([{ op: 'put', key: 't/y', value: { n: 2 } }]);
   await b.close();
 
   const c = await openEmbeddedStore(dir);
-  assert.equal((await c.list('')).map((e) => e.key), ['t/x', 't/y']);
+  assert.equal(
+    (await c.list('')).map((e) => e.key),
+    ['t/x', 't/y'],
+  );
   assert.is(await c.revision(), 2);
   await c.close();
 });
@@ -104,7 +113,10 @@ embedded('a torn last record is dropped and cut, later commits still persist', a
 embedded('a damaged record before the end makes open fail', async () => {
   const dir = tempDir();
   writeFileSync(join(dir, 'store.aof'), '{"r":1,"c":[]}\nnot json\n{"r":2,"c":[]}\n');
-  await rejects(() => openEmbeddedStore(dir), (e) => e instanceof Error && /line 2/.test(e.message));
+  await rejects(
+    () => openEmbeddedStore(dir),
+    (e) => e instanceof Error && /line 2/.test(e.message),
+  );
 });
 
 embedded('open compacts a file much larger than its live data, keeping the state', async () => {
@@ -125,10 +137,17 @@ embedded('open compacts a file much larger than its live data, keeping the state
   await b.close();
 
   const c = await openEmbeddedStore(dir);
-  assert.equal((await c.list('')).map((e) => e.key), ['t/x']);
+  assert.equal(
+    (await c.list('')).map((e) => e.key),
+    ['t/x'],
+  );
   assert.is(await c.kvGet('k'), 'v');
   assert.is(await c.revision(), 502);
-  assert.is(readFileSync(join(dir, 'store.aof'), 'utf8').split('\n').filter(Boolean).length, 5, 'snapshot of 4 records + 1 commit');
+  assert.is(
+    readFileSync(join(dir, 'store.aof'), 'utf8').split('\n').filter(Boolean).length,
+    5,
+    'snapshot of 4 records + 1 commit',
+  );
   await c.close();
 });
 
@@ -148,19 +167,39 @@ embedded.run();
 const redis = suite('redis store layout and failures');
 
 redis('script arguments: ops packed 5 fields each; change channel per database', () => {
-  const { keys, args, etags } = commitArgs([
-    { op: 'put', key: 'a/b', value: { n: 1 }, expect: null },
-    { op: 'delete', key: 'a/c', expect: '"e1"' },
-    { op: 'put', key: 'a/d', value: {}, expect: '*' },
-    { op: 'delete', key: 'a/e' },
-  ], 'ep:changes');
+  const { keys, args, etags } = commitArgs(
+    [
+      { op: 'put', key: 'a/b', value: { n: 1 }, expect: null },
+      { op: 'delete', key: 'a/c', expect: '"e1"' },
+      { op: 'put', key: 'a/d', value: {}, expect: '*' },
+      { op: 'delete', key: 'a/e' },
+    ],
+    'ep:changes',
+  );
   assert.equal(keys, ['ep:cfg:a/b', 'ep:cfg:a/c', 'ep:cfg:a/d', 'ep:cfg:a/e', 'ep:cfg-index', 'ep:rev']);
   assert.equal(args, [
-    '4', 'ep:changes',
-    'put', 'a/b', 'n', '', `${etagOf({ n: 1 })}\n{"n":1}`,
-    'delete', 'a/c', 'e', '"e1"', '',
-    'put', 'a/d', '*', '', `${etagOf({})}\n{}`,
-    'delete', 'a/e', '', '', '',
+    '4',
+    'ep:changes',
+    'put',
+    'a/b',
+    'n',
+    '',
+    `${etagOf({ n: 1 })}\n{"n":1}`,
+    'delete',
+    'a/c',
+    'e',
+    '"e1"',
+    '',
+    'put',
+    'a/d',
+    '*',
+    '',
+    `${etagOf({})}\n{}`,
+    'delete',
+    'a/e',
+    '',
+    '',
+    '',
   ]);
   assert.equal(etags, { 'a/b': etagOf({ n: 1 }), 'a/d': etagOf({}) });
   assert.is(changesChannel('redis://h:1'), 'ep:changes');
@@ -206,7 +245,10 @@ redis('layout is readable with a second client', async () => {
     const ttl = await raw.pTTL('ep:kv:token:abc');
     assert.ok(ttl > 0 && ttl <= 60_000);
     await raw.hSet('ep:cfg:default/hooks/h1', 'v', '[1]');
-    await rejects(() => store.get('default/hooks/h1'), (e) => e instanceof ApiError && e.code === 'internal');
+    await rejects(
+      () => store.get('default/hooks/h1'),
+      (e) => e instanceof ApiError && e.code === 'internal',
+    );
   } finally {
     await raw.close();
     await store.close();
@@ -251,11 +293,24 @@ redis('Redis down: calls reject with unavailable, and work again after it restar
   try {
     await store.commit([{ op: 'put', key: 'a', value: { n: 1 } }]);
     await server.stop();
-    await rejects(() => store.get('a'), (e) => e instanceof ApiError && e.code === 'unavailable');
-    await rejects(() => store.commit([{ op: 'put', key: 'b', value: {} }]), (e) => e instanceof ApiError && e.code === 'unavailable');
+    await rejects(
+      () => store.get('a'),
+      (e) => e instanceof ApiError && e.code === 'unavailable',
+    );
+    await rejects(
+      () => store.commit([{ op: 'put', key: 'b', value: {} }]),
+      (e) => e instanceof ApiError && e.code === 'unavailable',
+    );
     await server.restart();
     // The server kept no data (no persistence): success means the client reconnected.
-    await eventually(async () => (await store.get('a').then(() => true, () => false)), 'store usable after restart');
+    await eventually(
+      async () =>
+        await store.get('a').then(
+          () => true,
+          () => false,
+        ),
+      'store usable after restart',
+    );
     assert.ok((await store.commit([{ op: 'put', key: 'b', value: {} }])).ok);
   } finally {
     await store.close();

@@ -29,14 +29,22 @@ const MAX_ATTEMPTS = 400;
 type Server = { proc: ApiProc; token: string };
 type SiteDoc = { 'x-path': string; 'x-etag'?: string; labels?: Record<string, string> };
 
-async function call(s: Server, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+async function call(
+  s: Server,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
   const res = await fetch(s.proc.url + path, {
     method,
-    headers: { authorization: `Bearer ${s.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${s.token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) as unknown : undefined };
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
 }
 
 async function readSites(s: Server): Promise<SiteDoc[]> {
@@ -57,19 +65,27 @@ async function transact(s: Server, stamp: string, style: 'x-etag' | 'json-patch'
     const docs = await readSites(s);
     const n = counterOf(docs[0] as SiteDoc);
     const next = String(n + 1);
-    const body = docs.map((d) => style === 'x-etag'
-      ? { 'x-path': d['x-path'], 'x-operation': 'update', 'x-etag': d['x-etag'], labels: { n: next, gen: stamp } }
-      : { 'x-path': d['x-path'], 'x-operation': 'update', 'x-json-patch': [
-        { op: 'test', path: '/labels/n', value: String(counterOf(d)) },
-        { op: 'replace', path: '/labels/n', value: next },
-        { op: 'replace', path: '/labels/gen', value: stamp },
-      ] });
+    const body = docs.map((d) =>
+      style === 'x-etag'
+        ? { 'x-path': d['x-path'], 'x-operation': 'update', 'x-etag': d['x-etag'], labels: { n: next, gen: stamp } }
+        : {
+            'x-path': d['x-path'],
+            'x-operation': 'update',
+            'x-json-patch': [
+              { op: 'test', path: '/labels/n', value: String(counterOf(d)) },
+              { op: 'replace', path: '/labels/n', value: next },
+              { op: 'replace', path: '/labels/gen', value: stamp },
+            ],
+          },
+    );
     const r = await call(s, 'PATCH', '/v1/config', body);
     if (r.status === 204) return n + 1;
     const code = errorCode(r.body);
-    const expected = style === 'x-etag' ? r.status === 412 && code === 'etag-mismatch' : r.status === 400 && code === 'test-failed';
+    const expected =
+      style === 'x-etag' ? r.status === 412 && code === 'etag-mismatch' : r.status === 400 && code === 'test-failed';
     // 409 contention: the server gave up re-running under heavy load; the client retries too.
-    if (!expected && !(r.status === 409 && code === 'contention')) throw new Error(`unexpected ${r.status}: ${JSON.stringify(r.body)}`);
+    if (!expected && !(r.status === 409 && code === 'contention'))
+      throw new Error(`unexpected ${r.status}: ${JSON.stringify(r.body)}`);
     refused[expected ? style : 'contention']++;
     await pause();
   }
@@ -78,17 +94,38 @@ async function transact(s: Server, stamp: string, style: 'x-etag' | 'json-patch'
 
 test('two processes, 50 clients: no lost update, no partial commit, x-etag honoured', async () => {
   const redisUrl = await freshRedisDb(14);
-  const env = { REDIS_URL: redisUrl, ADMIN_PASSWORD: 'admin-password-1', STRONGBOX_KEY: randomBytes(32).toString('base64') };
-  const procs = await Promise.all([0, 1].map((i) => spawnApiProc({ ...env, DATA_DIR: mkdtempSync(join(tmpdir(), `edgeplane-tx-${i}-`)), SITE: `site${i}` })));
+  const env = {
+    REDIS_URL: redisUrl,
+    ADMIN_PASSWORD: 'admin-password-1',
+    STRONGBOX_KEY: randomBytes(32).toString('base64'),
+  };
+  const procs = await Promise.all(
+    [0, 1].map((i) =>
+      spawnApiProc({ ...env, DATA_DIR: mkdtempSync(join(tmpdir(), `edgeplane-tx-${i}-`)), SITE: `site${i}` }),
+    ),
+  );
   try {
     const servers: Server[] = [];
     for (const proc of procs) {
-      const login = await fetch(`${proc.url}/v1/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }) });
+      const login = await fetch(`${proc.url}/v1/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
+      });
       assert.is(login.status, 200);
       servers.push({ proc, token: ((await login.json()) as { token: string }).token });
     }
     const [a, b] = servers as [Server, Server];
-    const init = await call(a, 'PATCH', '/v1/config', SITES.map((s) => ({ 'x-path': `/v1/config/sites/${s}`, 'x-operation': 'create', labels: { n: '0', gen: 'init' } })));
+    const init = await call(
+      a,
+      'PATCH',
+      '/v1/config',
+      SITES.map((s) => ({
+        'x-path': `/v1/config/sites/${s}`,
+        'x-operation': 'create',
+        labels: { n: '0', gen: 'init' },
+      })),
+    );
     assert.is(init.status, 204, JSON.stringify(init.body));
 
     let watching = true;
@@ -104,24 +141,39 @@ test('two processes, 50 clients: no lost update, no partial commit, x-etag honou
     })();
 
     const written: number[] = [];
-    await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-      const server = servers[c % 2] as Server;
-      for (let round = 0; round < ROUNDS; round++) {
-        written.push(await transact(server, `c${c}r${round}`, c % 4 < 2 ? 'x-etag' : 'json-patch'));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, c) => {
+        const server = servers[c % 2] as Server;
+        for (let round = 0; round < ROUNDS; round++) {
+          written.push(await transact(server, `c${c}r${round}`, c % 4 < 2 ? 'x-etag' : 'json-patch'));
+        }
+      }),
+    );
     watching = false;
     await watcher;
 
     const total = CLIENTS * ROUNDS;
     const final = await readSites(a);
-    assert.equal(final.map(counterOf), SITES.map(() => total), 'every site counts every transaction');
-    assert.equal([...written].sort((x, y) => x - y), Array.from({ length: total }, (_, i) => i + 1), 'each successful transaction wrote a distinct n');
+    assert.equal(
+      final.map(counterOf),
+      SITES.map(() => total),
+      'every site counts every transaction',
+    );
+    assert.equal(
+      [...written].sort((x, y) => x - y),
+      Array.from({ length: total }, (_, i) => i + 1),
+      'each successful transaction wrote a distinct n',
+    );
     assert.equal(partial, [], 'no snapshot showed a transaction half applied');
     assert.ok(snapshots > 0);
-    process.stdout.write(`  ${total} transactions committed; refused and retried: ${JSON.stringify(refused)}; ${snapshots} snapshots watched\n`);
+    process.stdout.write(
+      `  ${total} transactions committed; refused and retried: ${JSON.stringify(refused)}; ${snapshots} snapshots watched\n`,
+    );
     // Both processes see the same final state.
-    assert.equal((await readSites(b)).map((d) => d['x-etag']), final.map((d) => d['x-etag']));
+    assert.equal(
+      (await readSites(b)).map((d) => d['x-etag']),
+      final.map((d) => d['x-etag']),
+    );
   } finally {
     await Promise.all(procs.map((p) => p.stop()));
   }

@@ -36,7 +36,10 @@ function interleaved(store: Store, before: () => Promise<void>): Store {
   let first = true;
   return Object.assign(Object.create(store) as Store, {
     async commit(ops: Parameters<Store['commit']>[0]) {
-      if (first) { first = false; await before(); }
+      if (first) {
+        first = false;
+        await before();
+      }
       return store.commit(ops);
     },
   });
@@ -52,8 +55,10 @@ async function seed(store: Store): Promise<{ e1: string; e2: string }> {
   return { e1: r.etags['applications/a1'] as string, e2: r.etags['applications/a2'] as string };
 }
 
-const is412 = (err: unknown) => err instanceof ApiError && err.status === 412 && err.info?.['x-path'] === '/v1/config/applications/a1';
-const isTestFailed = (err: unknown) => err instanceof ApiError && err.status === 400 && err.info?.code === 'test-failed';
+const is412 = (err: unknown) =>
+  err instanceof ApiError && err.status === 412 && err.info?.['x-path'] === '/v1/config/applications/a1';
+const isTestFailed = (err: unknown) =>
+  err instanceof ApiError && err.status === 400 && err.info?.code === 'test-failed';
 
 for (const [name, open] of backends) {
   test(`${name}: x-etag on an unchanged object is checked at commit (no write skew)`, async () => {
@@ -68,11 +73,19 @@ for (const [name, open] of backends) {
         { path: 'applications/a2', op: 'update', value: {}, ifMatch: e2 },
         { path: 'applications/a1', op: 'update', value: { version: 'by-t2' } },
       ];
-      const run2 = async () => { await runTransaction(ctxOf(store), t2); };
-      await rejects(() => runTransaction(ctxOf(interleaved(store, run2)), t1), is412, 'T1 must fail: a1 changed before it committed');
+      const run2 = async () => {
+        await runTransaction(ctxOf(store), t2);
+      };
+      await rejects(
+        () => runTransaction(ctxOf(interleaved(store, run2)), t1),
+        is412,
+        'T1 must fail: a1 changed before it committed',
+      );
       assert.equal((await store.get(key('a1')))?.value, { name: 'a1', version: 'by-t2' });
       assert.equal((await store.get(key('a2')))?.value, { name: 'a2', version: '1' }, 'T1 wrote nothing');
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
   });
 
   test(`${name}: a JSON Patch test on an unchanged object is checked at commit`, async () => {
@@ -84,10 +97,18 @@ for (const [name, open] of backends) {
         { path: 'applications/a2', op: 'update', value: { version: 'by-t1' } },
       ];
       const t2: Change[] = [{ path: 'applications/a1', op: 'update', value: { version: 'by-t2' } }];
-      const run2 = async () => { await runTransaction(ctxOf(store), t2); };
-      await rejects(() => runTransaction(ctxOf(interleaved(store, run2)), t1), isTestFailed, 'T1 re-runs and its test fails');
+      const run2 = async () => {
+        await runTransaction(ctxOf(store), t2);
+      };
+      await rejects(
+        () => runTransaction(ctxOf(interleaved(store, run2)), t1),
+        isTestFailed,
+        'T1 re-runs and its test fails',
+      );
       assert.equal((await store.get(key('a2')))?.value, { name: 'a2', version: '1' });
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
   });
 
   test(`${name}: a secret written while its vault is deleted is refused, never left without a vault`, async () => {
@@ -97,11 +118,21 @@ for (const [name, open] of backends) {
       await box.unseal(randomBytes(32).toString('base64'));
       const ctx = (s: Store): TxContext => ({ store: s, strongbox: box, tenant: TENANT });
       await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'create', value: {} }]);
-      const dropVault = async () => { await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'delete' }]); };
+      const dropVault = async () => {
+        await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'delete' }]);
+      };
       const missingParent = (err: unknown) => err instanceof ApiError && err.info?.code === 'missing-parent';
-      await rejects(() => runTransaction(ctx(interleaved(store, dropVault)), [{ path: 'strongbox/vaults/v1/secrets/s1', op: 'create', value: { data: { k: 'v' } } }]), missingParent);
+      await rejects(
+        () =>
+          runTransaction(ctx(interleaved(store, dropVault)), [
+            { path: 'strongbox/vaults/v1/secrets/s1', op: 'create', value: { data: { k: 'v' } } },
+          ]),
+        missingParent,
+      );
       assert.equal(await store.list(`${TENANT}/strongbox`), []);
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
   });
 
   test(`${name}: an unchanged precondition that still holds lets the transaction commit, ETag kept`, async () => {
@@ -115,7 +146,9 @@ for (const [name, open] of backends) {
       assert.is(r.etags['applications/a1'], e1);
       assert.is((await store.get(key('a1')))?.etag, e1);
       assert.equal((await store.get(key('a2')))?.value, { name: 'a2', version: '2' });
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
   });
 }
 

@@ -13,25 +13,49 @@ export type BodyFormat = 'json' | 'yaml' | 'json-patch+json' | 'json-patch+yaml'
 export function formatOf(contentType: string | undefined): BodyFormat {
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   switch (type) {
-    case 'application/json': return 'json';
-    case 'application/yaml': case 'text/yaml': case 'application/x-yaml': return 'yaml';
-    case 'application/json-patch+json': return 'json-patch+json';
-    case 'application/json-patch+yaml': return 'json-patch+yaml';
-    case '': throw new ApiError('unsupported-media-type', 'Cannot read the request body: Content-Type is missing; use application/json or application/yaml', { code: 'missing-content-type' });
-    default: throw new ApiError('unsupported-media-type', `Cannot read the request body as ${type}: use application/json, application/yaml, application/json-patch+json or application/json-patch+yaml`, { code: 'unsupported-content-type' });
+    case 'application/json':
+      return 'json';
+    case 'application/yaml':
+    case 'text/yaml':
+    case 'application/x-yaml':
+      return 'yaml';
+    case 'application/json-patch+json':
+      return 'json-patch+json';
+    case 'application/json-patch+yaml':
+      return 'json-patch+yaml';
+    case '':
+      throw new ApiError(
+        'unsupported-media-type',
+        'Cannot read the request body: Content-Type is missing; use application/json or application/yaml',
+        { code: 'missing-content-type' },
+      );
+    default:
+      throw new ApiError(
+        'unsupported-media-type',
+        `Cannot read the request body as ${type}: use application/json, application/yaml, application/json-patch+json or application/json-patch+yaml`,
+        { code: 'unsupported-content-type' },
+      );
   }
 }
 
 function lineCol(text: string, offset: number): { line: number; column: number } {
   let line = 1;
   let last = -1;
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) { line++; last = i; }
+  for (let i = 0; i < offset && i < text.length; i++)
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      last = i;
+    }
   return { line, column: offset - last };
 }
 
 function invalid(text: string, offset: number, reason: string, code: string): ApiError {
   const { line, column } = lineCol(text, offset);
-  return new ApiError('invalid-document', `Cannot parse the request body: ${reason} at line ${line}, column ${column}`, { code, position: offset, line, column });
+  return new ApiError(
+    'invalid-document',
+    `Cannot parse the request body: ${reason} at line ${line}, column ${column}`,
+    { code, position: offset, line, column },
+  );
 }
 
 /**
@@ -50,7 +74,11 @@ function scanJson(text: string): void {
       const frame = keys[keys.length - 1];
       if (expectKey && frame) {
         let key: string;
-        try { key = JSON.parse(text.slice(start, j + 1)) as string; } catch { return; }
+        try {
+          key = JSON.parse(text.slice(start, j + 1)) as string;
+        } catch {
+          return;
+        }
         if (frame.has(key)) throw invalid(text, start, `duplicate key ${JSON.stringify(key)}`, 'duplicate-key');
         frame.add(key);
         expectKey = false;
@@ -75,13 +103,19 @@ function scanJson(text: string): void {
  */
 function unexpectedTokenAt(text: string): number {
   const failsEarly = (n: number) => {
-    try { JSON.parse(text.slice(0, n)); return false; } catch (e) { return e instanceof Error && e.message.startsWith('Unexpected token'); }
+    try {
+      JSON.parse(text.slice(0, n));
+      return false;
+    } catch (e) {
+      return e instanceof Error && e.message.startsWith('Unexpected token');
+    }
   };
   let lo = 1;
   let hi = text.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (failsEarly(mid)) hi = mid; else lo = mid + 1;
+    if (failsEarly(mid)) hi = mid;
+    else lo = mid + 1;
   }
   return lo - 1;
 }
@@ -107,23 +141,48 @@ export function parseJson(text: string): Json {
 
 /** Checks depth and that every value is plain JSON (YAML may produce dates, binary, maps). */
 function checkJsonValue(v: unknown, depth: number, path: string): void {
-  if (depth > MAX_DEPTH) throw new ApiError('invalid-document', `Cannot accept the request body: nesting deeper than ${MAX_DEPTH} levels at ${path || '/'}`, { code: 'too-deep', path });
+  if (depth > MAX_DEPTH)
+    throw new ApiError(
+      'invalid-document',
+      `Cannot accept the request body: nesting deeper than ${MAX_DEPTH} levels at ${path || '/'}`,
+      { code: 'too-deep', path },
+    );
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
   if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new ApiError('invalid-document', `Cannot accept the request body: ${v} is not a JSON number at ${path || '/'}`, { code: 'not-json', path });
+    if (!Number.isFinite(v))
+      throw new ApiError(
+        'invalid-document',
+        `Cannot accept the request body: ${v} is not a JSON number at ${path || '/'}`,
+        { code: 'not-json', path },
+      );
     return;
   }
-  if (Array.isArray(v)) { v.forEach((x, i) => checkJsonValue(x, depth + 1, `${path}/${i}`)); return; }
+  if (Array.isArray(v)) {
+    v.forEach((x, i) => checkJsonValue(x, depth + 1, `${path}/${i}`));
+    return;
+  }
   if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
     for (const [k, x] of Object.entries(v)) checkJsonValue(x, depth + 1, `${path}/${k}`);
     return;
   }
-  throw new ApiError('invalid-document', `Cannot accept the request body: the value at ${path || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`, { code: 'not-json', path });
+  throw new ApiError(
+    'invalid-document',
+    `Cannot accept the request body: the value at ${path || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`,
+    { code: 'not-json', path },
+  );
 }
 
 function firstUnresolvedAlias(doc: Document.Parsed): Alias | undefined {
   let found: Alias | undefined;
-  visit(doc, { Alias: (_key, node) => { if (!node.resolve(doc)) { found = node; return visit.BREAK; } return undefined; } });
+  visit(doc, {
+    Alias: (_key, node) => {
+      if (!node.resolve(doc)) {
+        found = node;
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
   return found;
 }
 
@@ -141,12 +200,22 @@ export function parseYaml(text: string): Json[] {
     }
     // An alias without its anchor is also only found by toJS: report it as such, with its place.
     const unresolved = firstUnresolvedAlias(doc);
-    if (unresolved) throw invalid(text, unresolved.range?.[0] ?? 0, `alias *${unresolved.source} has no anchor before it`, 'bad-alias');
+    if (unresolved)
+      throw invalid(
+        text,
+        unresolved.range?.[0] ?? 0,
+        `alias *${unresolved.source} has no anchor before it`,
+        'bad-alias',
+      );
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (e) {
-      throw new ApiError('invalid-document', `Cannot parse the request body: ${e instanceof Error ? e.message : String(e)}`, { code: 'alias-limit' });
+      throw new ApiError(
+        'invalid-document',
+        `Cannot parse the request body: ${e instanceof Error ? e.message : String(e)}`,
+        { code: 'alias-limit' },
+      );
     }
     if (value === undefined || (value === null && doc.contents === null)) continue;
     checkJsonValue(value, 0, '');
@@ -160,7 +229,8 @@ export type ParsedBody = { format: BodyFormat; docs: Json[] };
 /** Parses a body already read as text (size checked by the caller). */
 export function parseBody(text: string, contentType: string | undefined): ParsedBody {
   const format = formatOf(contentType);
-  if (text.trim() === '') throw new ApiError('invalid-document', 'Cannot read the request body: it is empty', { code: 'empty-body' });
+  if (text.trim() === '')
+    throw new ApiError('invalid-document', 'Cannot read the request body: it is empty', { code: 'empty-body' });
   if (format === 'json' || format === 'json-patch+json') {
     const v = parseJson(text);
     return { format, docs: [v] };

@@ -31,12 +31,24 @@ const allowFor = {
 const writeParams = ['dry-run', 'validate'] as const;
 
 function modeOf(q: ParsedQuery): TxMode {
-  if (q.dryRun && q.validate) throw new ApiError('invalid-query', 'Cannot use dry-run and validate together: choose one', { code: 'conflicting-parameters', parameter: 'dry-run' });
+  if (q.dryRun && q.validate)
+    throw new ApiError('invalid-query', 'Cannot use dry-run and validate together: choose one', {
+      code: 'conflicting-parameters',
+      parameter: 'dry-run',
+    });
   return q.dryRun ? 'dry-run' : q.validate ? 'validate' : 'commit';
 }
 
 const opToAuth = (op: Op, exists: boolean): Operation =>
-  op === 'delete' || op === 'remove' ? 'delete' : op === 'update' ? 'update' : op === 'create' ? 'create' : exists ? 'update' : 'create';
+  op === 'delete' || op === 'remove'
+    ? 'delete'
+    : op === 'update'
+      ? 'update'
+      : op === 'create'
+        ? 'create'
+        : exists
+          ? 'update'
+          : 'create';
 
 export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -52,7 +64,8 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
         const path = `${PREFIX}/${change.path}`;
         const t = change.tenant;
         if (change.op === 'replace') {
-          if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t)) deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
+          if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t))
+            deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
         } else deps.auth.authorize(p, path, opToAuth(change.op, true), t);
       },
       checkAsync: (r, before, after, tenant) => tenantChecks(deps, tenant, r, before, after),
@@ -60,7 +73,12 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     };
   };
 
-  const txReply = async (c: Ctx, changes: Change[], mode: TxMode, success: (created: boolean, etag: string | undefined) => Response): Promise<Response> => {
+  const txReply = async (
+    c: Ctx,
+    changes: Change[],
+    mode: TxMode,
+    success: (created: boolean, etag: string | undefined) => Response,
+  ): Promise<Response> => {
     const result = await runTransaction(txContext(c), changes, mode);
     if (mode === 'validate') return new Response(null, { status: 204 });
     if (mode === 'dry-run') return reply(c, 200, { 'impacted-resources': result.impacted ?? [] });
@@ -76,7 +94,9 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     return txReply(c, changes, modeOf(q), () => new Response(null, { status: 204 }));
   });
   app.options(PREFIX, () => options(allowFor.root, true));
-  app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, allowFor.root); });
+  app.all(PREFIX, (c) => {
+    throw methodNotAllowed(c.req.method, PREFIX, allowFor.root);
+  });
 
   // Not async: a read answered from memory (store.peek) is answered synchronously.
   app.all(`${PREFIX}/*`, (c) => {
@@ -85,10 +105,17 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     const allow = allowFor[r.kind];
     const method = c.req.method;
     if (method === 'OPTIONS') return options(allow, r.kind !== 'list');
-    if (!(allow as readonly string[]).includes(method) && method !== 'HEAD') throw methodNotAllowed(method, c.req.path, allow);
-    if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
+    if (!(allow as readonly string[]).includes(method) && method !== 'HEAD')
+      throw methodNotAllowed(method, c.req.path, allow);
+    if (r.def.needsUnsealed && deps.strongbox.sealed)
+      throw new ApiError(
+        'sealed',
+        `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`,
+        { code: 'sealed' },
+      );
     const params = searchParams(c);
-    if (method === 'GET' || method === 'HEAD') return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
+    if (method === 'GET' || method === 'HEAD')
+      return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
     return write(c, r, method, params);
   });
 
@@ -96,26 +123,61 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     const q = parseQuery(params, writeParams);
     const mode = modeOf(q);
     if (method === 'DELETE') {
-      return txReply(c, [{ path: r.path, op: 'delete', ...conditions(c) }], mode, () => new Response(null, { status: 204 }));
+      return txReply(
+        c,
+        [{ path: r.path, op: 'delete', ...conditions(c) }],
+        mode,
+        () => new Response(null, { status: 204 }),
+      );
     }
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const doc = singleDoc(body.docs);
     if (method === 'POST') {
       const value = objectBody(doc);
-      if (typeof value.name !== 'string') throw new ApiError('invalid-value', `Missing required field name: POST to ${c.req.path} creates the entry it names`, { code: 'schema-required', path: 'name' });
+      if (typeof value.name !== 'string')
+        throw new ApiError(
+          'invalid-value',
+          `Missing required field name: POST to ${c.req.path} creates the entry it names`,
+          { code: 'schema-required', path: 'name' },
+        );
       const path = `${r.path}/${value.name}`;
-      if (!resolvePath(path)) throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, { code: 'bad-name', path: 'name' });
-      return txReply(c, [{ path, op: 'create', value }], mode, (_created, etag) =>
-        new Response(null, { status: 201, headers: { Location: `${PREFIX}/${path}`, ...(etag ? { ETag: etag } : {}) } }));
+      if (!resolvePath(path))
+        throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, {
+          code: 'bad-name',
+          path: 'name',
+        });
+      return txReply(
+        c,
+        [{ path, op: 'create', value }],
+        mode,
+        (_created, etag) =>
+          new Response(null, {
+            status: 201,
+            headers: { Location: `${PREFIX}/${path}`, ...(etag ? { ETag: etag } : {}) },
+          }),
+      );
     }
     if (method === 'PUT') {
-      return txReply(c, [{ path: r.path, op: 'replace', value: objectBody(doc), ...conditions(c) }], mode, (created, etag) =>
-        new Response(null, { status: created ? 201 : 204, headers: { ...(created ? { Location: `${PREFIX}/${r.path}` } : {}), ...(etag ? { ETag: etag } : {}) } }));
+      return txReply(
+        c,
+        [{ path: r.path, op: 'replace', value: objectBody(doc), ...conditions(c) }],
+        mode,
+        (created, etag) =>
+          new Response(null, {
+            status: created ? 201 : 204,
+            headers: { ...(created ? { Location: `${PREFIX}/${r.path}` } : {}), ...(etag ? { ETag: etag } : {}) },
+          }),
+      );
     }
     const change: Change = body.format.startsWith('json-patch')
       ? { path: r.path, op: 'update', jsonPatch: doc, ...conditions(c) }
       : { path: r.path, op: 'update', value: objectBody(doc), ...conditions(c) };
-    return txReply(c, [change], mode, (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }));
+    return txReply(
+      c,
+      [change],
+      mode,
+      (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }),
+    );
   };
   return app;
 }
@@ -130,14 +192,29 @@ function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
 }
 
 function singleDoc(docs: Json[]): Json {
-  if (docs.length !== 1) throw new ApiError('invalid-document', `Cannot use a body of ${docs.length} documents here: send exactly one object`, { code: 'document-count' });
+  if (docs.length !== 1)
+    throw new ApiError(
+      'invalid-document',
+      `Cannot use a body of ${docs.length} documents here: send exactly one object`,
+      { code: 'document-count' },
+    );
   return docs[0] as Json;
 }
 
 function objectBody(doc: Json): JsonObject {
-  if (!isObject(doc)) throw new ApiError('invalid-document', `Cannot use a ${Array.isArray(doc) ? 'list' : typeof doc} as the body: send one object`, { code: 'not-an-object' });
+  if (!isObject(doc))
+    throw new ApiError(
+      'invalid-document',
+      `Cannot use a ${Array.isArray(doc) ? 'list' : typeof doc} as the body: send one object`,
+      { code: 'not-an-object' },
+    );
   for (const k of Object.keys(doc)) {
-    if (k.startsWith('x-')) throw new ApiError('invalid-value', `Cannot use field ${k} in a single-resource body: x- fields belong to /v1/config multi-object bodies`, { code: 'x-field', path: k });
+    if (k.startsWith('x-'))
+      throw new ApiError(
+        'invalid-value',
+        `Cannot use field ${k} in a single-resource body: x- fields belong to /v1/config multi-object bodies`,
+        { code: 'x-field', path: k },
+      );
   }
   return doc;
 }
@@ -149,7 +226,9 @@ function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): R
   deps.auth.authorize(p, r.xPath, 'read');
   const key = configKey(p.tenant, r.path);
   const peeked = deps.store.peek(key);
-  return peeked === 'miss' ? deps.store.get(key).then((entry) => answerOne(c, r, q, entry)) : answerOne(c, r, q, peeked);
+  return peeked === 'miss'
+    ? deps.store.get(key).then((entry) => answerOne(c, r, q, entry))
+    : answerOne(c, r, q, peeked);
 }
 
 function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined): Response {
@@ -159,31 +238,56 @@ function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined
   if (inm && listsEtag(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
   const im = header(c, 'if-match');
   if (im && !listsEtag(im, etag)) {
-    throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: its ETag is ${etag}, not ${im}`, { code: 'etag-mismatch' });
+    throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: its ETag is ${etag}, not ${im}`, {
+      code: 'etag-mismatch',
+    });
   }
   return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });
 }
 
 async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
-  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults'], {
+    knownField: knownIn(r.def.schema),
+  });
   const p = principalOf(c);
   deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
   const prefix = configKey(p.tenant, r.path) + '/';
-  const entries = (await deps.store.list(configKey(p.tenant, r.path))).filter((e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'));
+  const entries = (await deps.store.list(configKey(p.tenant, r.path))).filter(
+    (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
+  );
   let values = entries.map((e) => redact(r.def, e.value));
   if (q.where) {
     const where = q.where;
     values = values.filter((v) => where.test(v));
   }
   if (q.count) return reply(c, 200, { count: values.length });
-  if (q.keys) return reply(c, 200, values.map((v) => v.name ?? null));
-  return reply(c, 200, values.map((v) => shape(r.def, v, q)), { multi: true });
+  if (q.keys)
+    return reply(
+      c,
+      200,
+      values.map((v) => v.name ?? null),
+    );
+  return reply(
+    c,
+    200,
+    values.map((v) => shape(r.def, v, q)),
+    { multi: true },
+  );
 }
 
 async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
-  const q = parseQuery(searchParams(c), ['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where']);
+  const q = parseQuery(searchParams(c), [
+    'with-defaults',
+    'send-etag',
+    'include-tenant-config',
+    'match-path',
+    'fields',
+    'where',
+  ]);
   const p = principalOf(c);
-  const tenants = q.includeTenantConfig ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b))) : [p.tenant];
+  const tenants = q.includeTenantConfig
+    ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b)))
+    : [p.tenant];
   const out: Json[] = [];
   for (const tenant of tenants) {
     for (const e of await deps.store.list(tenant)) {

@@ -13,7 +13,11 @@ export type Ctx = Context<AppEnv>;
 /** Reads and parses the body; 413 above maxBytes (checked while reading, not after). */
 export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
   const declared = Number(header(c, 'content-length') ?? NaN);
-  const tooLarge = () => new ApiError('payload-too-large', `Cannot accept a request body over ${maxBytes} bytes (MAX_BODY_BYTES)`, { code: 'body-too-large', limit: maxBytes });
+  const tooLarge = () =>
+    new ApiError('payload-too-large', `Cannot accept a request body over ${maxBytes} bytes (MAX_BODY_BYTES)`, {
+      code: 'body-too-large',
+      limit: maxBytes,
+    });
   if (declared > maxBytes) throw tooLarge();
   const contentType = header(c, 'content-type');
   const body = c.req.raw.body;
@@ -25,7 +29,10 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > maxBytes) { await reader.cancel(); throw tooLarge(); }
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
     chunks.push(value);
   }
   let text: string;
@@ -47,7 +54,12 @@ export function searchParams(c: Ctx): URLSearchParams {
 }
 
 /** Encodes `body` as the client asked (JSON or YAML); `multi` = one YAML document per item. */
-export function reply(c: Ctx, status: number, body: Json | undefined, opts: { multi?: boolean; headers?: Record<string, string> } = {}): Response {
+export function reply(
+  c: Ctx,
+  status: number,
+  body: Json | undefined,
+  opts: { multi?: boolean; headers?: Record<string, string> } = {},
+): Response {
   if (body === undefined) return new Response(null, { status, headers: { ...opts.headers } });
   const format = negotiate(header(c, 'accept'));
   // Spread last: `{ ...a, b }` takes a slow path in V8 (measured ~0.5 µs), `{ b, ...a }` does not.
@@ -57,7 +69,10 @@ export function reply(c: Ctx, status: number, body: Json | undefined, opts: { mu
 
 export function principalOf(c: Ctx): Principal {
   const p = c.get('principal');
-  if (!p) throw new ApiError('unauthorized', 'Authentication required: send Authorization: Bearer <token> (POST /v1/login)', { code: 'no-token' });
+  if (!p)
+    throw new ApiError('unauthorized', 'Authentication required: send Authorization: Bearer <token> (POST /v1/login)', {
+      code: 'no-token',
+    });
   return p;
 }
 
@@ -69,26 +84,52 @@ export function pathAfter(c: Ctx, prefix: string): string {
   const full = c.req.path;
   const rest = full.slice(prefix.length);
   // Most paths need no work: one leading slash, no '%', no empty segment, no trailing slash.
-  if (rest.length > 1 && rest.charCodeAt(0) === 47 && rest.charCodeAt(1) !== 47 && !rest.endsWith('/') && !rest.includes('%') && !rest.includes('//')) return rest.slice(1);
+  if (
+    rest.length > 1 &&
+    rest.charCodeAt(0) === 47 &&
+    rest.charCodeAt(1) !== 47 &&
+    !rest.endsWith('/') &&
+    !rest.includes('%') &&
+    !rest.includes('//')
+  )
+    return rest.slice(1);
   const trimmed = rest.replace(/^\/+/, '').replace(/\/+$/, '');
   if (trimmed === '') return '';
-  return trimmed.split('/').map((s, i) => {
-    if (s === '') throw new ApiError('not-found', `No resource at ${full}`, { code: 'unknown-path' });
-    if (!s.includes('%')) return s;
-    let d: string;
-    try { d = decodeURIComponent(s); } catch { throw new ApiError('bad-request', `Cannot read path segment ${i + 1} (${s}): bad percent-encoding`, { code: 'bad-path', position: i }); }
-    if (d === '' || d.includes('/')) throw new ApiError('not-found', `No resource at ${full}`, { code: 'unknown-path' });
-    return d;
-  }).join('/');
+  return trimmed
+    .split('/')
+    .map((s, i) => {
+      if (s === '') throw new ApiError('not-found', `No resource at ${full}`, { code: 'unknown-path' });
+      if (!s.includes('%')) return s;
+      let d: string;
+      try {
+        d = decodeURIComponent(s);
+      } catch {
+        throw new ApiError('bad-request', `Cannot read path segment ${i + 1} (${s}): bad percent-encoding`, {
+          code: 'bad-path',
+          position: i,
+        });
+      }
+      if (d === '' || d.includes('/'))
+        throw new ApiError('not-found', `No resource at ${full}`, { code: 'unknown-path' });
+      return d;
+    })
+    .join('/');
 }
 
 /** Methods a resource shape allows (seed 4.1), for 405 and OPTIONS. */
 export function methodNotAllowed(method: string, path: string, allow: readonly string[]): ApiError {
-  return new ApiError('method-not-allowed', `Cannot ${method} ${path}: allowed methods are ${allow.join(', ')}`, { code: 'method-not-allowed', path }, { headers: { Allow: allow.join(', ') } });
+  return new ApiError(
+    'method-not-allowed',
+    `Cannot ${method} ${path}: allowed methods are ${allow.join(', ')}`,
+    { code: 'method-not-allowed', path },
+    { headers: { Allow: allow.join(', ') } },
+  );
 }
 
 export function options(allow: readonly string[], patch: boolean): Response {
   const headers: Record<string, string> = { Allow: allow.join(', ') };
-  if (patch) headers['Accept-Patch'] = 'application/json, application/yaml, application/json-patch+json, application/json-patch+yaml';
+  if (patch)
+    headers['Accept-Patch'] =
+      'application/json, application/yaml, application/json-patch+json, application/json-patch+yaml';
   return new Response(null, { status: 204, headers });
 }

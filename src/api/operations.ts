@@ -11,18 +11,27 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const path = '/v1/strongbox/unseal';
   app.post(path, async (c) => {
     const params = searchParams(c);
-    if (params.has('dry-run')) throw new ApiError('invalid-query', 'Cannot use dry-run on /v1/strongbox/unseal: this operation has no dry-run', { code: 'no-dry-run', parameter: 'dry-run' });
+    if (params.has('dry-run'))
+      throw new ApiError('invalid-query', 'Cannot use dry-run on /v1/strongbox/unseal: this operation has no dry-run', {
+        code: 'no-dry-run',
+        parameter: 'dry-run',
+      });
     parseQuery(params, []);
     deps.auth.authorize(principalOf(c), path, 'execute');
     const body = await readBody(c, 16 * 1024);
     const doc = body.docs[0];
     if (body.docs.length !== 1 || !isObject(doc) || typeof doc.key !== 'string') {
-      throw new ApiError('invalid-value', 'Cannot unseal: send {"key": "<base64 of 32 bytes>"}', { code: 'schema-required', path: 'key' });
+      throw new ApiError('invalid-value', 'Cannot unseal: send {"key": "<base64 of 32 bytes>"}', {
+        code: 'schema-required',
+        path: 'key',
+      });
     }
     await deps.strongbox.unseal(doc.key, 'key');
     return new Response(null, { status: 204 });
   });
   app.options(path, () => options(['POST', 'OPTIONS'], false));
-  app.all(path, (c) => { throw methodNotAllowed(c.req.method, path, ['POST', 'OPTIONS']); });
+  app.all(path, (c) => {
+    throw methodNotAllowed(c.req.method, path, ['POST', 'OPTIONS']);
+  });
   return app;
 }

@@ -29,7 +29,9 @@ export function shape(def: ResourceDef | undefined, value: JsonObject, q: Parsed
  * (counters, per-topic lag): no check there.
  */
 const stateMembers: Readonly<Record<string, Record<string, Schema>>> = {
-  deployment: { status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } } },
+  deployment: {
+    status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },
+  },
 };
 
 /** `fields` checking for a state read of `def`; undefined when every name is accepted. */
@@ -48,9 +50,15 @@ export function knownIn(schema: Schema): (path: string[]) => boolean {
     for (const name of path) {
       while (node && node.type === 'array' && typeof node.items === 'object') node = node.items as Schema;
       const props = node?.properties as Record<string, Schema> | undefined;
-      if (props?.[name]) { node = props[name]; continue; }
+      if (props?.[name]) {
+        node = props[name];
+        continue;
+      }
       // Maps (labels, data) admit any member name.
-      if (node && typeof node.additionalProperties === 'object') { node = node.additionalProperties as Schema; continue; }
+      if (node && typeof node.additionalProperties === 'object') {
+        node = node.additionalProperties as Schema;
+        continue;
+      }
       return false;
     }
     return true;

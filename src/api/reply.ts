@@ -20,11 +20,18 @@ export function negotiate(accept: string | undefined): ReplyFormat {
       if (m) q = Number(m[1]);
     }
     if (q <= 0) continue;
-    const format: ReplyFormat | undefined = type === 'application/json' || type === '*/*' || type === 'application/*'
-      ? 'json' : yamlTypes.has(type) ? 'yaml' : undefined;
+    const format: ReplyFormat | undefined =
+      type === 'application/json' || type === '*/*' || type === 'application/*'
+        ? 'json'
+        : yamlTypes.has(type)
+          ? 'yaml'
+          : undefined;
     if (format && (!best || q > best.q)) best = { format, q };
   }
-  if (!best) throw new ApiError('not-acceptable', `Cannot answer in ${accept}: accept application/json or application/yaml`, { code: 'not-acceptable' });
+  if (!best)
+    throw new ApiError('not-acceptable', `Cannot answer in ${accept}: accept application/json or application/yaml`, {
+      code: 'not-acceptable',
+    });
   return best.format;
 }
 

@@ -24,12 +24,25 @@ const operationMethods = ['POST', 'OPTIONS'] as const;
 type Item = { path: string; value: JsonObject; config: ReadonlySet<string> };
 
 /** Runtime fields of one object, added to its applied configuration. */
-async function extras(deps: AppDeps, tenant: string, def: ResourceDef, value: JsonObject, cache: Map<string, Entry[]>): Promise<JsonObject> {
+async function extras(
+  deps: AppDeps,
+  tenant: string,
+  def: ResourceDef,
+  value: JsonObject,
+  cache: Map<string, Entry[]>,
+): Promise<JsonObject> {
   if (def.id === 'webhook' && typeof value.name === 'string') {
     const live = deps.runtime?.exporterState(tenant, value.name);
     if (live) return live;
     const stored = await deps.store.kvGet(`${kvPrefix.webhookState}${tenant}/${value.name}`);
-    if (stored) { try { const v = JSON.parse(stored) as unknown; if (isObject(v)) return v; } catch { /* fall through */ } }
+    if (stored) {
+      try {
+        const v = JSON.parse(stored) as unknown;
+        if (isObject(v)) return v;
+      } catch {
+        /* fall through */
+      }
+    }
     return { status: 'starting' };
   }
   if (def.id === 'deployment') {
@@ -40,8 +53,12 @@ async function extras(deps: AppDeps, tenant: string, def: ResourceDef, value: Js
     if (typeof expr === 'string') {
       try {
         const m = compileLabelExpr(expr);
-        selected = sites.filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value)))).map((s) => String(s.value.name));
-      } catch { selected = []; }
+        selected = sites
+          .filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value))))
+          .map((s) => String(s.value.name));
+      } catch {
+        selected = [];
+      }
     }
     return { status: { 'selected-sites': selected } };
   }
@@ -52,7 +69,10 @@ type Entry = { key: string; value: JsonObject };
 
 async function listCached(deps: AppDeps, prefix: string, cache: Map<string, Entry[]>): Promise<Entry[]> {
   let hit = cache.get(prefix);
-  if (!hit) { hit = await deps.store.list(prefix); cache.set(prefix, hit); }
+  if (!hit) {
+    hit = await deps.store.list(prefix);
+    cache.set(prefix, hit);
+  }
   return hit;
 }
 
@@ -70,24 +90,43 @@ function contentFilter(item: Item, q: ParsedQuery): JsonObject {
 /** Every state object of one list (or one object), in stored order. */
 async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map<string, Entry[]>): Promise<Item[]> {
   const base = configKey(tenant, r.listPath);
-  const entries = r.kind === 'list'
-    ? (await listCached(deps, base, cache)).filter((e) => e.key.startsWith(base + '/') && !e.key.slice(base.length + 1).includes('/'))
-    : await (async () => { const e = await deps.store.get(configKey(tenant, r.path)); return e ? [e] : []; })();
+  const entries =
+    r.kind === 'list'
+      ? (await listCached(deps, base, cache)).filter(
+          (e) => e.key.startsWith(base + '/') && !e.key.slice(base.length + 1).includes('/'),
+        )
+      : await (async () => {
+          const e = await deps.store.get(configKey(tenant, r.path));
+          return e ? [e] : [];
+        })();
   const items: Item[] = [];
   for (const e of entries) {
     const value = redact(r.def, e.value);
-    items.push({ path: e.key.slice(tenant.length + 1), value: { ...value, ...(await extras(deps, tenant, r.def, value, cache)) }, config: new Set(Object.keys(value)) });
+    items.push({
+      path: e.key.slice(tenant.length + 1),
+      value: { ...value, ...(await extras(deps, tenant, r.def, value, cache)) },
+      config: new Set(Object.keys(value)),
+    });
   }
-  if (r.def.id === 'dns-zone' && !items.some((i) => i.value.name === 'default') && (r.kind === 'list' || r.name === 'default')) {
+  if (
+    r.def.id === 'dns-zone' &&
+    !items.some((i) => i.value.name === 'default') &&
+    (r.kind === 'list' || r.name === 'default')
+  ) {
     const settings = await deps.store.get(configKey(tenant, 'system/settings'));
     const domain = settings?.value['default-domain'] ?? `${deps.settings.site}.local`;
     items.unshift({ path: 'system/dns-zones/default', value: { name: 'default', domain }, config: new Set() });
   }
   if (r.def.id === 'settings' && items.length === 0) {
-    items.push({ path: 'system/settings', value: { 'default-domain': `${deps.settings.site}.local` }, config: new Set() });
+    items.push({
+      path: 'system/settings',
+      value: { 'default-domain': `${deps.settings.site}.local` },
+      config: new Set(),
+    });
   } else if (r.def.id === 'settings') {
     const v = items[0] as Item;
-    if (v.value['default-domain'] === undefined) v.value = { ...v.value, 'default-domain': `${deps.settings.site}.local` };
+    if (v.value['default-domain'] === undefined)
+      v.value = { ...v.value, 'default-domain': `${deps.settings.site}.local` };
   }
   return items;
 }
@@ -101,15 +140,23 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     const name = c.req.param('name');
     parseQuery(searchParams(c), []);
     deps.auth.authorize(p, c.req.path, 'execute');
-    if (deps.strongbox.sealed) throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
-    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`)))) throw new ApiError('not-found', `No webhook exporter ${name}`, { code: 'missing', 'x-path': `/v1/config/volga/webhooks/${name}` });
-    if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name))) throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
+    if (deps.strongbox.sealed)
+      throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
+    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`))))
+      throw new ApiError('not-found', `No webhook exporter ${name}`, {
+        code: 'missing',
+        'x-path': `/v1/config/volga/webhooks/${name}`,
+      });
+    if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name)))
+      throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
     return new Response(null, { status: 204 });
   });
   // An operation path exists for every method: OPTIONS lists POST, the others are 405 (not 404).
   const restartPath = `${PREFIX}/volga/webhooks/:name/restart`;
   app.options(restartPath, () => options(operationMethods, false));
-  app.all(restartPath, (c) => { throw methodNotAllowed(c.req.method, c.req.path, operationMethods); });
+  app.all(restartPath, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, operationMethods);
+  });
 
   app.on(['GET', 'HEAD'], PREFIX, async (c) => {
     const q = parseQuery(searchParams(c), ['fields', 'where', 'match-path', 'content', 'with-defaults']);
@@ -137,38 +184,64 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
       if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
       for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
     }
-    for (const item of await topicStateObjects(deps)) addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
+    for (const item of await topicStateObjects(deps))
+      addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
     return reply(c, 200, out, { multi: true });
   });
   app.options(PREFIX, () => options(readOnly, false));
-  app.all(PREFIX, (c) => { throw methodNotAllowed(c.req.method, PREFIX, readOnly); });
+  app.all(PREFIX, (c) => {
+    throw methodNotAllowed(c.req.method, PREFIX, readOnly);
+  });
 
   app.all(`${PREFIX}/*`, async (c) => {
     const r = resolvePath(pathAfter(c, PREFIX));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
     if (c.req.method === 'OPTIONS') return options(readOnly, false);
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, readOnly);
-    if (r.def.needsUnsealed && deps.strongbox.sealed) throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, { code: 'sealed' });
+    if (r.def.needsUnsealed && deps.strongbox.sealed)
+      throw new ApiError(
+        'sealed',
+        `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`,
+        { code: 'sealed' },
+      );
     const p = principalOf(c);
     deps.auth.authorize(p, c.req.path, 'read');
     const params = searchParams(c);
     const cache = new Map<string, Entry[]>();
     if (r.kind === 'list') {
-      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults'], { knownField: knownInState(r.def) });
+      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults'], {
+        knownField: knownInState(r.def),
+      });
       checkSite(deps, q);
       let items = (await stateItems(deps, p.tenant, r, cache)).map((i) => contentFilter(i, q));
-      if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
+      if (q.where) {
+        const w = q.where;
+        items = items.filter((v) => w.test(v));
+      }
       if (q.count) return reply(c, 200, { count: items.length });
-      if (q.keys) return reply(c, 200, items.map((v) => v.name ?? null));
-      return reply(c, 200, items.map((v) => shape(r.def, v, q)), { multi: true });
+      if (q.keys)
+        return reply(
+          c,
+          200,
+          items.map((v) => v.name ?? null),
+        );
+      return reply(
+        c,
+        200,
+        items.map((v) => shape(r.def, v, q)),
+        { multi: true },
+      );
     }
-    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], { knownField: knownInState(r.def) });
+    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], {
+      knownField: knownInState(r.def),
+    });
     checkSite(deps, q);
     if (r.def.id === 'secret') return reply(c, 200, await secretState(deps, p.tenant, r));
     const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
     if (!item) throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
     const value = contentFilter(item, q);
-    if (q.where && !q.where.test(value)) throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
+    if (q.where && !q.where.test(value))
+      throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
     return reply(c, 200, shape(r.def, value, q));
   });
   return app;
@@ -177,7 +250,11 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
 /** `site` sends a request to another site: this process serves only its own. */
 function checkSite(deps: AppDeps, q: ParsedQuery): void {
   if (q.site !== undefined && q.site !== deps.settings.site) {
-    throw new ApiError('not-found', `Cannot reach site ${q.site} from here: this process serves site ${deps.settings.site}`, { code: 'unknown-site', parameter: 'site' });
+    throw new ApiError(
+      'not-found',
+      `Cannot reach site ${q.site} from here: this process serves site ${deps.settings.site}`,
+      { code: 'unknown-site', parameter: 'site' },
+    );
   }
 }
 

@@ -14,11 +14,25 @@ const BASE = '/v1/state/volga/topics';
 const topicRe = new RegExp(TOPIC_PATTERN);
 
 function checkTopic(topic: string): void {
-  if (!topicRe.test(topic)) throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(topic)} as a topic name: it must match ${TOPIC_PATTERN}`, { code: 'bad-topic', path: 'topic' });
+  if (!topicRe.test(topic))
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use ${JSON.stringify(topic)} as a topic name: it must match ${TOPIC_PATTERN}`,
+      { code: 'bad-topic', path: 'topic' },
+    );
 }
 
-const toObject = (t: { name: string; length: number; 'last-entry-id': string | null; 'last-entry': JsonObject | null }): JsonObject =>
-  ({ name: t.name, length: t.length, 'last-entry-id': t['last-entry-id'], 'last-entry': t['last-entry'] });
+const toObject = (t: {
+  name: string;
+  length: number;
+  'last-entry-id': string | null;
+  'last-entry': JsonObject | null;
+}): JsonObject => ({
+  name: t.name,
+  length: t.length,
+  'last-entry-id': t['last-entry-id'],
+  'last-entry': t['last-entry'],
+});
 
 export async function topicStateObjects(deps: AppDeps): Promise<Array<{ path: string; value: JsonObject }>> {
   const names = (await deps.bus.listTopics()).sort();
@@ -32,10 +46,23 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count']);
     deps.auth.authorize(principalOf(c), BASE, 'read');
     let items = (await topicStateObjects(deps)).map((i) => i.value);
-    if (q.where) { const w = q.where; items = items.filter((v) => w.test(v)); }
+    if (q.where) {
+      const w = q.where;
+      items = items.filter((v) => w.test(v));
+    }
     if (q.count) return reply(c, 200, { count: items.length });
-    if (q.keys) return reply(c, 200, items.map((v) => v.name ?? null));
-    return reply(c, 200, items.map((v) => (q.fields ? q.fields.apply(v) : v)), { multi: true });
+    if (q.keys)
+      return reply(
+        c,
+        200,
+        items.map((v) => v.name ?? null),
+      );
+    return reply(
+      c,
+      200,
+      items.map((v) => (q.fields ? q.fields.apply(v) : v)),
+      { multi: true },
+    );
   });
   app.get(`${BASE}/:topic`, async (c) => {
     const q = parseQuery(searchParams(c), ['fields']);
@@ -54,20 +81,45 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     deps.auth.authorize(principalOf(c), c.req.path, 'execute');
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const doc = body.docs[0];
-    if (body.docs.length !== 1 || !isObject(doc)) throw new ApiError('invalid-document', 'Cannot produce: send one object {payload, producer-name?}', { code: 'not-an-object' });
-    for (const k of Object.keys(doc)) if (k !== 'payload' && k !== 'producer-name') throw new ApiError('invalid-value', `Cannot produce with field ${k}: only payload and producer-name are accepted`, { code: 'unknown-field', path: k });
+    if (body.docs.length !== 1 || !isObject(doc))
+      throw new ApiError('invalid-document', 'Cannot produce: send one object {payload, producer-name?}', {
+        code: 'not-an-object',
+      });
+    for (const k of Object.keys(doc))
+      if (k !== 'payload' && k !== 'producer-name')
+        throw new ApiError(
+          'invalid-value',
+          `Cannot produce with field ${k}: only payload and producer-name are accepted`,
+          { code: 'unknown-field', path: k },
+        );
     const payload = doc.payload;
-    if (payload === undefined) throw new ApiError('invalid-value', 'Missing required field payload', { code: 'schema-required', path: 'payload' });
+    if (payload === undefined)
+      throw new ApiError('invalid-value', 'Missing required field payload', {
+        code: 'schema-required',
+        path: 'payload',
+      });
     const producer = doc['producer-name'];
-    if (producer !== undefined && typeof producer !== 'string') throw new ApiError('invalid-value', 'Cannot use producer-name: it must be a string', { code: 'schema-type', path: 'producer-name' });
+    if (producer !== undefined && typeof producer !== 'string')
+      throw new ApiError('invalid-value', 'Cannot use producer-name: it must be a string', {
+        code: 'schema-type',
+        path: 'producer-name',
+      });
     const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
-    const seqno = await deps.bus.produce(topic, producer ? { payload: text, 'producer-name': producer } : { payload: text });
+    const seqno = await deps.bus.produce(
+      topic,
+      producer ? { payload: text, 'producer-name': producer } : { payload: text },
+    );
     return reply(c, 201, { seqno }, { headers: { Location: `${BASE}/${topic}` } });
   });
   for (const path of [BASE, `${BASE}/:topic`]) {
     app.options(path, () => options(['GET', 'OPTIONS'], false));
-    app.all(path, (c) => { throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']); });
+    app.all(path, (c) => {
+      throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
+    });
   }
-  app.all(`${BASE}/:topic/produce`, (c) => { if (c.req.method === 'OPTIONS') return options(['POST', 'OPTIONS'], false); throw methodNotAllowed(c.req.method, c.req.path, ['POST', 'OPTIONS']); });
+  app.all(`${BASE}/:topic/produce`, (c) => {
+    if (c.req.method === 'OPTIONS') return options(['POST', 'OPTIONS'], false);
+    throw methodNotAllowed(c.req.method, c.req.path, ['POST', 'OPTIONS']);
+  });
   return app;
 }

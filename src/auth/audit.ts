@@ -38,6 +38,11 @@ export async function record(sink: AuditSink, event: AuditEvent): Promise<void> 
   try {
     await sink(event);
   } catch (err) {
-    log('error', 'audit event not recorded', { method: event.method, path: event.path, status: event.status, error: err instanceof Error ? err.message : String(err) });
+    log('error', 'audit event not recorded', {
+      method: event.method,
+      path: event.path,
+      status: event.status,
+      error: err instanceof Error ? err.message : String(err),
+    });
   }
 }

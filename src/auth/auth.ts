@@ -15,7 +15,15 @@ import { decide, type Operation } from './policies.js';
 import { createDirectory, type Principal } from './principal.js';
 import { createTenantTree, type TenantTree } from './tenants.js';
 import { createThrottle, defaultThrottle, type ThrottleOptions } from './throttle.js';
-import { credentialOf, issueToken, lookupToken, looksLikeToken, revokeToken, tokenId, type TokenReply } from './tokens.js';
+import {
+  credentialOf,
+  issueToken,
+  lookupToken,
+  looksLikeToken,
+  revokeToken,
+  tokenId,
+  type TokenReply,
+} from './tokens.js';
 import { prepareUserForStore } from './users.js';
 
 export type AuthOptions = {
@@ -74,7 +82,12 @@ export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**', '/v
 const PRINCIPAL_CACHE_MS = 1000;
 
 function unauthorized(message: string, code: string): ApiError {
-  return new ApiError('unauthorized', message, { code }, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } });
+  return new ApiError(
+    'unauthorized',
+    message,
+    { code },
+    { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } },
+  );
 }
 
 export function createAuth(opts: AuthOptions): Auth {
@@ -87,7 +100,13 @@ export function createAuth(opts: AuthOptions): Auth {
   const audit = (event: AuditEvent) => record(opts.audit, event);
 
   const loginEvent = (user: string | null, tenant: string | null, status: number, addr: string): AuditEvent => ({
-    user, tenant, method: 'POST', path: '/v1/login', status, time: new Date(now()).toISOString(), 'client-address': addr,
+    user,
+    tenant,
+    method: 'POST',
+    path: '/v1/login',
+    status,
+    time: new Date(now()).toISOString(),
+    'client-address': addr,
   });
 
   async function login(username: string, password: string, clientAddr: string): Promise<TokenReply> {
@@ -107,10 +126,18 @@ export function createAuth(opts: AuthOptions): Auth {
     if (!ok || !user?.passwordHash || !name) {
       await throttle.failed(who, clientAddr);
       await audit(loginEvent(name ?? null, name ? tenant : null, 401, clientAddr));
-      throw new ApiError('unauthorized', 'Cannot log in: unknown user or wrong password', { code: 'bad-credentials', path: '/v1/login' });
+      throw new ApiError('unauthorized', 'Cannot log in: unknown user or wrong password', {
+        code: 'bad-credentials',
+        path: '/v1/login',
+      });
     }
     await throttle.succeeded(who, clientAddr);
-    const issued = await issueToken(store, { user: name, tenant, credential: credentialOf(user.passwordHash) }, now(), settings.tokenTtlSeconds);
+    const issued = await issueToken(
+      store,
+      { user: name, tenant, credential: credentialOf(user.passwordHash) },
+      now(),
+      settings.tokenTtlSeconds,
+    );
     await audit(loginEvent(name, tenant, 200, clientAddr));
     const { id: _id, ...reply } = issued;
     return reply;
@@ -125,7 +152,9 @@ export function createAuth(opts: AuthOptions): Auth {
   const principals = new Map<string, { principal: Principal; until: number }>();
   const forgetPrincipals = () => principals.clear();
   const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
-  const unsubscribe = store.onChange((keys) => { if (keys.some((k) => identityKey.test(k))) forgetPrincipals(); });
+  const unsubscribe = store.onChange((keys) => {
+    if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+  });
 
   function cachedPrincipal(header: string | undefined): Principal | undefined {
     const cached = header === undefined ? undefined : principals.get(header);
@@ -145,27 +174,44 @@ export function createAuth(opts: AuthOptions): Auth {
   }
 
   async function authenticateUncached(header: string | undefined): Promise<Principal> {
-    if (header === undefined || header.trim() === '') throw unauthorized('Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)', 'missing-token');
+    if (header === undefined || header.trim() === '')
+      throw unauthorized(
+        'Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)',
+        'missing-token',
+      );
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (!m?.[1]) throw unauthorized('Cannot authenticate: the Authorization header must be Bearer <token>', 'bad-authorization');
+    if (!m?.[1])
+      throw unauthorized('Cannot authenticate: the Authorization header must be Bearer <token>', 'bad-authorization');
     const token = m[1];
-    if (!looksLikeToken(token)) throw unauthorized('Cannot authenticate: the token is not one this server issued; log in again', 'invalid-token');
+    if (!looksLikeToken(token))
+      throw unauthorized('Cannot authenticate: the token is not one this server issued; log in again', 'invalid-token');
     const id = tokenId(token);
     const rec = await lookupToken(store, id, now());
     if (!rec) throw unauthorized('Cannot authenticate: the token is unknown or expired; log in again', 'invalid-token');
     // The user, its tenant and its password must still be what they were at login.
     const user = (await tenants.exists(rec.tenant)) ? await directory.user(rec.tenant, rec.user) : undefined;
     if (!user?.passwordHash || credentialOf(user.passwordHash) !== rec.credential) {
-      throw unauthorized('Cannot authenticate: the token\'s user, tenant or password has changed; log in again', 'invalid-token');
+      throw unauthorized(
+        "Cannot authenticate: the token's user, tenant or password has changed; log in again",
+        'invalid-token',
+      );
     }
-    const [policies, reach] = await Promise.all([directory.policies(rec.tenant, user.policies), directory.reach(rec.tenant)]);
+    const [policies, reach] = await Promise.all([
+      directory.policies(rec.tenant, user.policies),
+      directory.reach(rec.tenant),
+    ]);
     return { user: rec.user, tenant: rec.tenant, tokenId: id, expires: rec.expires, policies, tenants: reach };
   }
 
   async function refresh(principal: Principal): Promise<TokenReply> {
     const rec = await lookupToken(store, principal.tokenId, now());
     if (!rec) throw unauthorized('Cannot refresh the token: it is unknown or expired; log in again', 'invalid-token');
-    const issued = await issueToken(store, { user: rec.user, tenant: rec.tenant, credential: rec.credential }, now(), settings.tokenTtlSeconds);
+    const issued = await issueToken(
+      store,
+      { user: rec.user, tenant: rec.tenant, credential: rec.credential },
+      now(),
+      settings.tokenTtlSeconds,
+    );
     await revokeToken(store, principal.tokenId);
     forgetPrincipals();
     const { id: _id, ...reply } = issued;
@@ -179,37 +225,60 @@ export function createAuth(opts: AuthOptions): Auth {
    */
   const decisions = new WeakMap<Principal, { size: number; byPath: Map<string, Map<string, ApiError | null>> }>();
 
-  function check(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
+  function check(
+    principal: Principal,
+    absolutePath: string,
+    op: Operation,
+    tenant: string | undefined,
+  ): ApiError | undefined {
     let memo = decisions.get(principal);
-    if (!memo) { memo = { size: 0, byPath: new Map() }; decisions.set(principal, memo); }
+    if (!memo) {
+      memo = { size: 0, byPath: new Map() };
+      decisions.set(principal, memo);
+    }
     const key = tenant === undefined ? op : `${op} ${tenant}`;
     let forPath = memo.byPath.get(absolutePath);
     const hit = forPath?.get(key);
     if (hit !== undefined) return hit ?? undefined;
     const result = checkUncached(principal, absolutePath, op, tenant);
     if (memo.size < 1000) {
-      if (!forPath) { forPath = new Map(); memo.byPath.set(absolutePath, forPath); }
+      if (!forPath) {
+        forPath = new Map();
+        memo.byPath.set(absolutePath, forPath);
+      }
       forPath.set(key, result ?? null);
       memo.size++;
     }
     return result;
   }
 
-  function checkUncached(principal: Principal, absolutePath: string, op: Operation, tenant: string | undefined): ApiError | undefined {
+  function checkUncached(
+    principal: Principal,
+    absolutePath: string,
+    op: Operation,
+    tenant: string | undefined,
+  ): ApiError | undefined {
     if (tenant !== undefined && !principal.tenants.has(tenant)) {
       return new ApiError('not-found', `Cannot find ${absolutePath}`, { code: 'not-found', path: absolutePath });
     }
     if (principal.tenant !== root) {
       const segments = splitPath(absolutePath.split('?')[0] ?? '');
       if (rootOnlyPatterns.some((p) => matches(p, segments))) {
-        return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: it is shared by all tenants, so only users of the root tenant may`, { code: 'root-tenant-only', path: absolutePath, operation: op });
+        return new ApiError(
+          'forbidden',
+          `Cannot ${op} ${absolutePath}: it is shared by all tenants, so only users of the root tenant may`,
+          { code: 'root-tenant-only', path: absolutePath, operation: op },
+        );
       }
     }
     const d = decide(principal.policies, absolutePath, op);
     if (d.allowed) return undefined;
-    const why = d.invalidPolicy !== undefined
-      ? `policy ${d.invalidPolicy} of this user is not valid, so everything is denied until it is fixed`
-      : d.rule ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})` : 'no policy of this user allows it';
+    const why =
+      d.invalidPolicy !== undefined
+        ? `policy ${d.invalidPolicy} of this user is not valid, so everything is denied until it is fixed`
+        : d.rule
+          ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})`
+          : 'no policy of this user allows it';
     return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: ${why}`, {
       code: 'forbidden',
       path: absolutePath,
@@ -230,10 +299,23 @@ export function createAuth(opts: AuthOptions): Auth {
       if (err) throw err;
     },
     allows: (principal, absolutePath, op, tenant) => check(principal, absolutePath, op, tenant) === undefined,
-    bootstrap: () => bootstrapAdmin({ store, rootTenant: root, adminPassword: settings.adminPassword, now, ...(opts.announce ? { announce: opts.announce } : {}) }),
+    bootstrap: () =>
+      bootstrapAdmin({
+        store,
+        rootTenant: root,
+        adminPassword: settings.adminPassword,
+        now,
+        ...(opts.announce ? { announce: opts.announce } : {}),
+      }),
     prepareUserForStore,
     audit,
-    invalidate(keys) { directory.invalidate(keys); if (keys.some((k) => identityKey.test(k))) forgetPrincipals(); },
-    close() { unsubscribe(); directory.close(); },
+    invalidate(keys) {
+      directory.invalidate(keys);
+      if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+    },
+    close() {
+      unsubscribe();
+      directory.close();
+    },
   };
 }

@@ -28,24 +28,34 @@ const maxAttempts = 5;
 
 export async function bootstrapAdmin(opts: BootstrapOptions): Promise<void> {
   const key = configKey(opts.rootTenant, `${usersPath}/${adminUser}`);
-  const announce = opts.announce ?? ((line: string) => { process.stdout.write(line + '\n'); });
+  const announce =
+    opts.announce ??
+    ((line: string) => {
+      process.stdout.write(line + '\n');
+    });
   const now = opts.now ?? Date.now;
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
     const existing = await opts.store.get(key);
     if (opts.adminPassword === undefined) {
       if (existing) return;
       const password = generatePassword();
-      const value: JsonObject = { name: adminUser, policies: [adminPolicyName], [passwordHashField]: await hashPassword(password) };
+      const value: JsonObject = {
+        name: adminUser,
+        policies: [adminPolicyName],
+        [passwordHashField]: await hashPassword(password),
+      };
       const res = await opts.store.commit([{ op: 'put', key, value, expect: null }]);
       if (!res.ok) return; // another process created admin first; it printed the password.
       // Written directly, not through log(): it must appear whatever LOG_LEVEL says.
-      announce(JSON.stringify({
-        time: new Date(now()).toISOString(),
-        level: 'warn',
-        msg: 'generated a password for user admin: it is shown only this once; set ADMIN_PASSWORD to choose it',
-        user: adminUser,
-        password,
-      }));
+      announce(
+        JSON.stringify({
+          time: new Date(now()).toISOString(),
+          level: 'warn',
+          msg: 'generated a password for user admin: it is shown only this once; set ADMIN_PASSWORD to choose it',
+          user: adminUser,
+          password,
+        }),
+      );
       return;
     }
     const user = existing ? readUser(adminUser, existing.value) : undefined;

@@ -31,8 +31,12 @@ export function createAsyncCache<V>(opts: AsyncCacheOptions = {}): AsyncCache<V>
       // Bounded: a flood of distinct keys empties the cache instead of growing it.
       if (entries.size >= maxEntries) entries.clear();
       entries.set(key, { p, until: now() + maxAgeMs });
-      const drop = () => { if (entries.get(key)?.p === p) entries.delete(key); };
-      p.then(() => { if (gen !== generation) drop(); }, drop);
+      const drop = () => {
+        if (entries.get(key)?.p === p) entries.delete(key);
+      };
+      p.then(() => {
+        if (gen !== generation) drop();
+      }, drop);
       return p;
     },
     delete(key) {

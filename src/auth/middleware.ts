@@ -80,7 +80,11 @@ export function createGuard(opts: GuardOptions): Guard {
  * Registers every route of `sources` on `target`, each handler inside the guard (the
  * guarded counterpart of `target.route('/', source)`).
  */
-export function guardRoutes<E extends { Variables: AuthVariables }>(target: Hono<E>, sources: ReadonlyArray<Hono<E>>, guard: Guard): void {
+export function guardRoutes<E extends { Variables: AuthVariables }>(
+  target: Hono<E>,
+  sources: ReadonlyArray<Hono<E>>,
+  guard: Guard,
+): void {
   for (const source of sources) {
     for (const r of source.routes) target.on(r.method, r.path, guard(r.handler as Handler) as never);
   }

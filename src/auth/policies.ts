@@ -45,27 +45,55 @@ function isOperation(v: unknown): v is Operation {
  */
 export function policyProblems(obj: unknown): ApiError[] {
   const bad = (message: string, path: string, extra?: { position?: number; code?: string }) =>
-    new ApiError('invalid-value', message, { code: extra?.code ?? 'invalid-policy', path, ...(extra?.position !== undefined ? { position: extra.position } : {}) });
+    new ApiError('invalid-value', message, {
+      code: extra?.code ?? 'invalid-policy',
+      path,
+      ...(extra?.position !== undefined ? { position: extra.position } : {}),
+    });
   if (!isObject(obj)) return [bad('Cannot accept the policy: it must be an object with name and rules', '')];
   const rules = obj.rules;
-  if (!Array.isArray(rules)) return [bad('Cannot accept the policy: rules must be a list of {path, operations, effect}', '/rules')];
+  if (!Array.isArray(rules))
+    return [bad('Cannot accept the policy: rules must be a list of {path, operations, effect}', '/rules')];
   const problems: ApiError[] = [];
   rules.forEach((rule, i) => {
     const at = `/rules/${i}`;
-    if (!isObject(rule)) { problems.push(bad(`Cannot accept rule ${i}: it must be an object {path, operations, effect}`, at)); return; }
-    if (typeof rule.path !== 'string') problems.push(bad(`Cannot accept rule ${i}: path must be a string such as /v1/config/volga/**`, `${at}/path`));
+    if (!isObject(rule)) {
+      problems.push(bad(`Cannot accept rule ${i}: it must be an object {path, operations, effect}`, at));
+      return;
+    }
+    if (typeof rule.path !== 'string')
+      problems.push(bad(`Cannot accept rule ${i}: path must be a string such as /v1/config/volga/**`, `${at}/path`));
     else {
       const p = parsePattern(rule.path);
-      if (isProblem(p)) problems.push(bad(`Cannot accept rule ${i} path ${JSON.stringify(rule.path)}: ${p.reason} at position ${p.position}`, `${at}/path`, { position: p.position, code: 'bad-pattern' }));
+      if (isProblem(p))
+        problems.push(
+          bad(
+            `Cannot accept rule ${i} path ${JSON.stringify(rule.path)}: ${p.reason} at position ${p.position}`,
+            `${at}/path`,
+            { position: p.position, code: 'bad-pattern' },
+          ),
+        );
     }
     if (!Array.isArray(rule.operations) || rule.operations.length === 0) {
-      problems.push(bad(`Cannot accept rule ${i}: operations must be a non-empty list of ${operations.join(', ')}`, `${at}/operations`));
+      problems.push(
+        bad(
+          `Cannot accept rule ${i}: operations must be a non-empty list of ${operations.join(', ')}`,
+          `${at}/operations`,
+        ),
+      );
     } else {
       rule.operations.forEach((op, j) => {
-        if (!isOperation(op)) problems.push(bad(`Cannot accept rule ${i}: operation ${JSON.stringify(op)} is not one of ${operations.join(', ')}`, `${at}/operations/${j}`));
+        if (!isOperation(op))
+          problems.push(
+            bad(
+              `Cannot accept rule ${i}: operation ${JSON.stringify(op)} is not one of ${operations.join(', ')}`,
+              `${at}/operations/${j}`,
+            ),
+          );
       });
     }
-    if (rule.effect !== 'allow' && rule.effect !== 'deny') problems.push(bad(`Cannot accept rule ${i}: effect must be allow or deny`, `${at}/effect`));
+    if (rule.effect !== 'allow' && rule.effect !== 'deny')
+      problems.push(bad(`Cannot accept rule ${i}: effect must be allow or deny`, `${at}/effect`));
   });
   return problems;
 }
@@ -86,7 +114,10 @@ export function compilePolicies(named: ReadonlyArray<{ name: string; value: unkn
   const invalid: string[] = [];
   for (const { name, value } of named) {
     if (value === undefined) continue;
-    if (!isObject(value) || policyProblems(value).length > 0 || !Array.isArray(value.rules)) { invalid.push(name); continue; }
+    if (!isObject(value) || policyProblems(value).length > 0 || !Array.isArray(value.rules)) {
+      invalid.push(name);
+      continue;
+    }
     value.rules.forEach((rule, i) => {
       if (!isObject(rule) || typeof rule.path !== 'string' || !Array.isArray(rule.operations)) return;
       const pattern = parsePattern(rule.path);
@@ -99,7 +130,9 @@ export function compilePolicies(named: ReadonlyArray<{ name: string; value: unkn
       });
     });
   }
-  rules.sort((a, b) => compareSpecificity(a.pattern, b.pattern) || (a.effect === b.effect ? 0 : a.effect === 'deny' ? -1 : 1));
+  rules.sort(
+    (a, b) => compareSpecificity(a.pattern, b.pattern) || (a.effect === b.effect ? 0 : a.effect === 'deny' ? -1 : 1),
+  );
   return { names: named.map((n) => n.name), rules, invalid };
 }
 

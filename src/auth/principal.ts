@@ -45,7 +45,10 @@ export function createDirectory(store: Store, tenants: TenantTree, now: () => nu
       // A user's policy list changed too: compiled sets are keyed by names, so only policy
       // objects themselves invalidate them.
       if (path.startsWith(policiesPath + '/') || path === policiesPath) compiled.clear();
-      if (path.startsWith(tenantsPath + '/') || path === tenantsPath) { tenants.invalidate(); reaches.clear(); }
+      if (path.startsWith(tenantsPath + '/') || path === tenantsPath) {
+        tenants.invalidate();
+        reaches.clear();
+      }
     }
   };
   // Other processes' commits arrive here; this process's own are also invalidated at once
@@ -60,11 +63,16 @@ export function createDirectory(store: Store, tenants: TenantTree, now: () => nu
     policies(tenant, names) {
       const sorted = [...new Set(names)].sort();
       return compiled.get(`${tenant}|${sorted.join(',')}`, async () => {
-        const named = await Promise.all(sorted.map(async (name) => ({
-          name,
-          // The built-in admin policy cannot be redefined: a stored one would risk a lock-out.
-          value: name === adminPolicyName ? adminPolicy : (await store.get(configKey(tenant, `${policiesPath}/${name}`)))?.value,
-        })));
+        const named = await Promise.all(
+          sorted.map(async (name) => ({
+            name,
+            // The built-in admin policy cannot be redefined: a stored one would risk a lock-out.
+            value:
+              name === adminPolicyName
+                ? adminPolicy
+                : (await store.get(configKey(tenant, `${policiesPath}/${name}`)))?.value,
+          })),
+        );
         return compilePolicies(named);
       });
     },

@@ -21,19 +21,39 @@ const maxLoginBytes = 16 * 1024;
 
 async function readCredentials(c: Context): Promise<{ username: string; password: string }> {
   const declared = Number(c.req.header('content-length') ?? 0);
-  if (declared > maxLoginBytes) throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, { code: 'too-large', path: '/v1/login' });
+  if (declared > maxLoginBytes)
+    throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, {
+      code: 'too-large',
+      path: '/v1/login',
+    });
   const text = await c.req.text();
-  if (text.length > maxLoginBytes) throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, { code: 'too-large', path: '/v1/login' });
+  if (text.length > maxLoginBytes)
+    throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, {
+      code: 'too-large',
+      path: '/v1/login',
+    });
   const { docs } = parseBody(text, c.req.header('content-type'));
   const body = docs[0];
-  if (docs.length !== 1 || !isObject(body)) throw new ApiError('invalid-document', 'Cannot log in: the body must be one object {username, password}', { code: 'invalid-login', path: '' });
+  if (docs.length !== 1 || !isObject(body))
+    throw new ApiError('invalid-document', 'Cannot log in: the body must be one object {username, password}', {
+      code: 'invalid-login',
+      path: '',
+    });
   for (const field of ['username', 'password'] as const) {
     if (typeof body[field] !== 'string' || body[field] === '') {
-      throw new ApiError('invalid-value', `Cannot log in: ${field} must be a non-empty string`, { code: 'invalid-login', path: `/${field}` });
+      throw new ApiError('invalid-value', `Cannot log in: ${field} must be a non-empty string`, {
+        code: 'invalid-login',
+        path: `/${field}`,
+      });
     }
   }
   const extra = Object.keys(body).find((k) => k !== 'username' && k !== 'password');
-  if (extra !== undefined) throw new ApiError('invalid-value', `Cannot log in: unknown field ${JSON.stringify(extra)}; send only username and password`, { code: 'invalid-login', path: `/${extra}` });
+  if (extra !== undefined)
+    throw new ApiError(
+      'invalid-value',
+      `Cannot log in: unknown field ${JSON.stringify(extra)}; send only username and password`,
+      { code: 'invalid-login', path: `/${extra}` },
+    );
   return { username: String(body.username), password: String(body.password) };
 }
 
@@ -41,15 +61,22 @@ async function readCredentials(c: Context): Promise<{ username: string; password
 function noQuery(c: Context): void {
   const params = new URL(c.req.url).searchParams;
   for (const name of params.keys()) {
-    throw new ApiError('invalid-query', name === 'dry-run' || name === 'validate'
-      ? `Cannot use ${name} on ${c.req.path}: this operation has no ${name}`
-      : `Cannot use the ${name} parameter: ${c.req.path} takes no query parameter`, { code: name === 'dry-run' || name === 'validate' ? 'no-dry-run' : 'unknown-parameter', parameter: name });
+    throw new ApiError(
+      'invalid-query',
+      name === 'dry-run' || name === 'validate'
+        ? `Cannot use ${name} on ${c.req.path}: this operation has no ${name}`
+        : `Cannot use the ${name} parameter: ${c.req.path} takes no query parameter`,
+      { code: name === 'dry-run' || name === 'validate' ? 'no-dry-run' : 'unknown-parameter', parameter: name },
+    );
   }
 }
 
 function tokenReply(c: Context, reply: TokenReply): Response {
   const format = negotiate(c.req.header('accept'));
-  return new Response(encode(reply, format), { status: 200, headers: { 'content-type': contentTypeOf(format), 'cache-control': 'no-store' } });
+  return new Response(encode(reply, format), {
+    status: 200,
+    headers: { 'content-type': contentTypeOf(format), 'cache-control': 'no-store' },
+  });
 }
 
 export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {

@@ -66,7 +66,14 @@ export function createTenantTree(store: Store, root: string, now: () => number =
     cached = p;
     cachedUntil = now() + authCacheMaxAgeMs;
     // A change during the walk may not be in it: keep the result for this caller only.
-    p.then(() => { if (gen !== generation && cached === p) cached = undefined; }, () => { if (cached === p) cached = undefined; });
+    p.then(
+      () => {
+        if (gen !== generation && cached === p) cached = undefined;
+      },
+      () => {
+        if (cached === p) cached = undefined;
+      },
+    );
     return p;
   }
 
@@ -92,10 +99,14 @@ export function createTenantTree(store: Store, root: string, now: () => number =
       if (fromTenant === undefined || fromTenant === '' || fromTenant === tenant) return tenant;
       const node = (await tree()).get(tenant);
       if (node && node.parent === fromTenant && node.sharedVaults.includes(vault)) return fromTenant;
-      throw new ApiError('forbidden', `Cannot read vault ${JSON.stringify(vault)} of tenant ${JSON.stringify(fromTenant)}: only a vault the parent tenant lists in shared-vaults of this tenant can be read`, {
-        code: 'vault-not-shared',
-        path: where,
-      });
+      throw new ApiError(
+        'forbidden',
+        `Cannot read vault ${JSON.stringify(vault)} of tenant ${JSON.stringify(fromTenant)}: only a vault the parent tenant lists in shared-vaults of this tenant can be read`,
+        {
+          code: 'vault-not-shared',
+          path: where,
+        },
+      );
     },
     async checkNewTenant(parent, name) {
       const nodes = await tree();
@@ -103,10 +114,14 @@ export function createTenantTree(store: Store, root: string, now: () => number =
       const taken = name === root || (node !== undefined && node.parent !== parent);
       const leftover = node === undefined && (await store.list(name)).length > 0;
       if (taken || leftover) {
-        throw new ApiError('exists', `Cannot create tenant ${JSON.stringify(name)}: the name is already used by another tenant; choose another name`, {
-          code: 'tenant-exists',
-          path: `/v1/config/${tenantsPath}/${name}`,
-        });
+        throw new ApiError(
+          'exists',
+          `Cannot create tenant ${JSON.stringify(name)}: the name is already used by another tenant; choose another name`,
+          {
+            code: 'tenant-exists',
+            path: `/v1/config/${tenantsPath}/${name}`,
+          },
+        );
       }
     },
     invalidate() {

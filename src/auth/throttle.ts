@@ -29,7 +29,8 @@ export type Throttle = {
 
 export function createThrottle(store: Store, opts: ThrottleOptions = defaultThrottle): Throttle {
   for (const [k, v] of Object.entries(opts)) {
-    if (!Number.isInteger(v) || v < 1) throw new RangeError(`throttle option ${k} must be a positive integer, got ${v}`);
+    if (!Number.isInteger(v) || v < 1)
+      throw new RangeError(`throttle option ${k} must be a positive integer, got ${v}`);
   }
   const userKey = (user: string, address: string) => `${kvPrefix.throttle}${user}|${address}`;
   const addressKey = (address: string) => `${kvPrefix.throttle}|${address}`;
@@ -41,11 +42,16 @@ export function createThrottle(store: Store, opts: ThrottleOptions = defaultThro
       const [u, a] = await Promise.all([count(userKey(user, address)), count(addressKey(address))]);
       if (u >= opts.perUser || a >= opts.perAddress) {
         const who = u >= opts.perUser ? 'this user from this address' : 'this address';
-        throw new ApiError('too-many-requests', `Cannot log in: too many failed logins for ${who}; wait ${opts.windowSeconds} seconds`, {
-          code: 'login-throttled',
-          path: '/v1/login',
-          'retry-after': opts.windowSeconds,
-        }, { headers: { 'Retry-After': String(opts.windowSeconds) } });
+        throw new ApiError(
+          'too-many-requests',
+          `Cannot log in: too many failed logins for ${who}; wait ${opts.windowSeconds} seconds`,
+          {
+            code: 'login-throttled',
+            path: '/v1/login',
+            'retry-after': opts.windowSeconds,
+          },
+          { headers: { 'Retry-After': String(opts.windowSeconds) } },
+        );
       }
     },
     async failed(user, address) {

@@ -43,7 +43,12 @@ export function looksLikeToken(text: string): boolean {
   return tokenForm.test(text);
 }
 
-export async function issueToken(store: Store, rec: Omit<TokenRecord, 'expires' | 'created'>, now: number, ttlSeconds: number): Promise<TokenReply & { id: string }> {
+export async function issueToken(
+  store: Store,
+  rec: Omit<TokenRecord, 'expires' | 'created'>,
+  now: number,
+  ttlSeconds: number,
+): Promise<TokenReply & { id: string }> {
   const token = randomBytes(32).toString('base64url');
   const id = tokenId(token);
   const record: TokenRecord = { ...rec, created: now, expires: now + ttlSeconds * 1000 };
@@ -59,7 +64,11 @@ export async function issueToken(store: Store, rec: Omit<TokenRecord, 'expires' 
 
 function parseRecord(text: string): TokenRecord | undefined {
   let v: unknown;
-  try { v = JSON.parse(text); } catch { return undefined; }
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
   if (!isObject(v)) return undefined;
   const { user, tenant, created, expires, credential } = v;
   if (typeof user !== 'string' || typeof tenant !== 'string' || typeof credential !== 'string') return undefined;

@@ -24,7 +24,11 @@ export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject
   delete out.password;
   if (password !== undefined) {
     if (typeof password !== 'string' || password.length === 0 || password.length > maxPasswordLength) {
-      throw new ApiError('invalid-value', `Cannot accept the user: password must be a non-empty string of at most ${maxPasswordLength} characters`, { code: 'invalid-password', path: '/password' });
+      throw new ApiError(
+        'invalid-value',
+        `Cannot accept the user: password must be a non-empty string of at most ${maxPasswordLength} characters`,
+        { code: 'invalid-password', path: '/password' },
+      );
     }
     out[passwordHashField] = await hashPassword(password);
     return out;
@@ -32,7 +36,11 @@ export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject
   const given = out[passwordHashField];
   if (given !== undefined) {
     if (!isPasswordHash(given)) {
-      throw new ApiError('invalid-value', 'Cannot accept the user: password-hash is set by the server; send password instead', { code: 'invalid-password-hash', path: `/${passwordHashField}` });
+      throw new ApiError(
+        'invalid-value',
+        'Cannot accept the user: password-hash is set by the server; send password instead',
+        { code: 'invalid-password-hash', path: `/${passwordHashField}` },
+      );
     }
     return out;
   }
@@ -59,6 +67,8 @@ export type UserRecord = { name: string; passwordHash: string | undefined; polic
 export function readUser(name: string, value: unknown): UserRecord | undefined {
   if (!isObject(value)) return undefined;
   const hash = value[passwordHashField];
-  const policies = Array.isArray(value.policies) ? value.policies.filter((p): p is string => typeof p === 'string') : [];
+  const policies = Array.isArray(value.policies)
+    ? value.policies.filter((p): p is string => typeof p === 'string')
+    : [];
   return { name, passwordHash: isPasswordHash(hash) ? hash : undefined, policies };
 }

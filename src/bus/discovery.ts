@@ -25,7 +25,11 @@ export class Discovery {
     }
     return () => {
       this.listeners.delete(listener);
-      if (this.listeners.size === 0 && this.timer) { clearInterval(this.timer); this.timer = undefined; this.current = undefined; }
+      if (this.listeners.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+        this.current = undefined;
+      }
     };
   }
 

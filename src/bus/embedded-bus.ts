@@ -7,7 +7,17 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BusError, compareIds, entryObject, type Bus, type GroupRead, type ProduceInput, type StartAt, type StreamEntry, type TopicInfo } from './bus.js';
+import {
+  BusError,
+  compareIds,
+  entryObject,
+  type Bus,
+  type GroupRead,
+  type ProduceInput,
+  type StartAt,
+  type StreamEntry,
+  type TopicInfo,
+} from './bus.js';
 import { Discovery } from './discovery.js';
 
 type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };
@@ -44,7 +54,8 @@ function compact(file: string, streams: Map<string, Stream>): void {
       lines.push(JSON.stringify({ op: 'group', topic, group, last: g.lastDelivered }));
       const byConsumer = new Map<string, string[]>();
       for (const [id, p] of g.pending) byConsumer.set(p.consumer, [...(byConsumer.get(p.consumer) ?? []), id]);
-      for (const [consumer, ids] of byConsumer) lines.push(JSON.stringify({ op: 'deliver', topic, group, consumer, ids }));
+      for (const [consumer, ids] of byConsumer)
+        lines.push(JSON.stringify({ op: 'deliver', topic, group, consumer, ids }));
     }
   }
   const tmp = `${file}.tmp`;
@@ -59,15 +70,23 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
 
   const stream = (topic: string): Stream => {
     let s = streams.get(topic);
-    if (!s) { s = { entries: [], lastId: '0-0', groups: new Map() }; streams.set(topic, s); }
+    if (!s) {
+      s = { entries: [], lastId: '0-0', groups: new Map() };
+      streams.set(topic, s);
+    }
     return s;
   };
 
   const apply = (r: Record_): void => {
     const s = stream(r.topic);
     switch (r.op) {
-      case 'add': s.entries.push({ id: r.id, fields: r.fields }); s.lastId = r.id; break;
-      case 'group': if (!s.groups.has(r.group)) s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() }); break;
+      case 'add':
+        s.entries.push({ id: r.id, fields: r.fields });
+        s.lastId = r.id;
+        break;
+      case 'group':
+        if (!s.groups.has(r.group)) s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() });
+        break;
       case 'deliver': {
         const g = s.groups.get(r.group);
         if (!g) break;
@@ -77,8 +96,14 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
         }
         break;
       }
-      case 'ack': { const g = s.groups.get(r.group); if (g) for (const id of r.ids) g.pending.delete(id); break; }
-      case 'destroy': s.groups.delete(r.group); break;
+      case 'ack': {
+        const g = s.groups.get(r.group);
+        if (g) for (const id of r.ids) g.pending.delete(id);
+        break;
+      }
+      case 'destroy':
+        s.groups.delete(r.group);
+        break;
     }
   };
 
@@ -87,12 +112,17 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
     if (existsSync(file)) {
       for (const line of readFileSync(file, 'utf8').split('\n')) {
         if (!line) continue;
-        try { apply(JSON.parse(line) as Record_); } catch { /* a torn last line after a crash */ }
+        try {
+          apply(JSON.parse(line) as Record_);
+        } catch {
+          /* a torn last line after a crash */
+        }
       }
     }
   }
 
-  if (file && existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes)) compact(file, streams);
+  if (file && existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes))
+    compact(file, streams);
 
   const record = (r: Record_): void => {
     apply(r);
@@ -134,7 +164,12 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       const s = streams.get(topic);
       if (!s) return undefined;
       const last = s.entries[s.entries.length - 1];
-      return { name: topic, length: s.entries.length, 'last-entry-id': last?.id ?? null, 'last-entry': last ? entryObject(last) : null };
+      return {
+        name: topic,
+        length: s.entries.length,
+        'last-entry-id': last?.id ?? null,
+        'last-entry': last ? entryObject(last) : null,
+      };
     },
 
     async ensureGroup(topic: string, name: string, start: StartAt): Promise<void> {
@@ -144,13 +179,23 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       record({ op: 'group', topic, group: name, last });
     },
 
-    async read(topic: string, name: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead> {
+    async read(
+      topic: string,
+      name: string,
+      consumer: string,
+      opts: { cursor: string; count: number },
+    ): Promise<GroupRead> {
       const s = stream(topic);
       const g = group(topic, name);
       if (opts.cursor !== '>') {
-        const mine = [...g.pending.entries()].filter(([id, p]) => p.consumer === consumer && compareIds(id, opts.cursor) > 0)
-          .map(([id]) => id).sort(compareIds).slice(0, opts.count);
-        const entries = mine.map((id) => s.entries[firstAfter(s.entries, id) - 1]).filter((e): e is StreamEntry => e !== undefined && mine.includes(e.id));
+        const mine = [...g.pending.entries()]
+          .filter(([id, p]) => p.consumer === consumer && compareIds(id, opts.cursor) > 0)
+          .map(([id]) => id)
+          .sort(compareIds)
+          .slice(0, opts.count);
+        const entries = mine
+          .map((id) => s.entries[firstAfter(s.entries, id) - 1])
+          .filter((e): e is StreamEntry => e !== undefined && mine.includes(e.id));
         return { entries, lag: s.entries.length - firstAfter(s.entries, g.lastDelivered) };
       }
       const from = firstAfter(s.entries, g.lastDelivered);
@@ -159,17 +204,30 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       return { entries, lag: s.entries.length - from - entries.length };
     },
 
-    async claimStale(topic: string, name: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
+    async claimStale(
+      topic: string,
+      name: string,
+      consumer: string,
+      minIdleMs: number,
+      count: number,
+    ): Promise<StreamEntry[]> {
       const s = stream(topic);
       const g = group(topic, name);
       const now = Date.now();
-      const ids = [...g.pending.entries()].filter(([, p]) => p.consumer !== consumer && now - p.since >= minIdleMs).map(([id]) => id).sort(compareIds).slice(0, count);
+      const ids = [...g.pending.entries()]
+        .filter(([, p]) => p.consumer !== consumer && now - p.since >= minIdleMs)
+        .map(([id]) => id)
+        .sort(compareIds)
+        .slice(0, count);
       if (ids.length > 0) record({ op: 'deliver', topic, group: name, consumer, ids });
-      return ids.map((id) => s.entries[firstAfter(s.entries, id) - 1]).filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
+      return ids
+        .map((id) => s.entries[firstAfter(s.entries, id) - 1])
+        .filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
     },
 
     async ack(topic: string, name: string, ids: readonly string[]): Promise<void> {
-      if (ids.length > 0 && streams.get(topic)?.groups.has(name)) record({ op: 'ack', topic, group: name, ids: [...ids] });
+      if (ids.length > 0 && streams.get(topic)?.groups.has(name))
+        record({ op: 'ack', topic, group: name, ids: [...ids] });
     },
 
     async destroyGroup(topic: string, name: string): Promise<void> {
@@ -178,11 +236,16 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
 
     watch(topic: string, wake: () => void): () => void {
       let set = watchers.get(topic);
-      if (!set) { set = new Set(); watchers.set(topic, set); }
+      if (!set) {
+        set = new Set();
+        watchers.set(topic, set);
+      }
       set.add(wake);
       // Like the Redis notifier: one wake at registration, so nothing before it is missed.
       queueMicrotask(wake);
-      return () => { set.delete(wake); };
+      return () => {
+        set.delete(wake);
+      };
     },
 
     onTopics: (listener) => discovery.onTopics(listener),

@@ -28,13 +28,26 @@ export class Notifier {
   /** The notifier connection's CLIENT ID (changes at reconnect), to interrupt its wait. */
   private clientId: string | undefined;
 
-  constructor(private readonly conn: RedisClientType, private readonly command: RedisClientType) {
-    const learnId = () => { void conn.sendCommand(['CLIENT', 'ID']).then((id) => { this.clientId = String(id); }, () => undefined); };
+  constructor(
+    private readonly conn: RedisClientType,
+    private readonly command: RedisClientType,
+  ) {
+    const learnId = () => {
+      void conn.sendCommand(['CLIENT', 'ID']).then(
+        (id) => {
+          this.clientId = String(id);
+        },
+        () => undefined,
+      );
+    };
     conn.on('ready', () => {
       learnId();
       // After a reconnect (Redis restarted, maybe without its data) the last IDs are
       // re-read and every watcher is woken once, so no entry waits for a safety poll.
-      for (const w of this.watched.values()) { w.lastId = '$'; void this.learnLastId(w); }
+      for (const w of this.watched.values()) {
+        w.lastId = '$';
+        void this.learnLastId(w);
+      }
     });
     if (conn.isReady) learnId();
   }
@@ -85,7 +98,10 @@ export class Notifier {
     while (!this.closed) {
       const ready = [...this.watched.values()].filter((w) => w.lastId !== '$');
       if (ready.length === 0) {
-        await new Promise<void>((resolve) => { this.idle = resolve; setTimeout(resolve, 200).unref(); });
+        await new Promise<void>((resolve) => {
+          this.idle = resolve;
+          setTimeout(resolve, 200).unref();
+        });
         this.idle = undefined;
         continue;
       }
@@ -93,8 +109,14 @@ export class Notifier {
       this.blockedOn = new Set(ready.map((w) => w.key));
       try {
         reply = await this.conn.sendCommand([
-          'XREAD', 'COUNT', '1', 'BLOCK', String(blockMs), 'STREAMS',
-          ...ready.map((w) => w.key), ...ready.map((w) => w.lastId),
+          'XREAD',
+          'COUNT',
+          '1',
+          'BLOCK',
+          String(blockMs),
+          'STREAMS',
+          ...ready.map((w) => w.key),
+          ...ready.map((w) => w.lastId),
         ]);
       } catch (err) {
         if (this.closed) break;
@@ -110,8 +132,13 @@ export class Notifier {
       // happen after that point and together cover everything up to it.
       const woken = [...got.keys()].map((k) => this.watched.get(k)).filter((w): w is Watched => w !== undefined);
       try {
-        const latest = await Promise.all(woken.map((w) => this.conn.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1'])));
-        woken.forEach((w, i) => { const e = parseEntries(latest[i])[0]; if (e) w.lastId = e.id; });
+        const latest = await Promise.all(
+          woken.map((w) => this.conn.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1'])),
+        );
+        woken.forEach((w, i) => {
+          const e = parseEntries(latest[i])[0];
+          if (e) w.lastId = e.id;
+        });
       } catch (err) {
         log('debug', 'bus: notifier could not read latest ids', { error: String(err) });
       }

@@ -6,7 +6,18 @@
  */
 import { createClient, type RedisClientType } from 'redis';
 import { log } from '../log.js';
-import { BusError, entryObject, produceFields, streamPrefix, type Bus, type GroupRead, type ProduceInput, type StartAt, type StreamEntry, type TopicInfo } from './bus.js';
+import {
+  BusError,
+  entryObject,
+  produceFields,
+  streamPrefix,
+  type Bus,
+  type GroupRead,
+  type ProduceInput,
+  type StartAt,
+  type StreamEntry,
+  type TopicInfo,
+} from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
 import { asString, groupLag, parseAutoclaim, parseEntries, parseScan, parseStreams } from './redis-replies.js';
@@ -29,9 +40,16 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
   };
   const cmd: RedisClientType = createClient(options);
   const blocking: RedisClientType = createClient(options);
-  for (const [name, c] of [['command', cmd], ['notifier', blocking]] as const) {
-    c.on('error', (err: unknown) => log('debug', 'bus: redis connection error', { connection: name, error: errorText(err) }));
-    c.on('ready', () => { void c.sendCommand(['CLIENT', 'SETNAME', `edgeplane-bus-${name}`]).catch(() => undefined); });
+  for (const [name, c] of [
+    ['command', cmd],
+    ['notifier', blocking],
+  ] as const) {
+    c.on('error', (err: unknown) =>
+      log('debug', 'bus: redis connection error', { connection: name, error: errorText(err) }),
+    );
+    c.on('ready', () => {
+      void c.sendCommand(['CLIENT', 'SETNAME', `edgeplane-bus-${name}`]).catch(() => undefined);
+    });
   }
   await Promise.all([cmd.connect(), blocking.connect()]);
 
@@ -41,7 +59,9 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
     const found = new Set<string>();
     let cursor = '0';
     do {
-      const page = parseScan(await cmd.sendCommand(['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']));
+      const page = parseScan(
+        await cmd.sendCommand(['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
+      );
       for (const k of page.keys) found.add(k.slice(streamPrefix.length));
       cursor = page.cursor;
     } while (cursor !== '0');
@@ -68,7 +88,12 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       ]);
       if (asString(type) !== 'stream') return undefined;
       const entry = parseEntries(last)[0];
-      return { name: topic, length: typeof len === 'number' ? len : 0, 'last-entry-id': entry?.id ?? null, 'last-entry': entry ? entryObject(entry) : null };
+      return {
+        name: topic,
+        length: typeof len === 'number' ? len : 0,
+        'last-entry-id': entry?.id ?? null,
+        'last-entry': entry ? entryObject(entry) : null,
+      };
     },
 
     async ensureGroup(topic: string, group: string, start: StartAt): Promise<void> {
@@ -80,10 +105,25 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       }
     },
 
-    async read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead> {
+    async read(
+      topic: string,
+      group: string,
+      consumer: string,
+      opts: { cursor: string; count: number },
+    ): Promise<GroupRead> {
       const key = streamPrefix + topic;
       try {
-        const raw = await cmd.sendCommand(['XREADGROUP', 'GROUP', group, consumer, 'COUNT', String(opts.count), 'STREAMS', key, opts.cursor]);
+        const raw = await cmd.sendCommand([
+          'XREADGROUP',
+          'GROUP',
+          group,
+          consumer,
+          'COUNT',
+          String(opts.count),
+          'STREAMS',
+          key,
+          opts.cursor,
+        ]);
         const entries = parseStreams(raw).get(key) ?? [];
         // An empty read of new entries means nothing is left: lag 0 without asking, which
         // keeps the idle polls of many exporters to one command each.
@@ -95,9 +135,26 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       }
     },
 
-    async claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
+    async claimStale(
+      topic: string,
+      group: string,
+      consumer: string,
+      minIdleMs: number,
+      count: number,
+    ): Promise<StreamEntry[]> {
       try {
-        const r = parseAutoclaim(await cmd.sendCommand(['XAUTOCLAIM', streamPrefix + topic, group, consumer, String(minIdleMs), '0-0', 'COUNT', String(count)]));
+        const r = parseAutoclaim(
+          await cmd.sendCommand([
+            'XAUTOCLAIM',
+            streamPrefix + topic,
+            group,
+            consumer,
+            String(minIdleMs),
+            '0-0',
+            'COUNT',
+            String(count),
+          ]),
+        );
         return r.entries;
       } catch (err) {
         throw translate(err);
@@ -128,4 +185,3 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
   };
   return bus;
 }
-

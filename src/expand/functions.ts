@@ -29,7 +29,12 @@ const maxIndent = 1000;
 function integerArg(arg: Arg, field: string): number {
   const n = /^\d+$/.test(arg.value) ? Number(arg.value) : NaN;
   if (!Number.isSafeInteger(n) || n > maxIndent) {
-    throw syntaxError('invalid-integer', `indent needs an integer from 0 to ${maxIndent}, found ${JSON.stringify(arg.value)}`, arg.position, field);
+    throw syntaxError(
+      'invalid-integer',
+      `indent needs an integer from 0 to ${maxIndent}, found ${JSON.stringify(arg.value)}`,
+      arg.position,
+      field,
+    );
   }
   return n;
 }
@@ -79,12 +84,22 @@ export function prepareCall(call: Call, field: string): Step {
   const def = Object.hasOwn(table, call.name) ? table[call.name] : undefined;
   if (!def) {
     const known = Object.keys(table).join(', ');
-    throw syntaxError('unknown-function', `unknown function ${JSON.stringify(call.name)} (known: ${known})`, call.position, field);
+    throw syntaxError(
+      'unknown-function',
+      `unknown function ${JSON.stringify(call.name)} (known: ${known})`,
+      call.position,
+      field,
+    );
   }
   if (call.args.length !== def.args.length) {
     const usage = [call.name, ...def.args].join(' ');
     const at = call.args[def.args.length]?.position ?? call.position;
-    throw syntaxError('wrong-arity', `${call.name} takes ${def.args.length} argument(s) (${usage}), found ${call.args.length}`, at, field);
+    throw syntaxError(
+      'wrong-arity',
+      `${call.name} takes ${def.args.length} argument(s) (${usage}), found ${call.args.length}`,
+      at,
+      field,
+    );
   }
   return def.prepare(call.args, field);
 }

@@ -24,7 +24,12 @@ export type SyntaxCode =
   | 'unexpected-character';
 
 /** One function argument. `start` is where its text begins (after an opening quote). */
-export type Arg = { readonly value: string; readonly position: number; readonly start: number; readonly quoted: boolean };
+export type Arg = {
+  readonly value: string;
+  readonly position: number;
+  readonly start: number;
+  readonly quoted: boolean;
+};
 export type Call = { readonly name: string; readonly position: number; readonly args: readonly Arg[] };
 /** `variable` is the full name, index included: `SYS_DNS_ZONES[default]`. */
 export type Expr = { readonly variable: string; readonly position: number; readonly calls: readonly Call[] };
@@ -38,9 +43,15 @@ const indexChar = /[A-Za-z0-9_.\/:@-]/;
 const space = /[ \t\r\n]/;
 
 export function syntaxError(code: string, message: string, position: number, field: string): ApiError {
-  return new ApiError('invalid-value', `Cannot use the value of ${field} as a variable expression: ${message} at position ${position}`, {
-    code, position, path: field,
-  });
+  return new ApiError(
+    'invalid-value',
+    `Cannot use the value of ${field} as a variable expression: ${message} at position ${position}`,
+    {
+      code,
+      position,
+      path: field,
+    },
+  );
 }
 
 export function parseTemplate(text: string, field: string): Part[] {
@@ -85,7 +96,10 @@ export function parseTemplate(text: string, field: string): Part[] {
       skipSpace();
       const ch = text[i];
       if (ch === undefined) return fail('unterminated-expression', "'${' is not closed by '}'", open);
-      if (ch === '}') { i++; return { variable, position, calls }; }
+      if (ch === '}') {
+        i++;
+        return { variable, position, calls };
+      }
       if (ch !== '|') return fail('unexpected-character', `expected '|' or '}', found ${JSON.stringify(ch)}`, i);
       i++;
       calls.push(call(open));
@@ -108,7 +122,8 @@ export function parseTemplate(text: string, field: string): Part[] {
       const ch = text[i];
       if (ch === undefined) return fail('unterminated-expression', "'${' is not closed by '}'", open);
       if (ch === '|' || ch === '}') return { name, position, args };
-      if (before === i) fail('unexpected-character', `expected a space before the argument, found ${JSON.stringify(ch)}`, i);
+      if (before === i)
+        fail('unexpected-character', `expected a space before the argument, found ${JSON.stringify(ch)}`, i);
       args.push(argument());
     }
   };
@@ -135,7 +150,11 @@ export function parseTemplate(text: string, field: string): Part[] {
         i++;
         const next = text[i];
         if (next !== undefined && !/[ \t\r\n|}]/.test(next)) {
-          fail('unexpected-character', `expected a space, '|' or '}' after the string, found ${JSON.stringify(next)}`, i);
+          fail(
+            'unexpected-character',
+            `expected a space, '|' or '}' after the string, found ${JSON.stringify(next)}`,
+            i,
+          );
         }
         return { value, position, start: position + 1, quoted: true };
       } else {

@@ -29,8 +29,19 @@ export type TemplateOptions = {
 
 /** Always available (seed 2.2 + CONTRACT §3), besides the two indexed families below. */
 export const builtinVariables: ReadonlySet<string> = new Set([
-  'MSG', 'TOPIC', 'MSG_HOST', 'MSG_MTIME', 'MSG_ORIGIN', 'MSG_PAYLOAD', 'MSG_PRODUCER_NAME',
-  'MSG_REMAIN', 'MSG_SEQNO', 'MSG_TIME', 'SYS_SITE', 'SYS_TENANT', 'SYS_GLOBAL_DOMAIN',
+  'MSG',
+  'TOPIC',
+  'MSG_HOST',
+  'MSG_MTIME',
+  'MSG_ORIGIN',
+  'MSG_PAYLOAD',
+  'MSG_PRODUCER_NAME',
+  'MSG_REMAIN',
+  'MSG_SEQNO',
+  'MSG_TIME',
+  'SYS_SITE',
+  'SYS_TENANT',
+  'SYS_GLOBAL_DOMAIN',
 ]);
 
 const indexed = /^(?:SYS_DNS_ZONES|SYS_SITE_LABELS)\[[^\]]+\]$/;
@@ -61,11 +72,21 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
   const parts: Array<string | CompiledExpr> = [];
   const variables = new Set<string>();
   for (const part of parseTemplate(text, opts.field)) {
-    if (typeof part === 'string') { parts.push(part); continue; }
+    if (typeof part === 'string') {
+      parts.push(part);
+      continue;
+    }
     if (!opts.isDefined(part.variable)) {
-      throw new ApiError('invalid-value', `Cannot use the value of ${opts.field} as a variable expression: variable ${part.variable} is not defined (declare it in variables) at position ${part.position}`, {
-        code: 'undefined-variable', position: part.position, path: opts.field, variable: part.variable,
-      });
+      throw new ApiError(
+        'invalid-value',
+        `Cannot use the value of ${opts.field} as a variable expression: variable ${part.variable} is not defined (declare it in variables) at position ${part.position}`,
+        {
+          code: 'undefined-variable',
+          position: part.position,
+          path: opts.field,
+          variable: part.variable,
+        },
+      );
     }
     variables.add(part.variable);
     parts.push({ variable: part.variable, steps: part.calls.map((c) => prepareCall(c, opts.field)) });
@@ -81,9 +102,13 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
 function render(parts: ReadonlyArray<string | CompiledExpr>, lookup: Lookup): RenderResult {
   let out = '';
   for (const part of parts) {
-    if (typeof part === 'string') { out += part; continue; }
+    if (typeof part === 'string') {
+      out += part;
+      continue;
+    }
     let value = lookup(part.variable);
-    if (value === undefined) return { ok: false, variable: part.variable, reason: `variable ${part.variable} has no value` };
+    if (value === undefined)
+      return { ok: false, variable: part.variable, reason: `variable ${part.variable} has no value` };
     for (const step of part.steps) value = step(value);
     out += value;
   }

@@ -40,7 +40,11 @@ function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
  * secrets, system values. Made by a function rather than declared in deliver: a named
  * closure per message costs a naming call under tsx/esbuild keepNames.
  */
-function lookupIn(ctx: DeliverContext, msg: Message, fromMessage: Map<string, string> | undefined): (name: string) => string | undefined {
+function lookupIn(
+  ctx: DeliverContext,
+  msg: Message,
+  fromMessage: Map<string, string> | undefined,
+): (name: string) => string | undefined {
   return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
 }
 
@@ -52,7 +56,8 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   let fromMessage: Map<string, string> | undefined;
   for (const v of spec.messageVars) {
     const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
-    if (value === undefined) return ignore(ctx, msg, `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default`);
+    if (value === undefined)
+      return ignore(ctx, msg, `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default`);
     (fromMessage ??= new Map()).set(v.name, value);
   }
   const lookup = lookupIn(ctx, msg, fromMessage);
@@ -73,7 +78,11 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   const data = spec.data.render(lookup);
   if (!data.ok) return ignore(ctx, msg, `data: ${data.reason}`);
   if (spec.format === 'json') {
-    try { JSON.parse(data.value); } catch { return ignore(ctx, msg, 'data: the expanded value is not valid JSON (data-format json)'); }
+    try {
+      JSON.parse(data.value);
+    } catch {
+      return ignore(ctx, msg, 'data: the expanded value is not valid JSON (data-format json)');
+    }
     if (!spec.hasContentType) headers.push('content-type', 'application/json');
   } else if (!spec.hasContentType) {
     headers.push('content-type', 'text/plain; charset=utf-8');
@@ -86,7 +95,13 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     ctx.state.count('failed-attempts');
     ctx.state.error(r.error, ctx.clock.now());
     if (!mayRetry(spec.policy, attempt)) {
-      log('warn', 'exporter: message dropped after its last attempt', { tenant: spec.tenant, exporter: spec.name, topic: msg.topic, id: msg.entry.id, attempts: attempt });
+      log('warn', 'exporter: message dropped after its last attempt', {
+        tenant: spec.tenant,
+        exporter: spec.name,
+        topic: msg.topic,
+        id: msg.entry.id,
+        attempts: attempt,
+      });
       return 'dropped';
     }
     const wait = nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now()));

@@ -53,7 +53,15 @@ export class Exporter {
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
     setMaxListeners(0, this.stopCtl.signal);
-    this.ctx = { spec: d.spec, agent: d.agent, clock: d.clock, sys: d.sys, secrets: d.secrets, state: d.state, stopping: this.stopCtl.signal };
+    this.ctx = {
+      spec: d.spec,
+      agent: d.agent,
+      clock: d.clock,
+      sys: d.sys,
+      secrets: d.secrets,
+      state: d.state,
+      stopping: this.stopCtl.signal,
+    };
   }
 
   /** Topics this exporter reads now (named ones and those found by topic-patterns). */
@@ -80,7 +88,10 @@ export class Exporter {
     try {
       for (;;) {
         if (this.stopCtl.signal.aborted) return;
-        try { await reader.open(); break; } catch (err) {
+        try {
+          await reader.open();
+          break;
+        } catch (err) {
           this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
@@ -99,12 +110,15 @@ export class Exporter {
     await Promise.all(spec.topics.map((t) => this.addTopic(t, startAt(spec))));
     if (spec.patterns.length > 0) {
       let first = true;
-      this.cleanups.push(this.d.bus.onTopics((all) => {
-        // Topics that appear after the start hold only messages produced since: read them whole.
-        const start = first ? startAt(spec) : { at: 'beginning' as const };
-        first = false;
-        for (const t of all) if (spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);
-      }));
+      this.cleanups.push(
+        this.d.bus.onTopics((all) => {
+          // Topics that appear after the start hold only messages produced since: read them whole.
+          const start = first ? startAt(spec) : { at: 'beginning' as const };
+          first = false;
+          for (const t of all)
+            if (spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);
+        }),
+      );
     }
     if (this.stopCtl.signal.aborted) return;
     state.setStatus('ready');
@@ -120,7 +134,10 @@ export class Exporter {
         await new Promise<void>((resolve) => {
           // Jittered so a thousand idle exporters do not poll in step.
           const timer = setTimeout(resolve, this.d.pollMs * (0.8 + 0.4 * Math.random()));
-          this.wakeLoop = () => { clearTimeout(timer); resolve(); };
+          this.wakeLoop = () => {
+            clearTimeout(timer);
+            resolve();
+          };
         });
         this.wakeLoop = undefined;
       }
@@ -157,7 +174,9 @@ export class Exporter {
 
   private async slot(): Promise<void> {
     while (this.inFlight >= this.d.spec.maxInFlight && !this.stopCtl.signal.aborted) {
-      await new Promise<void>((resolve) => { this.slotFreed = resolve; });
+      await new Promise<void>((resolve) => {
+        this.slotFreed = resolve;
+      });
     }
   }
 
@@ -198,8 +217,15 @@ export class Exporter {
     this.wakeLoop?.();
     this.slotFreed?.();
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); });
-    const idle = async () => { while (this.inFlight > 0) await new Promise<void>((resolve) => { this.idle = resolve; }); };
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs);
+    });
+    const idle = async () => {
+      while (this.inFlight > 0)
+        await new Promise<void>((resolve) => {
+          this.idle = resolve;
+        });
+    };
     await Promise.race([Promise.all([this.loop, idle()]), deadline]);
     // Past the deadline a running POST is not waited for and its message is not acked: it
     // stays pending and is read again by the next start (at-least-once).
@@ -209,7 +235,9 @@ export class Exporter {
     let ackTimer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all([...this.readers.values()].map((r) => r.flush())),
-      new Promise<void>((resolve) => { ackTimer = setTimeout(resolve, 1000); }),
+      new Promise<void>((resolve) => {
+        ackTimer = setTimeout(resolve, 1000);
+      }),
     ]);
     clearTimeout(ackTimer);
   }

@@ -10,7 +10,15 @@ import type { StreamEntry } from '../bus/bus.js';
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
   const c = text.charCodeAt(0);
-  const maybe = c === 123 || c === 91 || c === 34 || c === 45 || (c >= 48 && c <= 57) || text === 'true' || text === 'false' || text === 'null';
+  const maybe =
+    c === 123 ||
+    c === 91 ||
+    c === 34 ||
+    c === 45 ||
+    (c >= 48 && c <= 57) ||
+    text === 'true' ||
+    text === 'false' ||
+    text === 'null';
   if (!maybe) return text;
   try {
     return JSON.parse(text) as Json;
@@ -88,17 +96,28 @@ export class Message {
   /** Built-in message variables; undefined for any other name. */
   variable(name: string): string | undefined {
     switch (name) {
-      case 'MSG': return this.text;
-      case 'TOPIC': return this.topic;
-      case 'MSG_PAYLOAD': return this.payloadText;
-      case 'MSG_SEQNO': return this.entry.id;
-      case 'MSG_MTIME': return String(this.mtime);
-      case 'MSG_TIME': return this.time;
-      case 'MSG_REMAIN': return String(this.remain);
-      case 'MSG_HOST': return this.entry.fields.host ?? '';
-      case 'MSG_ORIGIN': return this.entry.fields.origin ?? '';
-      case 'MSG_PRODUCER_NAME': return this.entry.fields['producer-name'] ?? '';
-      default: return undefined;
+      case 'MSG':
+        return this.text;
+      case 'TOPIC':
+        return this.topic;
+      case 'MSG_PAYLOAD':
+        return this.payloadText;
+      case 'MSG_SEQNO':
+        return this.entry.id;
+      case 'MSG_MTIME':
+        return String(this.mtime);
+      case 'MSG_TIME':
+        return this.time;
+      case 'MSG_REMAIN':
+        return String(this.remain);
+      case 'MSG_HOST':
+        return this.entry.fields.host ?? '';
+      case 'MSG_ORIGIN':
+        return this.entry.fields.origin ?? '';
+      case 'MSG_PRODUCER_NAME':
+        return this.entry.fields['producer-name'] ?? '';
+      default:
+        return undefined;
     }
   }
 }
@@ -107,7 +126,10 @@ export class Message {
 export function parsePointer(pointer: string): string[] | undefined {
   if (pointer === '') return [];
   if (!pointer.startsWith('/')) return undefined;
-  return pointer.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /** The value at the pointer as variable text (strings as is, other JSON as JSON text), or undefined. */

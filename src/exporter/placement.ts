@@ -13,7 +13,11 @@ const compiled = new Map<string, LabelMatcher | Error>();
 function matcher(text: string): LabelMatcher | Error {
   let m = compiled.get(text);
   if (!m) {
-    try { m = compileLabelExpr(text); } catch (err) { m = err instanceof Error ? err : new Error(String(err)); }
+    try {
+      m = compileLabelExpr(text);
+    } catch (err) {
+      m = err instanceof Error ? err : new Error(String(err));
+    }
     if (compiled.size > 10_000) compiled.clear();
     compiled.set(text, m);
   }
@@ -32,7 +36,9 @@ export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
     return all ? { placed: true } : { placed: false, reason: 'all-sites is false' };
   }
   if (Array.isArray(p.sites)) {
-    return p.sites.includes(ctx.site) ? { placed: true } : { placed: false, reason: `site ${ctx.site} is not listed in site-placement/sites` };
+    return p.sites.includes(ctx.site)
+      ? { placed: true }
+      : { placed: false, reason: `site ${ctx.site} is not listed in site-placement/sites` };
   }
   if (Array.isArray(p['application-deployments'])) {
     for (const name of p['application-deployments']) {
@@ -47,7 +53,12 @@ export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
   if (typeof p['match-site-labels'] === 'string') {
     const m = matcher(p['match-site-labels']);
     if (m instanceof Error) return { placed: 'invalid', reason: `site-placement/match-site-labels: ${m.message}` };
-    return m.test(ctx.labels) ? { placed: true } : { placed: false, reason: `site ${ctx.site} labels do not match site-placement/match-site-labels` };
+    return m.test(ctx.labels)
+      ? { placed: true }
+      : { placed: false, reason: `site ${ctx.site} labels do not match site-placement/match-site-labels` };
   }
-  return { placed: 'invalid', reason: 'site-placement names none of all-sites, sites, application-deployments, match-site-labels' };
+  return {
+    placed: 'invalid',
+    reason: 'site-placement names none of all-sites, sites, application-deployments, match-site-labels',
+  };
 }

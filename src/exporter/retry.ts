@@ -11,7 +11,11 @@ const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 export function parseDuration(text: string, field: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
   if (!m) {
-    throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(text)} as ${field}: write a number and a unit (ms, s, m, h), e.g. 250ms or 5m`, { code: 'invalid-duration', path: field, position: 0 });
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use ${JSON.stringify(text)} as ${field}: write a number and a unit (ms, s, m, h), e.g. 250ms or 5m`,
+      { code: 'invalid-duration', path: field, position: 0 },
+    );
   }
   return Math.round(Number(m[1]) * units[m[2] as keyof typeof units]);
 }
@@ -43,7 +47,12 @@ export function retryAfterMs(header: string | undefined, now: number): number | 
 }
 
 /** The wait before the next attempt: Retry-After when given, else back-off; never above maxMs. */
-export function nextDelayMs(policy: RetryPolicy, attempt: number, retryAfter: number | undefined, random?: () => number): number {
+export function nextDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  retryAfter: number | undefined,
+  random?: () => number,
+): number {
   if (retryAfter !== undefined) return Math.min(retryAfter, policy.maxMs);
   return backoffMs(policy, attempt, random);
 }

@@ -18,7 +18,10 @@ export type SecretReader = {
 
 export type SecretsResult = { ok: true; values: Map<string, string> } | { ok: false; error: string };
 
-export async function readSecretVars(reader: SecretReader | undefined, vars: readonly SecretVar[]): Promise<SecretsResult> {
+export async function readSecretVars(
+  reader: SecretReader | undefined,
+  vars: readonly SecretVar[],
+): Promise<SecretsResult> {
   const values = new Map<string, string>();
   if (vars.length === 0) return { ok: true, values };
   if (!reader) return { ok: false, error: 'no secret store is available for value-from-vault-secret variables' };
@@ -27,16 +30,23 @@ export async function readSecretVars(reader: SecretReader | undefined, vars: rea
   for (const v of vars) {
     const id = `${v.tenant}\0${v.fromTenant ?? ''}\0${v.vault}\0${v.secret}`;
     let p = cache.get(id);
-    if (!p) { p = reader.read(v.tenant, v.vault, v.secret, v.fromTenant); cache.set(id, p); }
+    if (!p) {
+      p = reader.read(v.tenant, v.vault, v.secret, v.fromTenant);
+      cache.set(id, p);
+    }
     let dict: Record<string, string>;
     try {
       dict = await p;
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      return { ok: false, error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}` };
+      return {
+        ok: false,
+        error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}`,
+      };
     }
     const value = dict[v.key];
-    if (value === undefined) return { ok: false, error: `variable ${v.name}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };
+    if (value === undefined)
+      return { ok: false, error: `variable ${v.name}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };
     values.set(v.name, value);
   }
   return { ok: true, values };

@@ -39,7 +39,13 @@ export function agentFor(p: TlsProfile, attemptTimeoutMs: number): Agent {
   const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null, attemptTimeoutMs]);
   let agent = agents.get(key);
   if (!agent) {
-    agent = new Agent({ connect: connectOptions(p), keepAliveTimeout: 10_000, connections: 128, headersTimeout: attemptTimeoutMs, bodyTimeout: attemptTimeoutMs });
+    agent = new Agent({
+      connect: connectOptions(p),
+      keepAliveTimeout: 10_000,
+      connections: 128,
+      headersTimeout: attemptTimeoutMs,
+      bodyTimeout: attemptTimeoutMs,
+    });
     agents.set(key, agent);
   }
   return agent;
@@ -52,9 +58,7 @@ export async function closeAgents(): Promise<void> {
   await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
 }
 
-export type PostOutcome =
-  | { ok: true; status: number }
-  | { ok: false; error: string; retryAfter: string | undefined };
+export type PostOutcome = { ok: true; status: number } | { ok: false; error: string; retryAfter: string | undefined };
 
 export type PostRequest = {
   target: Target;
@@ -76,11 +80,21 @@ function describe(err: unknown): string {
  */
 export async function postOnce(req: PostRequest): Promise<PostOutcome> {
   try {
-    const res = await req.agent.request({ origin: req.target.origin, path: req.target.path, method: 'POST', headers: req.headers, body: req.body });
+    const res = await req.agent.request({
+      origin: req.target.origin,
+      path: req.target.path,
+      method: 'POST',
+      headers: req.headers,
+      body: req.body,
+    });
     await res.body.dump();
     if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
     const ra = res.headers['retry-after'];
-    return { ok: false, error: `POST to ${req.target.origin} answered HTTP ${res.statusCode}`, retryAfter: Array.isArray(ra) ? ra[0] : ra };
+    return {
+      ok: false,
+      error: `POST to ${req.target.origin} answered HTTP ${res.statusCode}`,
+      retryAfter: Array.isArray(ra) ? ra[0] : ra,
+    };
   } catch (err) {
     return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };
   }

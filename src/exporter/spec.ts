@@ -18,7 +18,14 @@ export type StartPosition = 'end' | 'beginning' | 'unread';
 
 export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
 /** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
-export type SecretVar = { name: string; tenant: string; fromTenant?: string; vault: string; secret: string; key: string };
+export type SecretVar = {
+  name: string;
+  tenant: string;
+  fromTenant?: string;
+  vault: string;
+  secret: string;
+  key: string;
+};
 
 export type ExporterSpec = {
   tenant: string;
@@ -49,13 +56,15 @@ function bad(path: string, message: string): ApiError {
 
 function strings(v: unknown, path: string): string[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw bad(path, `Cannot use ${path}: it must be a list of strings`);
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
+    throw bad(path, `Cannot use ${path}: it must be a list of strings`);
   return v as string[];
 }
 
 function uint(v: unknown, path: string, def: number): number {
   if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff) throw bad(path, `Cannot use ${path}: it must be a whole number from 0 to 4294967295`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)
+    throw bad(path, `Cannot use ${path}: it must be a whole number from 0 to 4294967295`);
   return v;
 }
 
@@ -72,17 +81,29 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
     if (isObject(fromMsg)) {
       const text = fromMsg['json-pointer'];
       const pointer = typeof text === 'string' ? parsePointer(text) : undefined;
-      if (!pointer) throw bad(`${path}/value-from-message/json-pointer`, `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /`);
+      if (!pointer)
+        throw bad(
+          `${path}/value-from-message/json-pointer`,
+          `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /`,
+        );
       const def = fromMsg.default;
       messageVars.push({ name: item.name, pointer, fallback: typeof def === 'string' ? def : undefined });
     } else if (isObject(fromSecret)) {
       const get = (k: string) => {
         const v = fromSecret[k];
-        if (typeof v !== 'string' || !v) throw bad(`${path}/value-from-vault-secret/${k}`, `Cannot use ${path}: value-from-vault-secret needs ${k}`);
+        if (typeof v !== 'string' || !v)
+          throw bad(`${path}/value-from-vault-secret/${k}`, `Cannot use ${path}: value-from-vault-secret needs ${k}`);
         return v;
       };
       const from = fromSecret['from-tenant'];
-      secretVars.push({ name: item.name, tenant, ...(typeof from === 'string' && from && from !== tenant ? { fromTenant: from } : {}), vault: get('vault'), secret: get('secret'), key: get('key') });
+      secretVars.push({
+        name: item.name,
+        tenant,
+        ...(typeof from === 'string' && from && from !== tenant ? { fromTenant: from } : {}),
+        vault: get('vault'),
+        secret: get('secret'),
+        key: get('key'),
+      });
     } else {
       throw bad(path, `Cannot use ${path}: it needs value-from-message or value-from-vault-secret`);
     }
@@ -95,13 +116,19 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   const name = typeof cfg.name === 'string' ? cfg.name : '';
   const topics = new Set(strings(cfg.topics, 'topics'));
   if (typeof cfg.topic === 'string') topics.add(cfg.topic);
-  for (const t of topics) if (!topicAllowed(t, tenant, rootTenant)) throw bad('topics', `Cannot read topic ${t}: ${reservedTopicPrefix} topics are for the root tenant only`);
+  for (const t of topics)
+    if (!topicAllowed(t, tenant, rootTenant))
+      throw bad('topics', `Cannot read topic ${t}: ${reservedTopicPrefix} topics are for the root tenant only`);
   const topicAllowedHere = (t: string) => topicAllowed(t, tenant, rootTenant);
-  const patterns = strings(cfg['topic-patterns'], 'topic-patterns').map((p, i) => compileRegex(p, `topic-patterns[${i}]`));
+  const patterns = strings(cfg['topic-patterns'], 'topic-patterns').map((p, i) =>
+    compileRegex(p, `topic-patterns[${i}]`),
+  );
   const start = cfg['start-position'] ?? 'end';
-  if (start !== 'end' && start !== 'beginning' && start !== 'unread') throw bad('start-position', 'Cannot use start-position: it must be end, beginning or unread');
+  if (start !== 'end' && start !== 'beginning' && start !== 'unread')
+    throw bad('start-position', 'Cannot use start-position: it must be end, beginning or unread');
   const format = cfg['data-format'] ?? 'string';
-  if (format !== 'string' && format !== 'json') throw bad('data-format', 'Cannot use data-format: it must be string or json');
+  if (format !== 'string' && format !== 'json')
+    throw bad('data-format', 'Cannot use data-format: it must be string or json');
 
   const { messageVars, secretVars } = variables(cfg, tenant);
   const declared = new Set([...messageVars.map((v) => v.name), ...secretVars.map((v) => v.name)]);
@@ -113,17 +140,25 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   if (url.static) {
     const r = url.render(() => undefined);
     staticTarget = r.ok ? parseTarget(r.value) : undefined;
-    if (!staticTarget) throw bad('url', `Cannot use ${JSON.stringify(cfg.url)} as url: it must be an absolute http or https URL`);
+    if (!staticTarget)
+      throw bad('url', `Cannot use ${JSON.stringify(cfg.url)} as url: it must be an absolute http or https URL`);
   }
   const rawHeaders = cfg.headers ?? [];
   if (!Array.isArray(rawHeaders)) throw bad('headers', 'Cannot use headers: it must be a list');
   const headers = rawHeaders.map((h, i) => {
-    if (!isObject(h) || typeof h.name !== 'string' || typeof h.value !== 'string') throw bad(`headers[${i}]`, `Cannot use headers[${i}]: it needs name and value strings`);
+    if (!isObject(h) || typeof h.name !== 'string' || typeof h.value !== 'string')
+      throw bad(`headers[${i}]`, `Cannot use headers[${i}]: it needs name and value strings`);
     return { name: h.name, value: compileTemplate(h.value, { field: `headers[${i}].value`, isDefined }) };
   });
 
-  const baseMs = parseDuration(typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : '1s', 'retry-interval');
-  const maxMs = parseDuration(typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : '60s', 'max-retry-interval');
+  const baseMs = parseDuration(
+    typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : '1s',
+    'retry-interval',
+  );
+  const maxMs = parseDuration(
+    typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : '60s',
+    'max-retry-interval',
+  );
   const ca = cfg['ca-cert'];
   const sni = cfg['server-name-indication'];
   return {

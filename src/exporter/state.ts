@@ -18,7 +18,13 @@ export class ExporterState {
   lastErrorTime: number | undefined;
   inFlight = 0;
   version = 1;
-  readonly counters: Record<Counter, number> = { delivered: 0, dropped: 0, ignored: 0, filtered: 0, 'failed-attempts': 0 };
+  readonly counters: Record<Counter, number> = {
+    delivered: 0,
+    dropped: 0,
+    ignored: 0,
+    filtered: 0,
+    'failed-attempts': 0,
+  };
   private readonly lag = new Map<string, { unread: number; unhandled: number }>();
 
   constructor(now: number) {
@@ -44,7 +50,10 @@ export class ExporterState {
   }
 
   addTopic(topic: string): void {
-    if (!this.lag.has(topic)) { this.lag.set(topic, { unread: 0, unhandled: 0 }); this.version++; }
+    if (!this.lag.has(topic)) {
+      this.lag.set(topic, { unread: 0, unhandled: 0 });
+      this.version++;
+    }
   }
 
   removeTopic(topic: string): void {
@@ -60,7 +69,10 @@ export class ExporterState {
 
   unhandled(topic: string, delta: number): void {
     const l = this.lag.get(topic);
-    if (l) { l.unhandled += delta; this.version++; }
+    if (l) {
+      l.unhandled += delta;
+      this.version++;
+    }
   }
 
   consumedTopics(): string[] {

@@ -62,7 +62,11 @@ export class Supervisor {
   /** Runs a reconcile after the current one; calls made meanwhile share one run. */
   reconcile(): Promise<void> {
     if (this.queued) return this.queued;
-    this.queued = this.running.then(() => { this.queued = undefined; return this.closed ? undefined : this.reconcileNow(); })
+    this.queued = this.running
+      .then(() => {
+        this.queued = undefined;
+        return this.closed ? undefined : this.reconcileNow();
+      })
       .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
     this.running = this.queued;
     return this.queued;
@@ -83,7 +87,11 @@ export class Supervisor {
 
   retrySecretErrors(): void {
     let any = false;
-    for (const [id, s] of this.slots) if (s.secretError) { this.forced.add(id); any = true; }
+    for (const [id, s] of this.slots)
+      if (s.secretError) {
+        this.forced.add(id);
+        any = true;
+      }
     if (any) void this.reconcile();
   }
 
@@ -115,7 +123,15 @@ export class Supervisor {
     for (let i = 0; i < changes.length; i += 50) await Promise.all(changes.slice(i, i + 50).map((c) => c()));
   }
 
-  private async replace(id: string, old: Slot | undefined, tenant: string, name: string, cfg: JsonObject, ctx: SiteContext, fingerprint: string): Promise<void> {
+  private async replace(
+    id: string,
+    old: Slot | undefined,
+    tenant: string,
+    name: string,
+    cfg: JsonObject,
+    ctx: SiteContext,
+    fingerprint: string,
+  ): Promise<void> {
     const oldTopics = old?.exporter?.topics() ?? [];
     if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
     const state = old?.state ?? new ExporterState(this.o.clock.now());
@@ -135,12 +151,17 @@ export class Supervisor {
     slot.spec = spec;
     // Groups of topics this exporter no longer consumes are destroyed, like a deletion.
     for (const t of oldTopics) {
-      if (!spec.topics.includes(t) && !(spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t)))) { await this.o.bus.destroyGroup(t, groupName(tenant, name)); state.removeTopic(t); }
+      if (!spec.topics.includes(t) && !(spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t)))) {
+        await this.o.bus.destroyGroup(t, groupName(tenant, name));
+        state.removeTopic(t);
+      }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
     if (placement.placed !== true) {
-      if (placement.placed === 'invalid') { state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now()); state.setStatus('error'); }
-      else state.setStatus('stopped');
+      if (placement.placed === 'invalid') {
+        state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now());
+        state.setStatus('error');
+      } else state.setStatus('stopped');
       return;
     }
     const secrets = await readSecretVars(this.o.secrets, spec.secretVars);
@@ -151,8 +172,16 @@ export class Supervisor {
       return;
     }
     const exporter = new Exporter({
-      spec, bus: this.o.bus, clock: this.o.clock, agent: agentFor(spec.tls, this.o.attemptTimeoutMs), group: groupName(tenant, name), consumer: this.o.site,
-      sys: ctx.vars, secrets: secrets.values, state, pollMs: this.o.pollMs,
+      spec,
+      bus: this.o.bus,
+      clock: this.o.clock,
+      agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
+      group: groupName(tenant, name),
+      consumer: this.o.site,
+      sys: ctx.vars,
+      secrets: secrets.values,
+      state,
+      pollMs: this.o.pollMs,
     });
     slot.exporter = exporter;
     exporter.start();
@@ -170,10 +199,12 @@ export class Supervisor {
   async stop(deadlineMs: number): Promise<void> {
     this.closed = true;
     await this.running;
-    await Promise.all([...this.slots.values()].map(async (s) => {
-      if (s.exporter) await s.exporter.stop(deadlineMs);
-      s.exporter = undefined;
-      s.state.setStatus('stopped');
-    }));
+    await Promise.all(
+      [...this.slots.values()].map(async (s) => {
+        if (s.exporter) await s.exporter.stop(deadlineMs);
+        s.exporter = undefined;
+        s.state.setStatus('stopped');
+      }),
+    );
   }
 }

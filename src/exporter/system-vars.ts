@@ -32,7 +32,8 @@ export function siteLabels(site: string, obj: JsonObject | undefined): Map<strin
   if (obj) {
     if (isObject(obj.labels)) for (const [k, v] of Object.entries(obj.labels)) addLabel(labels, k, v);
     if (Array.isArray(obj.hosts)) {
-      for (const h of obj.hosts) if (isObject(h) && isObject(h.labels)) for (const [k, v] of Object.entries(h.labels)) addLabel(labels, k, v);
+      for (const h of obj.hosts)
+        if (isObject(h) && isObject(h.labels)) for (const [k, v] of Object.entries(h.labels)) addLabel(labels, k, v);
     }
     addLabel(labels, 'system/type', obj.type);
   }
@@ -40,7 +41,12 @@ export function siteLabels(site: string, obj: JsonObject | undefined): Map<strin
   return labels;
 }
 
-export async function loadSiteContext(store: Store, tenant: string, site: string, globalDomain: string): Promise<SiteContext> {
+export async function loadSiteContext(
+  store: Store,
+  tenant: string,
+  site: string,
+  globalDomain: string,
+): Promise<SiteContext> {
   const [siteEntry, settingsEntry, zones, deployments] = await Promise.all([
     store.get(configKey(tenant, `sites/${site}`)),
     store.get(configKey(tenant, 'system/settings')),
@@ -48,21 +54,31 @@ export async function loadSiteContext(store: Store, tenant: string, site: string
     store.list(configKey(tenant, 'application-deployments')),
   ]);
   const labelMap = siteLabels(site, siteEntry?.value);
-  const vars = new Map<string, string>([['SYS_SITE', site], ['SYS_TENANT', tenant], ['SYS_GLOBAL_DOMAIN', globalDomain]]);
+  const vars = new Map<string, string>([
+    ['SYS_SITE', site],
+    ['SYS_TENANT', tenant],
+    ['SYS_GLOBAL_DOMAIN', globalDomain],
+  ]);
   for (const [k, values] of labelMap) vars.set(`SYS_SITE_LABELS[${k}]`, values.join(','));
   for (const z of zones) {
     // Zones are objects {name, domain} below system/dns-zones; a list object is read too.
     const items = Array.isArray(z.value['dns-zones']) ? z.value['dns-zones'] : [z.value];
-    for (const item of items) if (isObject(item) && typeof item.name === 'string' && typeof item.domain === 'string') vars.set(`SYS_DNS_ZONES[${item.name}]`, item.domain);
+    for (const item of items)
+      if (isObject(item) && typeof item.name === 'string' && typeof item.domain === 'string')
+        vars.set(`SYS_DNS_ZONES[${item.name}]`, item.domain);
   }
   const defaultDomain = settingsEntry?.value['default-domain'];
-  vars.set('SYS_DNS_ZONES[default]', typeof defaultDomain === 'string' && defaultDomain ? defaultDomain : `${site}.local`);
+  vars.set(
+    'SYS_DNS_ZONES[default]',
+    typeof defaultDomain === 'string' && defaultDomain ? defaultDomain : `${site}.local`,
+  );
 
   const deps = new Map<string, string>();
   for (const d of deployments) {
     const name = d.value.name;
     const placement = d.value.placement;
-    if (typeof name === 'string' && isObject(placement) && typeof placement['match-site-labels'] === 'string') deps.set(name, placement['match-site-labels']);
+    if (typeof name === 'string' && isObject(placement) && typeof placement['match-site-labels'] === 'string')
+      deps.set(name, placement['match-site-labels']);
   }
   const labels: Record<string, string | string[]> = {};
   for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;

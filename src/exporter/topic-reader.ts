@@ -52,7 +52,11 @@ export class TopicReader {
     } catch (err) {
       if (!(err instanceof BusError && err.code === 'no-group')) throw err;
       const at: StartAt = this.lastHandled ? { at: 'after', id: this.lastHandled } : this.start;
-      log('warn', 'exporter: consumer group missing, recreating it', { topic: this.topic, group: this.group, after: this.lastHandled ?? null });
+      log('warn', 'exporter: consumer group missing, recreating it', {
+        topic: this.topic,
+        group: this.group,
+        after: this.lastHandled ?? null,
+      });
       await this.bus.ensureGroup(this.topic, this.group, at);
       // A new group has no pending entries: read new ones at once.
       this.order.length = 0;
@@ -74,13 +78,19 @@ export class TopicReader {
     if (item) item.done = true;
     while (this.order[0]?.done) this.lastHandled = this.order.shift()!.id;
     this.acks.push(id);
-    if (this.acks.length >= ackBatch) { void this.flush(); return; }
+    if (this.acks.length >= ackBatch) {
+      void this.flush();
+      return;
+    }
     if (!this.flushQueued) {
       this.flushQueued = true;
       // One XACK per few milliseconds instead of one per message: per-command overhead
       // halved the throughput at max-in-flight 1. A crash may resend what was handled in
       // this short window (at-least-once).
-      setTimeout(() => { this.flushQueued = false; void this.flush(); }, ackDelayMs);
+      setTimeout(() => {
+        this.flushQueued = false;
+        void this.flush();
+      }, ackDelayMs);
     }
   }
 
@@ -89,11 +99,16 @@ export class TopicReader {
     if (this.acks.length === 0) return;
     const ids = this.acks;
     this.acks = [];
-    this.flushing = this.bus.ack(this.topic, this.group, ids).catch((err: unknown) => {
-      // Kept for the next flush: an unacked handled message would be sent again after a restart.
-      if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
-      log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
-    }).finally(() => { this.flushing = undefined; });
+    this.flushing = this.bus
+      .ack(this.topic, this.group, ids)
+      .catch((err: unknown) => {
+        // Kept for the next flush: an unacked handled message would be sent again after a restart.
+        if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
+        log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
+      })
+      .finally(() => {
+        this.flushing = undefined;
+      });
     await this.flushing;
   }
 

@@ -19,7 +19,13 @@ function attempt(out: ApiError[], xPath: string, field: string, fn: () => void):
     fn();
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    out.push(new ApiError(err.code, `${err.message} (${xPath})`, { ...err.info, path: err.info?.path ?? field, 'x-path': xPath }));
+    out.push(
+      new ApiError(err.code, `${err.message} (${xPath})`, {
+        ...err.info,
+        path: err.info?.path ?? field,
+        'x-path': xPath,
+      }),
+    );
   }
 }
 
@@ -33,10 +39,18 @@ const durationMs = (d: string): number => {
 function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   const out: ApiError[] = [];
   if (obj.topic === undefined && strings(obj.topics).length === 0 && strings(obj['topic-patterns']).length === 0) {
-    out.push(new ApiError('invalid-value', `Missing topics: give topics, topic-patterns or topic (${xPath})`, { code: 'no-topics', path: 'topics', 'x-path': xPath }));
+    out.push(
+      new ApiError('invalid-value', `Missing topics: give topics, topic-patterns or topic (${xPath})`, {
+        code: 'no-topics',
+        path: 'topics',
+        'x-path': xPath,
+      }),
+    );
   }
   for (const field of ['topic-patterns', 'match-re', 'no-match-re'] as const) {
-    strings(obj[field]).forEach((p, i) => attempt(out, xPath, `${field}[${i}]`, () => compileRegex(p, `${field}[${i}]`)));
+    strings(obj[field]).forEach((p, i) =>
+      attempt(out, xPath, `${field}[${i}]`, () => compileRegex(p, `${field}[${i}]`)),
+    );
   }
   const vars = Array.isArray(obj.variables) ? obj.variables : [];
   const declared = new Set<string>();
@@ -44,26 +58,48 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
     const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? v.name : undefined;
     if (typeof n !== 'string') return;
     if (declared.has(n) || knownVariable(n, new Set())) {
-      out.push(new ApiError('invalid-value', `Cannot declare variable ${n} in variables[${i}]: the name is already defined (${xPath})`, { code: 'duplicate-variable', path: `variables[${i}]/name`, 'x-path': xPath }));
+      out.push(
+        new ApiError(
+          'invalid-value',
+          `Cannot declare variable ${n} in variables[${i}]: the name is already defined (${xPath})`,
+          { code: 'duplicate-variable', path: `variables[${i}]/name`, 'x-path': xPath },
+        ),
+      );
     }
     declared.add(n);
   });
   const isDefined = (name: string) => knownVariable(name, declared);
-  if (typeof obj.url === 'string') attempt(out, xPath, 'url', () => compileTemplate(obj.url as string, { field: 'url', isDefined }));
-  if (typeof obj.data === 'string') attempt(out, xPath, 'data', () => compileTemplate(obj.data as string, { field: 'data', isDefined }));
+  if (typeof obj.url === 'string')
+    attempt(out, xPath, 'url', () => compileTemplate(obj.url as string, { field: 'url', isDefined }));
+  if (typeof obj.data === 'string')
+    attempt(out, xPath, 'data', () => compileTemplate(obj.data as string, { field: 'data', isDefined }));
   (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
     const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
-    if (typeof value === 'string') attempt(out, xPath, `headers[${i}]/value`, () => compileTemplate(value, { field: `headers[${i}]/value`, isDefined }));
+    if (typeof value === 'string')
+      attempt(out, xPath, `headers[${i}]/value`, () =>
+        compileTemplate(value, { field: `headers[${i}]/value`, isDefined }),
+      );
   });
   const placement = obj['site-placement'];
-  if (typeof placement === 'object' && placement !== null && !Array.isArray(placement) && typeof placement['match-site-labels'] === 'string') {
+  if (
+    typeof placement === 'object' &&
+    placement !== null &&
+    !Array.isArray(placement) &&
+    typeof placement['match-site-labels'] === 'string'
+  ) {
     const expr = placement['match-site-labels'];
     attempt(out, xPath, 'site-placement/match-site-labels', () => compileLabelExpr(expr));
   }
   const ri = typeof obj['retry-interval'] === 'string' ? durationMs(obj['retry-interval']) : 1000;
   const mri = typeof obj['max-retry-interval'] === 'string' ? durationMs(obj['max-retry-interval']) : 60_000;
   if (ri > mri) {
-    out.push(new ApiError('invalid-value', `Cannot use retry-interval ${String(obj['retry-interval'] ?? '1s')} with max-retry-interval ${String(obj['max-retry-interval'] ?? '60s')}: the first must not exceed the second (${xPath})`, { code: 'retry-interval', path: 'retry-interval', 'x-path': xPath }));
+    out.push(
+      new ApiError(
+        'invalid-value',
+        `Cannot use retry-interval ${String(obj['retry-interval'] ?? '1s')} with max-retry-interval ${String(obj['max-retry-interval'] ?? '60s')}: the first must not exceed the second (${xPath})`,
+        { code: 'retry-interval', path: 'retry-interval', 'x-path': xPath },
+      ),
+    );
   }
   return out;
 }
@@ -71,7 +107,12 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
 function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
   const out: ApiError[] = [];
   const placement = obj.placement;
-  if (typeof placement === 'object' && placement !== null && !Array.isArray(placement) && typeof placement['match-site-labels'] === 'string') {
+  if (
+    typeof placement === 'object' &&
+    placement !== null &&
+    !Array.isArray(placement) &&
+    typeof placement['match-site-labels'] === 'string'
+  ) {
     const expr = placement['match-site-labels'];
     attempt(out, xPath, 'placement/match-site-labels', () => compileLabelExpr(expr));
   }
@@ -80,7 +121,9 @@ function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
 
 /** Policy rules: path patterns and operations, with positions (auth/policies.ts). */
 function checkPolicy(obj: JsonObject, xPath: string): ApiError[] {
-  return policyProblems(obj).map((e) => new ApiError(e.code, `${e.message} (${xPath})`, { ...e.info, 'x-path': xPath }));
+  return policyProblems(obj).map(
+    (e) => new ApiError(e.code, `${e.message} (${xPath})`, { ...e.info, 'x-path': xPath }),
+  );
 }
 
 const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {

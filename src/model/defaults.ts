@@ -23,7 +23,10 @@ function walk(value: JsonObject, schema: Schema, mode: 'report-all' | 'trim'): J
       if (mode === 'report-all' && sub.default !== undefined) out[name] = sub.default as Json;
       continue;
     }
-    if (mode === 'trim' && sub.default !== undefined && deepEqual(v, sub.default)) { delete out[name]; continue; }
+    if (mode === 'trim' && sub.default !== undefined && deepEqual(v, sub.default)) {
+      delete out[name];
+      continue;
+    }
     if (isObject(v)) out[name] = walk(v, sub, mode);
     else if (Array.isArray(v) && typeof sub.items === 'object' && sub.items !== null) {
       const items = sub.items as Schema;

@@ -95,7 +95,8 @@ function walk(v: Json, field: string, path: string[], ordered: OrderedArrays, ou
     return;
   }
   for (const entry of v) {
-    if (isObject(entry) && typeof entry.name === 'string') walk(entry, `${field}[name=${entry.name}]`, path, ordered, out);
+    if (isObject(entry) && typeof entry.name === 'string')
+      walk(entry, `${field}[name=${entry.name}]`, path, ordered, out);
     else if (isObject(entry) || Array.isArray(entry)) addLeaf(out, field, canonicalJson(entry));
     else addLeaf(out, field, scalarText(entry));
   }

@@ -50,7 +50,10 @@ export async function impactedResources(store: Store, tenant: string, changed: C
     .map((s) => {
       const id = s.resolved.def.id;
       const ordered = (p: readonly string[]) => s.resolved.def.ordered.has(p.join('/'));
-      return { path: `/v1/config/${s.resolved.path}`, fields: unmask(diffObjects(masked(s.before, id), masked(s.after, id), ordered)) };
+      return {
+        path: `/v1/config/${s.resolved.path}`,
+        fields: unmask(diffObjects(masked(s.before, id), masked(s.after, id), ordered)),
+      };
     })
     .sort((a, b) => a.path.localeCompare(b.path));
   const listed = new Set(out.map((i) => i.path));
@@ -80,8 +83,12 @@ export async function impactedResources(store: Store, tenant: string, changed: C
       const w = e.value;
       const usesSecret = (Array.isArray(w.variables) ? w.variables : []).some((v) => {
         const src = isObject(v) ? v['value-from-vault-secret'] : undefined;
-        return isObject(src) && typeof src.vault === 'string' && src['from-tenant'] === undefined
-          && (vaults.has(src.vault) || secrets.has(`${src.vault}/${String(src.secret)}`));
+        return (
+          isObject(src) &&
+          typeof src.vault === 'string' &&
+          src['from-tenant'] === undefined &&
+          (vaults.has(src.vault) || secrets.has(`${src.vault}/${String(src.secret)}`))
+        );
       });
       const placement = isObject(w['site-placement']) ? w['site-placement'] : {};
       const placedBy = strings(placement['application-deployments']).some((d) => deployments.has(d));

@@ -46,7 +46,10 @@ function opError(code: PatchErrorCode, index: number, path: string | undefined, 
 export function parsePointer(pointer: string): string[] | undefined {
   if (pointer === '') return [];
   if (!pointer.startsWith('/') || /~(?![01])/.test(pointer)) return undefined;
-  return pointer.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /** Checks the shape of every operation before anything is applied. */
@@ -57,11 +60,15 @@ export function parseJsonPatch(ops: unknown): JsonPatchOp[] {
   const bad = ops.findIndex((o) => isObject(o) && typeof o.op === 'string' && unsupported.has(o.op));
   if (bad >= 0) {
     const op = String((ops[bad] as JsonObject).op);
-    throw new ApiError('unsupported-operation', `JSON Patch operation ${bad}: '${op}' is not supported (use add, remove, replace, test, safe-remove, safe-replace)`, {
-      code: 'unsupported-op',
-      'op-index': bad,
-      op,
-    });
+    throw new ApiError(
+      'unsupported-operation',
+      `JSON Patch operation ${bad}: '${op}' is not supported (use add, remove, replace, test, safe-remove, safe-replace)`,
+      {
+        code: 'unsupported-op',
+        'op-index': bad,
+        op,
+      },
+    );
   }
   return ops.map((o, i) => parseOp(o, i));
 }
@@ -70,11 +77,22 @@ function parseOp(o: unknown, i: number): JsonPatchOp {
   if (!isObject(o)) throw opError('bad-op', i, undefined, 'an operation must be an object with op and path');
   const { op, path } = o;
   if (typeof op !== 'string' || !(withValue.has(op) || withoutValue.has(op))) {
-    throw opError('bad-op', i, undefined, `op must be one of add, remove, replace, test, safe-remove, safe-replace, not ${JSON.stringify(op ?? null)}`);
+    throw opError(
+      'bad-op',
+      i,
+      undefined,
+      `op must be one of add, remove, replace, test, safe-remove, safe-replace, not ${JSON.stringify(op ?? null)}`,
+    );
   }
   if (typeof path !== 'string') throw opError('bad-op', i, undefined, `'${op}' needs a path (a JSON pointer string)`);
   const tokens = parsePointer(path);
-  if (!tokens) throw opError('bad-pointer', i, path, "a JSON pointer is empty or starts with '/', and '~' is only written as ~0 or ~1");
+  if (!tokens)
+    throw opError(
+      'bad-pointer',
+      i,
+      path,
+      "a JSON pointer is empty or starts with '/', and '~' is only written as ~0 or ~1",
+    );
   if (op === 'add' || op === 'replace' || op === 'safe-replace' || op === 'test') {
     if (!Object.hasOwn(o, 'value')) throw opError('bad-op', i, path, `'${op}' needs a value (null is allowed)`);
     const value: unknown = o.value;
@@ -117,7 +135,8 @@ function copy(v: Json): Json {
 
 function setMember(obj: JsonObject, key: string, value: Json): void {
   // A member named __proto__ is ordinary JSON data and must not become the prototype.
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
   else obj[key] = value;
 }
 
@@ -130,7 +149,8 @@ function applyOp(root: Json, op: JsonPatchOp, i: number): Json {
       if (!deepEqual(root, op.value)) throw fail('test-failed', 'the document is not equal to value');
       return root;
     }
-    if (op.op === 'remove' || op.op === 'safe-remove') throw fail('bad-pointer', 'the whole document cannot be removed');
+    if (op.op === 'remove' || op.op === 'safe-remove')
+      throw fail('bad-pointer', 'the whole document cannot be removed');
     return copy(op.value);
   }
   const parent = walk(root, op, fail);
@@ -182,19 +202,23 @@ function applyToArray(arr: Json[], token: string, op: JsonPatchOp, fail: Fail): 
   const appends = op.op === 'add' || op.op === 'safe-replace';
   if (token === '-') {
     if (appends) arr.push(copy(op.value));
-    else if (op.op !== 'safe-remove') throw fail('missing-target', `'-' (after the last element) has no value to ${op.op}`);
+    else if (op.op !== 'safe-remove')
+      throw fail('missing-target', `'-' (after the last element) has no value to ${op.op}`);
     return;
   }
   const index = arrayIndex(token);
-  if (index === undefined) throw fail('bad-index', `${JSON.stringify(token)} is not an array index (digits, no leading zero)`);
+  if (index === undefined)
+    throw fail('bad-index', `${JSON.stringify(token)} is not an array index (digits, no leading zero)`);
   const exists = index < arr.length;
   switch (op.op) {
     case 'add':
-      if (index > arr.length) throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
+      if (index > arr.length)
+        throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
       arr.splice(index, 0, copy(op.value));
       return;
     case 'safe-replace':
-      if (index > arr.length) throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
+      if (index > arr.length)
+        throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
       arr[index] = copy(op.value);
       return;
     case 'safe-remove':

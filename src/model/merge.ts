@@ -45,7 +45,8 @@ function mergeObject(target: JsonObject, patch: JsonObject, path: string[], orde
 
 /** A member named `__proto__` (legal JSON) must stay data, not become the prototype. */
 function setMember(obj: JsonObject, key: string, value: Json): void {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
   else obj[key] = value;
 }
 

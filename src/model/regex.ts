@@ -36,12 +36,23 @@ export function findUnsupported(pattern: string): RegexProblem | undefined {
     const rest = pattern.slice(i);
     if (!inClass) {
       for (const [re, construct] of unsupported) {
-        if (re.test(rest)) return { construct, position: i, reason: `${construct} is not supported (linear-time engine)` };
+        if (re.test(rest))
+          return { construct, position: i, reason: `${construct} is not supported (linear-time engine)` };
       }
     }
-    if (ch === '\\') { i++; continue; }
-    if (inClass) { if (ch === ']') inClass = false; continue; }
-    if (ch === '[') { inClass = true; if (pattern[i + 1] === '^') i++; if (pattern[i + 1] === ']') i++; }
+    if (ch === '\\') {
+      i++;
+      continue;
+    }
+    if (inClass) {
+      if (ch === ']') inClass = false;
+      continue;
+    }
+    if (ch === '[') {
+      inClass = true;
+      if (pattern[i + 1] === '^') i++;
+      if (pattern[i + 1] === ']') i++;
+    }
   }
   return undefined;
 }
@@ -64,9 +75,16 @@ function errorPosition(pattern: string, message: string): number {
 export function compileRegex(pattern: string, where: string): Regex {
   const bad = findUnsupported(pattern);
   if (bad) {
-    throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(pattern)} as a regular expression in ${where}: ${bad.reason} at position ${bad.position}`, {
-      code: 'regex-unsupported', construct: bad.construct, position: bad.position, path: where,
-    });
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use ${JSON.stringify(pattern)} as a regular expression in ${where}: ${bad.reason} at position ${bad.position}`,
+      {
+        code: 'regex-unsupported',
+        construct: bad.construct,
+        position: bad.position,
+        path: where,
+      },
+    );
   }
   let re: RE2JS;
   try {
@@ -74,9 +92,15 @@ export function compileRegex(pattern: string, where: string): Regex {
   } catch (err) {
     const reason = err instanceof Error ? err.message.replace(/^error parsing regexp: /, '') : String(err);
     const position = errorPosition(pattern, reason);
-    throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(pattern)} as a regular expression in ${where}: ${reason}`, {
-      code: 'regex-syntax', position, path: where,
-    });
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use ${JSON.stringify(pattern)} as a regular expression in ${where}: ${reason}`,
+      {
+        code: 'regex-syntax',
+        position,
+        path: where,
+      },
+    );
   }
   return {
     source: pattern,

@@ -23,17 +23,95 @@ export type ResourceDef = {
 const none: ReadonlySet<string> = new Set();
 
 export const resources: readonly ResourceDef[] = [
-  { id: 'webhook', segments: ['volga', 'webhooks'], shape: 'list', schema: s.webhookSchema, ordered: new Set(['headers']), needsUnsealed: true },
-  { id: 'application', segments: ['applications'], shape: 'list', schema: s.applicationSchema, ordered: none, needsUnsealed: false },
-  { id: 'deployment', segments: ['application-deployments'], shape: 'list', schema: s.deploymentSchema, ordered: none, needsUnsealed: false },
-  { id: 'site', segments: ['sites'], shape: 'list', schema: s.siteSchema, ordered: new Set(['management-ipv4-access-list']), needsUnsealed: false },
-  { id: 'settings', segments: ['system', 'settings'], shape: 'object', schema: s.settingsSchema, ordered: none, needsUnsealed: false },
-  { id: 'dns-zone', segments: ['system', 'dns-zones'], shape: 'list', schema: s.dnsZoneSchema, ordered: none, needsUnsealed: false },
-  { id: 'user', segments: ['system', 'users'], shape: 'list', schema: s.userSchema, ordered: none, needsUnsealed: false },
-  { id: 'policy', segments: ['system', 'policies'], shape: 'list', schema: s.policySchema, ordered: new Set(['rules']), needsUnsealed: false },
-  { id: 'tenant', segments: ['system', 'tenants'], shape: 'list', schema: s.tenantSchema, ordered: none, needsUnsealed: false },
-  { id: 'vault', segments: ['strongbox', 'vaults'], shape: 'list', schema: s.vaultSchema, ordered: none, needsUnsealed: true },
-  { id: 'secret', segments: ['strongbox', 'vaults', ':vault', 'secrets'], shape: 'list', schema: s.secretSchema, ordered: none, needsUnsealed: true, parent: 'vault' },
+  {
+    id: 'webhook',
+    segments: ['volga', 'webhooks'],
+    shape: 'list',
+    schema: s.webhookSchema,
+    ordered: new Set(['headers']),
+    needsUnsealed: true,
+  },
+  {
+    id: 'application',
+    segments: ['applications'],
+    shape: 'list',
+    schema: s.applicationSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'deployment',
+    segments: ['application-deployments'],
+    shape: 'list',
+    schema: s.deploymentSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'site',
+    segments: ['sites'],
+    shape: 'list',
+    schema: s.siteSchema,
+    ordered: new Set(['management-ipv4-access-list']),
+    needsUnsealed: false,
+  },
+  {
+    id: 'settings',
+    segments: ['system', 'settings'],
+    shape: 'object',
+    schema: s.settingsSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'dns-zone',
+    segments: ['system', 'dns-zones'],
+    shape: 'list',
+    schema: s.dnsZoneSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'user',
+    segments: ['system', 'users'],
+    shape: 'list',
+    schema: s.userSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'policy',
+    segments: ['system', 'policies'],
+    shape: 'list',
+    schema: s.policySchema,
+    ordered: new Set(['rules']),
+    needsUnsealed: false,
+  },
+  {
+    id: 'tenant',
+    segments: ['system', 'tenants'],
+    shape: 'list',
+    schema: s.tenantSchema,
+    ordered: none,
+    needsUnsealed: false,
+  },
+  {
+    id: 'vault',
+    segments: ['strongbox', 'vaults'],
+    shape: 'list',
+    schema: s.vaultSchema,
+    ordered: none,
+    needsUnsealed: true,
+  },
+  {
+    id: 'secret',
+    segments: ['strongbox', 'vaults', ':vault', 'secrets'],
+    shape: 'list',
+    schema: s.secretSchema,
+    ordered: none,
+    needsUnsealed: true,
+    parent: 'vault',
+  },
 ];
 
 export const resourceById: ReadonlyMap<string, ResourceDef> = new Map(resources.map((r) => [r.id, r]));
@@ -73,7 +151,15 @@ export function resolve(segs: readonly string[]): Resolved | undefined {
     const params = matchSegments(def.segments, segs);
     if (!params) continue;
     const listPath = segs.slice(0, n).join('/');
-    if (segs.length === n) return { def, kind: def.shape === 'list' ? 'list' : 'object', path: listPath, xPath: `/v1/config/${listPath}`, listPath, params };
+    if (segs.length === n)
+      return {
+        def,
+        kind: def.shape === 'list' ? 'list' : 'object',
+        path: listPath,
+        xPath: `/v1/config/${listPath}`,
+        listPath,
+        params,
+      };
     const name = segs[n] as string;
     const path = `${listPath}/${name}`;
     return { def, kind: 'item', path, xPath: `/v1/config/${path}`, listPath, name, params };

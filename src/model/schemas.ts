@@ -26,89 +26,117 @@ const onlyOne = (props: Record<string, unknown>): Schema => ({
   maxProperties: 1,
 });
 
-export const webhookSchema = object({
-  name,
-  topic,
-  topics: { type: 'array', items: topic, uniqueItems: true },
-  'topic-patterns': strList,
-  'site-placement': onlyOne({
-    'all-sites': { const: true },
-    sites: { type: 'array', items: name, minItems: 1 },
-    'application-deployments': { type: 'array', items: name, minItems: 1 },
-    'match-site-labels': { type: 'string', minLength: 1 },
-  }),
-  'start-position': { enum: ['end', 'beginning', 'unread'], default: 'end' },
-  'match-re': strList,
-  'match-string': strList,
-  'no-match-re': strList,
-  'no-match-string': strList,
-  url: { type: 'string', minLength: 1, maxLength: 8192 },
-  'tls-verify': { type: 'boolean', default: true },
-  'ca-cert': { type: 'string', pattern: '-----BEGIN CERTIFICATE-----' },
-  'use-root-ca-certs': { type: 'boolean', default: true },
-  'server-name-indication': { type: 'string', minLength: 1, maxLength: 253 },
-  tries: { type: 'integer', minimum: 0, maximum: 4294967295, default: 0 },
-  headers: {
-    type: 'array',
-    items: object({ name: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }, value: str }, ['name', 'value']),
-  },
-  data: str,
-  'data-format': { enum: ['string', 'json'], default: 'string' },
-  variables: {
-    type: 'array',
-    items: {
-      type: 'object',
-      properties: {
-        name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
-        'value-from-vault-secret': object({ 'from-tenant': str, vault: name, secret: name, key: { type: 'string', minLength: 1 } }, ['vault', 'secret', 'key']),
-        'value-from-message': object({ 'json-pointer': { type: 'string', pattern: '^(/.*)?$' }, default: str }, ['json-pointer']),
+export const webhookSchema = object(
+  {
+    name,
+    topic,
+    topics: { type: 'array', items: topic, uniqueItems: true },
+    'topic-patterns': strList,
+    'site-placement': onlyOne({
+      'all-sites': { const: true },
+      sites: { type: 'array', items: name, minItems: 1 },
+      'application-deployments': { type: 'array', items: name, minItems: 1 },
+      'match-site-labels': { type: 'string', minLength: 1 },
+    }),
+    'start-position': { enum: ['end', 'beginning', 'unread'], default: 'end' },
+    'match-re': strList,
+    'match-string': strList,
+    'no-match-re': strList,
+    'no-match-string': strList,
+    url: { type: 'string', minLength: 1, maxLength: 8192 },
+    'tls-verify': { type: 'boolean', default: true },
+    'ca-cert': { type: 'string', pattern: '-----BEGIN CERTIFICATE-----' },
+    'use-root-ca-certs': { type: 'boolean', default: true },
+    'server-name-indication': { type: 'string', minLength: 1, maxLength: 253 },
+    tries: { type: 'integer', minimum: 0, maximum: 4294967295, default: 0 },
+    headers: {
+      type: 'array',
+      items: object({ name: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }, value: str }, [
+        'name',
+        'value',
+      ]),
+    },
+    data: str,
+    'data-format': { enum: ['string', 'json'], default: 'string' },
+    variables: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+          'value-from-vault-secret': object(
+            { 'from-tenant': str, vault: name, secret: name, key: { type: 'string', minLength: 1 } },
+            ['vault', 'secret', 'key'],
+          ),
+          'value-from-message': object({ 'json-pointer': { type: 'string', pattern: '^(/.*)?$' }, default: str }, [
+            'json-pointer',
+          ]),
+        },
+        required: ['name'],
+        additionalProperties: false,
+        minProperties: 2,
+        maxProperties: 2,
       },
-      required: ['name'],
-      additionalProperties: false,
-      minProperties: 2,
-      maxProperties: 2,
+    },
+    'max-in-flight': { type: 'integer', minimum: 1, maximum: 4096, default: 1 },
+    'retry-interval': { ...duration, default: '1s' },
+    'max-retry-interval': { ...duration, default: '60s' },
+  },
+  ['name', 'site-placement', 'url', 'data'],
+);
+
+export const applicationSchema = object(
+  {
+    name,
+    version: { type: 'string', minLength: 1, maxLength: 64 },
+    description: str,
+    services: {
+      type: 'array',
+      items: object(
+        {
+          name,
+          image: { type: 'string', minLength: 1 },
+          ports: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 } },
+          env: { type: 'array', items: object({ name: { type: 'string', minLength: 1 }, value: str }, ['name']) },
+        },
+        ['name', 'image'],
+      ),
     },
   },
-  'max-in-flight': { type: 'integer', minimum: 1, maximum: 4096, default: 1 },
-  'retry-interval': { ...duration, default: '1s' },
-  'max-retry-interval': { ...duration, default: '60s' },
-}, ['name', 'site-placement', 'url', 'data']);
+  ['name'],
+);
 
-export const applicationSchema = object({
-  name,
-  version: { type: 'string', minLength: 1, maxLength: 64 },
-  description: str,
-  services: {
-    type: 'array',
-    items: object({
-      name,
-      image: { type: 'string', minLength: 1 },
-      ports: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65535 } },
-      env: { type: 'array', items: object({ name: { type: 'string', minLength: 1 }, value: str }, ['name']) },
-    }, ['name', 'image']),
+export const deploymentSchema = object(
+  {
+    name,
+    'application-name': name,
+    'application-version': { type: 'string', minLength: 1 },
+    placement: object({ 'match-site-labels': { type: 'string', minLength: 1 } }),
   },
-}, ['name']);
+  ['name', 'application-name'],
+);
 
-export const deploymentSchema = object({
-  name,
-  'application-name': name,
-  'application-version': { type: 'string', minLength: 1 },
-  placement: object({ 'match-site-labels': { type: 'string', minLength: 1 } }),
-}, ['name', 'application-name']);
+const ipv4Cidr =
+  '^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([0-9]|[12][0-9]|3[0-2])$';
 
-const ipv4Cidr = '^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([0-9]|[12][0-9]|3[0-2])$';
+export const siteSchema = object(
+  {
+    name,
+    description: str,
+    type: { type: 'string', pattern: NAME_PATTERN, default: 'edge' },
+    labels,
+    topology: object({ 'parent-site': name }),
+    hosts: { type: 'array', items: object({ 'host-id': { type: 'string', minLength: 1 }, labels }, ['host-id']) },
+    'management-ipv4-access-list': { type: 'array', items: { type: 'string', pattern: ipv4Cidr } },
+  },
+  ['name'],
+);
 
-export const siteSchema = object({
-  name,
-  description: str,
-  type: { type: 'string', pattern: NAME_PATTERN, default: 'edge' },
-  labels,
-  topology: object({ 'parent-site': name }),
-  hosts: { type: 'array', items: object({ 'host-id': { type: 'string', minLength: 1 }, labels }, ['host-id']) },
-  'management-ipv4-access-list': { type: 'array', items: { type: 'string', pattern: ipv4Cidr } },
-}, ['name']);
-
-const hostname = { type: 'string', pattern: '^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$', maxLength: 253 } as const;
+const hostname = {
+  type: 'string',
+  pattern: '^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$',
+  maxLength: 253,
+} as const;
 
 export const settingsSchema = object({ 'default-domain': hostname });
 
@@ -116,34 +144,49 @@ export const dnsZoneSchema = object({ name, domain: hostname }, ['name', 'domain
 
 export const vaultSchema = object({ name, description: str }, ['name']);
 
-export const secretSchema = object({
-  name,
-  data: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9._-]+$' }, additionalProperties: str },
-}, ['name']);
+export const secretSchema = object(
+  {
+    name,
+    data: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9._-]+$' }, additionalProperties: str },
+  },
+  ['name'],
+);
 
 const operation = { enum: ['read', 'create', 'update', 'delete', 'execute'] } as const;
 
-export const userSchema = object({
-  name,
-  password: { type: 'string', minLength: 8, maxLength: 1024 },
-  'password-hash': str,
-  policies: { type: 'array', items: name },
-}, ['name']);
-
-export const policySchema = object({
-  name,
-  rules: {
-    type: 'array',
-    items: object({
-      path: { type: 'string', pattern: '^/' },
-      operations: { type: 'array', items: operation, minItems: 1 },
-      effect: { enum: ['allow', 'deny'] },
-    }, ['path', 'operations', 'effect']),
+export const userSchema = object(
+  {
+    name,
+    password: { type: 'string', minLength: 8, maxLength: 1024 },
+    'password-hash': str,
+    policies: { type: 'array', items: name },
   },
-}, ['name', 'rules']);
+  ['name'],
+);
 
-export const tenantSchema = object({
-  name,
-  description: str,
-  'shared-vaults': { type: 'array', items: name },
-}, ['name']);
+export const policySchema = object(
+  {
+    name,
+    rules: {
+      type: 'array',
+      items: object(
+        {
+          path: { type: 'string', pattern: '^/' },
+          operations: { type: 'array', items: operation, minItems: 1 },
+          effect: { enum: ['allow', 'deny'] },
+        },
+        ['path', 'operations', 'effect'],
+      ),
+    },
+  },
+  ['name', 'rules'],
+);
+
+export const tenantSchema = object(
+  {
+    name,
+    description: str,
+    'shared-vaults': { type: 'array', items: name },
+  },
+  ['name'],
+);

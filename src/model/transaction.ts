@@ -53,7 +53,12 @@ export type TxContext = {
   /** Called per change before anything is read (policies); throws ApiError to refuse. */
   authorize?: (change: Change, resolved: Resolved) => void;
   /** Checks that need the store or the tenant tree (new tenants, shared vaults); problems, not throws. */
-  checkAsync?: (resolved: Resolved, before: JsonObject | undefined, after: JsonObject, tenant: string) => Promise<ApiError[]>;
+  checkAsync?: (
+    resolved: Resolved,
+    before: JsonObject | undefined,
+    after: JsonObject,
+    tenant: string,
+  ) => Promise<ApiError[]>;
   /** Told the keys of a successful commit before the reply goes out (caches of this process). */
   committed?: (keys: string[]) => void;
 };
@@ -72,7 +77,12 @@ const xPathOf = (path: string) => `/v1/config/${path}`;
 
 function prefix(err: ApiError, xPath: string): ApiError {
   if (err.info?.['x-path']) return err;
-  return new ApiError(err.code, `${err.message} (${xPath})`, { ...err.info, 'x-path': xPath }, { headers: err.headers });
+  return new ApiError(
+    err.code,
+    `${err.message} (${xPath})`,
+    { ...err.info, 'x-path': xPath },
+    { headers: err.headers },
+  );
 }
 
 /** Static checks of one change: the path names one object, the body fits the op. */
@@ -80,13 +90,33 @@ function resolveChange(change: Change): Resolved {
   const xPath = xPathOf(change.path);
   const r = resolvePath(change.path);
   if (!r || r.kind === 'list') {
-    throw new ApiError(r ? 'bad-request' : 'not-found', r ? `Cannot ${change.op} ${xPath}: it is a list; address one entry by name` : `Cannot ${change.op} ${xPath}: no such resource`, { code: r ? 'not-an-object' : 'unknown-path', 'x-path': xPath });
+    throw new ApiError(
+      r ? 'bad-request' : 'not-found',
+      r
+        ? `Cannot ${change.op} ${xPath}: it is a list; address one entry by name`
+        : `Cannot ${change.op} ${xPath}: no such resource`,
+      { code: r ? 'not-an-object' : 'unknown-path', 'x-path': xPath },
+    );
   }
-  if (change.value !== undefined && r.kind === 'item' && change.value.name !== undefined && change.value.name !== r.name) {
-    throw new ApiError('bad-request', `Cannot use name ${JSON.stringify(change.value.name)} in the body of ${xPath}: it differs from the name in the path (${r.name})`, { code: 'name-mismatch', path: 'name', 'x-path': xPath });
+  if (
+    change.value !== undefined &&
+    r.kind === 'item' &&
+    change.value.name !== undefined &&
+    change.value.name !== r.name
+  ) {
+    throw new ApiError(
+      'bad-request',
+      `Cannot use name ${JSON.stringify(change.value.name)} in the body of ${xPath}: it differs from the name in the path (${r.name})`,
+      { code: 'name-mismatch', path: 'name', 'x-path': xPath },
+    );
   }
-  const needsValue = change.op === 'create' || change.op === 'replace' || (change.op === 'update' && change.jsonPatch === undefined);
-  if (needsValue && change.value === undefined) throw new ApiError('bad-request', `Cannot ${change.op} ${xPath}: the object is missing`, { code: 'missing-body', 'x-path': xPath });
+  const needsValue =
+    change.op === 'create' || change.op === 'replace' || (change.op === 'update' && change.jsonPatch === undefined);
+  if (needsValue && change.value === undefined)
+    throw new ApiError('bad-request', `Cannot ${change.op} ${xPath}: the object is missing`, {
+      code: 'missing-body',
+      'x-path': xPath,
+    });
   return r;
 }
 
@@ -94,14 +124,31 @@ function withName(r: Resolved, value: JsonObject): JsonObject {
   return r.kind === 'item' && value.name === undefined ? { name: r.name ?? '', ...value } : value;
 }
 
-
 function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
   if (change.ifMatch !== undefined) {
-    if (slot.beforeEtag === undefined) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: the ETag condition ${change.ifMatch} failed because the object does not exist`, { code: 'etag-mismatch', 'x-path': xPath });
-    if (!listsEtag(change.ifMatch, slot.beforeEtag)) throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: its ETag is ${slot.beforeEtag}, not ${change.ifMatch}`, { code: 'etag-mismatch', 'x-path': xPath });
+    if (slot.beforeEtag === undefined)
+      throw new ApiError(
+        'precondition-failed',
+        `Cannot ${change.op} ${xPath}: the ETag condition ${change.ifMatch} failed because the object does not exist`,
+        { code: 'etag-mismatch', 'x-path': xPath },
+      );
+    if (!listsEtag(change.ifMatch, slot.beforeEtag))
+      throw new ApiError(
+        'precondition-failed',
+        `Cannot ${change.op} ${xPath}: its ETag is ${slot.beforeEtag}, not ${change.ifMatch}`,
+        { code: 'etag-mismatch', 'x-path': xPath },
+      );
   }
-  if (change.ifNoneMatch !== undefined && slot.beforeEtag !== undefined && listsEtag(change.ifNoneMatch, slot.beforeEtag)) {
-    throw new ApiError('precondition-failed', `Cannot ${change.op} ${xPath}: If-None-Match ${change.ifNoneMatch} failed (the object exists with ETag ${slot.beforeEtag})`, { code: 'etag-match', 'x-path': xPath });
+  if (
+    change.ifNoneMatch !== undefined &&
+    slot.beforeEtag !== undefined &&
+    listsEtag(change.ifNoneMatch, slot.beforeEtag)
+  ) {
+    throw new ApiError(
+      'precondition-failed',
+      `Cannot ${change.op} ${xPath}: If-None-Match ${change.ifNoneMatch} failed (the object exists with ETag ${slot.beforeEtag})`,
+      { code: 'etag-match', 'x-path': xPath },
+    );
   }
 }
 
@@ -109,9 +156,16 @@ function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
 function checkSequence(change: Change, slot: Slot, index: number, xPath: string): void {
   if (slot.lastOp === undefined) return;
   const prev = slot.lastOp;
-  const builds = change.op === 'update' ? slot.after !== undefined : (change.op === 'create' && (prev === 'delete' || prev === 'remove'));
+  const builds =
+    change.op === 'update'
+      ? slot.after !== undefined
+      : change.op === 'create' && (prev === 'delete' || prev === 'remove');
   if (!builds) {
-    throw new ApiError('bad-request', `Cannot ${change.op} ${xPath} as change ${index + 1}: change ${(slot.lastIndex ?? 0) + 1} already did ${prev} on the same path (only an update, or a create after a delete, may follow)`, { code: 'conflicting-operations', 'x-path': xPath, index, 'previous-index': slot.lastIndex });
+    throw new ApiError(
+      'bad-request',
+      `Cannot ${change.op} ${xPath} as change ${index + 1}: change ${(slot.lastIndex ?? 0) + 1} already did ${prev} on the same path (only an update, or a create after a delete, may follow)`,
+      { code: 'conflicting-operations', 'x-path': xPath, index, 'previous-index': slot.lastIndex },
+    );
   }
 }
 
@@ -120,7 +174,8 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
   const r = slot.resolved;
   switch (change.op) {
     case 'create':
-      if (current) throw new ApiError('exists', `Cannot create ${xPath}: it already exists`, { code: 'exists', 'x-path': xPath });
+      if (current)
+        throw new ApiError('exists', `Cannot create ${xPath}: it already exists`, { code: 'exists', 'x-path': xPath });
       return withName(r, change.value ?? {});
     case 'replace':
       return withName(r, change.value ?? {});
@@ -128,17 +183,29 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
       // A singleton (system/settings) always exists in effect, with its defaults: an update
       // of one never written starts from the empty object.
       const base = current ?? (r.kind === 'object' ? {} : undefined);
-      if (!base) throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
+      if (!base)
+        throw new ApiError('not-found', `Cannot update ${xPath}: it does not exist`, {
+          code: 'missing',
+          'x-path': xPath,
+        });
       if (change.jsonPatch !== undefined) {
         // A secret is patched in its redacted form: a `test` op on the plaintext would reveal values.
         const patched = applyJsonPatch(r.def.id === 'secret' ? redactSecret(base) : base, change.jsonPatch);
-        if (!isObject(patched)) throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, { code: 'not-an-object', 'x-path': xPath });
+        if (!isObject(patched))
+          throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, {
+            code: 'not-an-object',
+            'x-path': xPath,
+          });
         return patched;
       }
       return mergePatch(base, change.value ?? {}, (p) => r.def.ordered.has(p.join('/')));
     }
     case 'delete':
-      if (!current) throw new ApiError('not-found', `Cannot delete ${xPath}: it does not exist`, { code: 'missing', 'x-path': xPath });
+      if (!current)
+        throw new ApiError('not-found', `Cannot delete ${xPath}: it does not exist`, {
+          code: 'missing',
+          'x-path': xPath,
+        });
       return undefined;
     case 'remove':
       return undefined;
@@ -151,23 +218,47 @@ function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>): ApiEr
   if (!after) {
     if (r.def.id === 'vault') {
       const prefixKey = configKey(slot.tenant, `${r.path}/secrets/`);
-      for (const [k, s] of slots) if (k.startsWith(prefixKey) && s.after) return [new ApiError('conflict', `Cannot delete ${xPath}: secret ${s.resolved.name} still uses it`, { code: 'in-use', 'x-path': xPath })];
+      for (const [k, s] of slots)
+        if (k.startsWith(prefixKey) && s.after)
+          return [
+            new ApiError('conflict', `Cannot delete ${xPath}: secret ${s.resolved.name} still uses it`, {
+              code: 'in-use',
+              'x-path': xPath,
+            }),
+          ];
     }
     return [];
   }
   const errors = [...schemaErrors(r.def, after, xPath), ...semanticErrors(r.def.id, after, xPath)];
   if (r.kind === 'item' && after.name !== r.name) {
-    errors.push(new ApiError('bad-request', `Cannot change name to ${JSON.stringify(after.name)} in ${xPath}: it must stay ${r.name}`, { code: 'name-mismatch', path: 'name', 'x-path': xPath }));
+    errors.push(
+      new ApiError(
+        'bad-request',
+        `Cannot change name to ${JSON.stringify(after.name)} in ${xPath}: it must stay ${r.name}`,
+        { code: 'name-mismatch', path: 'name', 'x-path': xPath },
+      ),
+    );
   }
   const vault = r.params.vault;
   if (r.def.parent === 'vault' && vault !== undefined) {
     const parentKey = configKey(slot.tenant, `strongbox/vaults/${vault}`);
-    if (!slots.get(parentKey)?.after) errors.push(new ApiError('not-found', `Cannot store ${xPath}: vault ${vault} does not exist`, { code: 'missing-parent', 'x-path': xPath }));
+    if (!slots.get(parentKey)?.after)
+      errors.push(
+        new ApiError('not-found', `Cannot store ${xPath}: vault ${vault} does not exist`, {
+          code: 'missing-parent',
+          'x-path': xPath,
+        }),
+      );
   }
   return errors;
 }
 
-async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], mode: TxMode): Promise<TxResult | 'retry'> {
+async function runOnce(
+  ctx: TxContext,
+  changes: Change[],
+  resolved: Resolved[],
+  mode: TxMode,
+): Promise<TxResult | 'retry'> {
   const tenants = changes.map((c) => c.tenant ?? ctx.tenant);
   const slots = await loadSlots(ctx, resolved, tenants);
   const errors: ApiError[] = [];
@@ -186,7 +277,8 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
       slot.after = next;
       slot.lastOp = change.op;
       slot.lastIndex = i;
-      if (change.ifMatch !== undefined || change.ifNoneMatch !== undefined || change.jsonPatch !== undefined) slot.guarded = true;
+      if (change.ifMatch !== undefined || change.ifNoneMatch !== undefined || change.jsonPatch !== undefined)
+        slot.guarded = true;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       errors.push(prefix(err, xPath));
@@ -197,20 +289,30 @@ async function runOnce(ctx: TxContext, changes: Change[], resolved: Resolved[], 
     if (slot.lastOp === undefined && slot.resolved.def.id !== 'vault') continue;
     errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots));
     if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
-      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant)) errors.push(prefix(e, xPathOf(slot.resolved.path)));
+      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant))
+        errors.push(prefix(e, xPathOf(slot.resolved.path)));
     }
   }
   if (errors.length > 0) throw combine(errors);
   const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
   if (mode === 'validate') return { created, etags: {} };
-  if (mode === 'dry-run') return { created, etags: {}, impacted: await impactedResources(ctx.store, ctx.tenant, changed) };
+  if (mode === 'dry-run')
+    return { created, etags: {}, impacted: await impactedResources(ctx.store, ctx.tenant, changed) };
   const writes: WriteOp[] = [];
   for (const s of changed) {
     const expect = s.beforeEtag ?? null;
-    writes.push(s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect });
+    writes.push(
+      s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect },
+    );
   }
   if (writes.length > 0) writes.push(...guardWrites(slots, changed));
-  if (writes.length === 0) return { created, etags: Object.fromEntries([...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string])) };
+  if (writes.length === 0)
+    return {
+      created,
+      etags: Object.fromEntries(
+        [...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string]),
+      ),
+    };
   const result = await ctx.store.commit(writes);
   if (!result.ok) return 'retry';
   ctx.committed?.(writes.map((w) => w.key));
@@ -231,7 +333,10 @@ export async function runTransaction(ctx: TxContext, changes: Change[], mode: Tx
     try {
       const r = resolveChange(change);
       ctx.authorize?.(change, r);
-      if (r.def.needsUnsealed && ctx.strongbox.sealed) throw new ApiError('sealed', `Cannot ${change.op} ${xPathOf(change.path)}: the secret store is sealed`, { code: 'sealed' });
+      if (r.def.needsUnsealed && ctx.strongbox.sealed)
+        throw new ApiError('sealed', `Cannot ${change.op} ${xPathOf(change.path)}: the secret store is sealed`, {
+          code: 'sealed',
+        });
       resolved.push(r);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
@@ -244,5 +349,7 @@ export async function runTransaction(ctx: TxContext, changes: Change[], mode: Tx
     if (outcome !== 'retry') return outcome;
     await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** run)));
   }
-  throw new ApiError('conflict', 'Cannot commit the change: other writers kept changing the same objects; try again', { code: 'contention' });
+  throw new ApiError('conflict', 'Cannot commit the change: other writers kept changing the same objects; try again', {
+    code: 'contention',
+  });
 }

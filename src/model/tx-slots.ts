@@ -12,13 +12,19 @@ import { resolvePath, type Resolved } from './resources.js';
 import type { Op, TxContext } from './transaction.js';
 
 export type Slot = {
-  resolved: Resolved; tenant: string; key: string; before: JsonObject | undefined; beforeEtag: string | undefined; after: JsonObject | undefined; lastOp?: Op; lastIndex?: number;
+  resolved: Resolved;
+  tenant: string;
+  key: string;
+  before: JsonObject | undefined;
+  beforeEtag: string | undefined;
+  after: JsonObject | undefined;
+  lastOp?: Op;
+  lastIndex?: number;
   /** The object as stored (ciphertext for secrets), to re-assert it unchanged at commit. */
   stored: JsonObject | undefined;
   /** The outcome depends on this object's content as read (x-etag, If-Match, a JSON Patch test, a vault parent). */
   guarded?: boolean;
 };
-
 
 /** Reads one object in its working (plaintext) form. */
 type Loaded = { value: JsonObject | undefined; etag: string | undefined; stored: JsonObject | undefined };
@@ -30,13 +36,16 @@ async function load(ctx: TxContext, r: Resolved, key: string): Promise<Loaded> {
   return { value, etag: entry.etag, stored: entry.value };
 }
 
-
 /** Loads every slot the changes touch, plus vault parents/children the checks look at. */
 export async function loadSlots(ctx: TxContext, resolved: Resolved[], tenants: string[]): Promise<Map<string, Slot>> {
   const slots = new Map<string, Slot>();
   const want = new Map<string, Resolved>();
   const tenantOfKey = new Map<string, string>();
-  const add = (tenant: string, r: Resolved) => { const k = configKey(tenant, r.path); want.set(k, r); tenantOfKey.set(k, tenant); };
+  const add = (tenant: string, r: Resolved) => {
+    const k = configKey(tenant, r.path);
+    want.set(k, r);
+    tenantOfKey.set(k, tenant);
+  };
   for (const [i, r] of resolved.entries()) {
     const tenant = tenants[i] as string;
     add(tenant, r);
@@ -58,7 +67,15 @@ export async function loadSlots(ctx: TxContext, resolved: Resolved[], tenants: s
   const loaded = await Promise.all(keys.map((k) => load(ctx, want.get(k) as Resolved, k)));
   keys.forEach((k, i) => {
     const l = loaded[i] as Loaded;
-    slots.set(k, { resolved: want.get(k) as Resolved, tenant: tenantOfKey.get(k) as string, key: k, before: l.value, beforeEtag: l.etag, after: l.value, stored: l.stored });
+    slots.set(k, {
+      resolved: want.get(k) as Resolved,
+      tenant: tenantOfKey.get(k) as string,
+      key: k,
+      before: l.value,
+      beforeEtag: l.etag,
+      after: l.value,
+      stored: l.stored,
+    });
   });
   return slots;
 }
@@ -69,7 +86,6 @@ export async function toStored(ctx: TxContext, slot: Slot): Promise<JsonObject> 
   if (slot.resolved.def.id === 'user') return prepareUserForStore(after, slot.before);
   return after;
 }
-
 
 /**
  * Objects the transaction read a condition on but does not change (an x-etag beside a write
@@ -95,4 +111,3 @@ export function guardWrites(slots: Map<string, Slot>, changed: Slot[]): WriteOp[
   }
   return out;
 }
-

@@ -32,7 +32,10 @@ export function fieldPath(instanceLocation: string): string {
 
 /** The schema node a keywordLocation points into ('#/properties/a/pattern' → its parent). */
 function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
-  const parts = keywordLocation.replace(/^#\/?/, '').split('/').filter((p) => p !== '');
+  const parts = keywordLocation
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((p) => p !== '');
   parts.pop();
   let node: unknown = root;
   for (const p of parts) {
@@ -42,7 +45,16 @@ function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
   return typeof node === 'object' && node !== null ? (node as Schema) : undefined;
 }
 
-const chainKeywords = new Set(['properties', 'items', 'prefixItems', 'additionalProperties', 'propertyNames', 'allOf', '$ref', 'unevaluatedProperties']);
+const chainKeywords = new Set([
+  'properties',
+  'items',
+  'prefixItems',
+  'additionalProperties',
+  'propertyNames',
+  'allOf',
+  '$ref',
+  'unevaluatedProperties',
+]);
 
 function describe(unit: OutputUnit, root: Schema, value: unknown): { message: string; field: string } | undefined {
   const field = fieldPath(unit.instanceLocation);
@@ -53,7 +65,10 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
     case 'false': {
       const parent = field.includes('/') ? field.slice(0, field.lastIndexOf('/')) : '';
       const member = field.slice(field.lastIndexOf('/') + 1);
-      return { field, message: `Cannot accept field ${JSON.stringify(member)}${parent ? ` in ${parent}` : ''}: unknown field` };
+      return {
+        field,
+        message: `Cannot accept field ${JSON.stringify(member)}${parent ? ` in ${parent}` : ''}: unknown field`,
+      };
     }
     case 'required': {
       const m = /"([^"]+)"/.exec(unit.error);
@@ -61,17 +76,49 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
       const f = field ? `${field}/${missing}` : missing;
       return { field: f, message: `Missing required field ${f}` };
     }
-    case 'type': return { field, message: `Cannot use ${shown} as ${where}: expected ${String(schema.type)}` };
-    case 'pattern': return { field, message: `Cannot use ${shown} as ${where}: it must match ${String(schema.pattern)}` };
-    case 'enum': return { field, message: `Cannot use ${shown} as ${where}: allowed values are ${(schema.enum as unknown[]).map((x) => JSON.stringify(x)).join(', ')}` };
-    case 'const': return { field, message: `Cannot use ${shown} as ${where}: the only allowed value is ${JSON.stringify(schema.const)}` };
-    case 'minimum': case 'maximum': return { field, message: `Cannot use ${shown} as ${where}: it must be between ${String(schema.minimum ?? '-∞')} and ${String(schema.maximum ?? '∞')}` };
-    case 'minLength': return { field, message: `Cannot use ${shown} as ${where}: it must not be shorter than ${String(schema.minLength)}` };
-    case 'maxLength': return { field, message: `Cannot use a value of ${(value as string).length} characters as ${where}: at most ${String(schema.maxLength)}` };
-    case 'minItems': return { field, message: `Cannot use ${shown} as ${where}: it needs at least ${String(schema.minItems)} entries` };
-    case 'uniqueItems': return { field, message: `Cannot use ${shown} as ${where}: entries must be unique` };
-    case 'minProperties': case 'maxProperties':
-      return { field, message: `Cannot use ${shown} as ${where}: give exactly one of ${Object.keys((schema.properties as object | undefined) ?? {}).join(', ')}` };
+    case 'type':
+      return { field, message: `Cannot use ${shown} as ${where}: expected ${String(schema.type)}` };
+    case 'pattern':
+      return { field, message: `Cannot use ${shown} as ${where}: it must match ${String(schema.pattern)}` };
+    case 'enum':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: allowed values are ${(schema.enum as unknown[]).map((x) => JSON.stringify(x)).join(', ')}`,
+      };
+    case 'const':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: the only allowed value is ${JSON.stringify(schema.const)}`,
+      };
+    case 'minimum':
+    case 'maximum':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: it must be between ${String(schema.minimum ?? '-∞')} and ${String(schema.maximum ?? '∞')}`,
+      };
+    case 'minLength':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: it must not be shorter than ${String(schema.minLength)}`,
+      };
+    case 'maxLength':
+      return {
+        field,
+        message: `Cannot use a value of ${(value as string).length} characters as ${where}: at most ${String(schema.maxLength)}`,
+      };
+    case 'minItems':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: it needs at least ${String(schema.minItems)} entries`,
+      };
+    case 'uniqueItems':
+      return { field, message: `Cannot use ${shown} as ${where}: entries must be unique` };
+    case 'minProperties':
+    case 'maxProperties':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: give exactly one of ${Object.keys((schema.properties as object | undefined) ?? {}).join(', ')}`,
+      };
     default:
       if (chainKeywords.has(unit.keyword)) return undefined;
       return { field, message: `Cannot use ${shown} as ${where}: ${unit.error}` };
@@ -80,7 +127,10 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
 
 function valueAt(obj: unknown, instanceLocation: string): unknown {
   let node = obj;
-  for (const p of instanceLocation.replace(/^#\/?/, '').split('/').filter((x) => x !== '')) {
+  for (const p of instanceLocation
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((x) => x !== '')) {
     if (typeof node !== 'object' || node === null) return undefined;
     node = (node as Record<string, unknown>)[decodeURIComponent(p)];
   }
@@ -97,7 +147,13 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
     const d = describe(unit, def.schema, valueAt(obj, unit.instanceLocation));
     if (!d || seen.has(d.message)) continue;
     seen.add(d.message);
-    out.push(new ApiError('invalid-value', `${d.message} (${xPath})`, { code: `schema-${unit.keyword}`, path: d.field, 'x-path': xPath }));
+    out.push(
+      new ApiError('invalid-value', `${d.message} (${xPath})`, {
+        code: `schema-${unit.keyword}`,
+        path: d.field,
+        'x-path': xPath,
+      }),
+    );
   }
   return out;
 }

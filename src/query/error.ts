@@ -7,7 +7,13 @@ import { ApiError } from '../errors.js';
 
 export type QueryParameterName = 'fields' | 'where' | 'match-path' | (string & {});
 
-export function queryError(parameter: QueryParameterName, code: string, position: number, message: string, extra?: Record<string, unknown>): ApiError {
+export function queryError(
+  parameter: QueryParameterName,
+  code: string,
+  position: number,
+  message: string,
+  extra?: Record<string, unknown>,
+): ApiError {
   return new ApiError('invalid-query', `Cannot use the ${parameter} parameter: ${message} (at position ${position})`, {
     ...extra,
     code,

@@ -43,7 +43,10 @@ type Step = { name: string; out: string; pos: number };
 
 class Parser {
   private i = 0;
-  constructor(private readonly toks: Token[], private readonly opts: FieldsOptions) {}
+  constructor(
+    private readonly toks: Token[],
+    private readonly opts: FieldsOptions,
+  ) {}
 
   private peek(): Token {
     return this.toks[this.i] ?? { kind: 'end', text: '', pos: 0 };
@@ -123,7 +126,8 @@ function insert(into: Selection, steps: Step[], sub: Selection | null): void {
 }
 
 function sameName(name: string, first: string, second: string, pos: number): void {
-  if (first !== second) throw queryError('fields', 'conflicting-rename', pos, `field ${name} is renamed both to ${first} and to ${second}`);
+  if (first !== second)
+    throw queryError('fields', 'conflicting-rename', pos, `field ${name} is renamed both to ${first} and to ${second}`);
 }
 
 function merge(a: Selection, b: Selection): Selection {

@@ -25,7 +25,10 @@ type Token =
 type Test = (labels: Labels) => boolean;
 
 function fail(code: string, position: number, message: string): ApiError {
-  return new ApiError('invalid-value', `Cannot use this label expression: ${message} (at position ${position})`, { code, position });
+  return new ApiError('invalid-value', `Cannot use this label expression: ${message} (at position ${position})`, {
+    code,
+    position,
+  });
 }
 
 const stop = /[\s=!(){},'"]/;
@@ -35,8 +38,15 @@ function lex(text: string): Token[] {
   let i = 0;
   while (i < text.length) {
     const ch = text.charAt(i);
-    if (/\s/.test(ch)) { i++; continue; }
-    if (ch === '!' && text.charAt(i + 1) === '=') { out.push({ kind: 'op', text: '!=', pos: i }); i += 2; continue; }
+    if (/\s/.test(ch)) {
+      i++;
+      continue;
+    }
+    if (ch === '!' && text.charAt(i + 1) === '=') {
+      out.push({ kind: 'op', text: '!=', pos: i });
+      i += 2;
+      continue;
+    }
     if (ch === '=' || ch === '!' || ch === '(' || ch === ')' || ch === '{' || ch === '}' || ch === ',') {
       out.push({ kind: 'op', text: ch, pos: i });
       i++;
@@ -48,7 +58,11 @@ function lex(text: string): Token[] {
       for (;;) {
         if (j >= text.length) throw fail('unterminated-string', i, 'the quoted string is not closed');
         const c = text.charAt(j);
-        if (c === '\\' && j + 1 < text.length) { value += text.charAt(j + 1); j += 2; continue; }
+        if (c === '\\' && j + 1 < text.length) {
+          value += text.charAt(j + 1);
+          j += 2;
+          continue;
+        }
         if (c === ch) break;
         value += c;
         j++;
@@ -130,16 +144,28 @@ class Parser {
 
   private or(): Test {
     const parts = [this.and()];
-    while (this.isKeyword('or')) { this.i++; parts.push(this.and()); }
+    while (this.isKeyword('or')) {
+      this.i++;
+      parts.push(this.and());
+    }
     if (parts.length === 1 && parts[0]) return parts[0];
-    return (l) => { for (const p of parts) if (p(l)) return true; return false; };
+    return (l) => {
+      for (const p of parts) if (p(l)) return true;
+      return false;
+    };
   }
 
   private and(): Test {
     const parts = [this.unary()];
-    while (this.isKeyword('and')) { this.i++; parts.push(this.unary()); }
+    while (this.isKeyword('and')) {
+      this.i++;
+      parts.push(this.unary());
+    }
     if (parts.length === 1 && parts[0]) return parts[0];
-    return (l) => { for (const p of parts) if (!p(l)) return false; return true; };
+    return (l) => {
+      for (const p of parts) if (!p(l)) return false;
+      return true;
+    };
   }
 
   private unary(): Test {
@@ -160,7 +186,8 @@ class Parser {
       return inner;
     }
     const t = this.peek();
-    if (t.kind === 'word' && !t.quoted && (t.text === 'and' || t.text === 'or' || t.text === 'in')) throw this.unexpected('a label key');
+    if (t.kind === 'word' && !t.quoted && (t.text === 'and' || t.text === 'or' || t.text === 'in'))
+      throw this.unexpected('a label key');
     const key = this.word('a label key');
     return this.condition(key);
   }
@@ -194,10 +221,16 @@ class Parser {
   private set(): Set<string> {
     this.expectOp('{', "'{'");
     const values = new Set<string>();
-    if (this.isOp('}')) { this.i++; return values; }
+    if (this.isOp('}')) {
+      this.i++;
+      return values;
+    }
     for (;;) {
       values.add(this.word('a label value'));
-      if (this.isOp('}')) { this.i++; return values; }
+      if (this.isOp('}')) {
+        this.i++;
+        return values;
+      }
       this.expectOp(',', "',' or '}'");
     }
   }

@@ -34,8 +34,10 @@ export function compileMatchPath(text: string): MatchPath {
   const parts = components(text);
   if (parts.length === 0) throw queryError('match-path', 'empty', 0, 'the path has no component');
   parts.forEach((c, i) => {
-    if (c.text === '') throw queryError('match-path', 'empty-component', c.pos, 'a path component is empty (two slashes in a row)');
-    if (c.text === '**' && i !== parts.length - 1) throw queryError('match-path', 'descendant-not-last', c.pos, "'**' may only be the last component");
+    if (c.text === '')
+      throw queryError('match-path', 'empty-component', c.pos, 'a path component is empty (two slashes in a row)');
+    if (c.text === '**' && i !== parts.length - 1)
+      throw queryError('match-path', 'descendant-not-last', c.pos, "'**' may only be the last component");
   });
   const pattern = parts.map((c) => c.text);
   const last = pattern[pattern.length - 1];

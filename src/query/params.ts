@@ -10,8 +10,19 @@ import { compileMatchPath, type MatchPath } from './matchpath.js';
 import { compileWhere, type WherePredicate } from './where.js';
 
 export const queryParams = [
-  'fields', 'where', 'match-path', 'with-defaults', 'content', 'keys', 'count', 'send-etag',
-  'include-tenant-config', 'dry-run', 'validate', 'default-operation', 'site',
+  'fields',
+  'where',
+  'match-path',
+  'with-defaults',
+  'content',
+  'keys',
+  'count',
+  'send-etag',
+  'include-tenant-config',
+  'dry-run',
+  'validate',
+  'default-operation',
+  'site',
 ] as const;
 export type QueryParam = (typeof queryParams)[number];
 
@@ -42,12 +53,12 @@ export type ParseQueryOptions = {
 };
 
 const booleans = {
-  'keys': 'keys',
-  'count': 'count',
+  keys: 'keys',
+  count: 'count',
   'send-etag': 'sendEtag',
   'include-tenant-config': 'includeTenantConfig',
   'dry-run': 'dryRun',
-  'validate': 'validate',
+  validate: 'validate',
 } as const satisfies Partial<Record<QueryParam, keyof ParsedQuery>>;
 
 function bad(parameter: string, code: string, message: string): ApiError {
@@ -56,7 +67,8 @@ function bad(parameter: string, code: string, message: string): ApiError {
 
 function oneOf<const T extends string>(parameter: string, value: string, allowed: readonly T[]): T {
   const hit = allowed.find((a) => a === value);
-  if (hit === undefined) throw bad(parameter, 'bad-value', `${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
+  if (hit === undefined)
+    throw bad(parameter, 'bad-value', `${JSON.stringify(value)} is not one of ${allowed.join(', ')}`);
   return hit;
 }
 
@@ -67,13 +79,28 @@ function bool(parameter: string, value: string): boolean {
   throw bad(parameter, 'bad-value', `${JSON.stringify(value)} is not a boolean (give no value, true or false)`);
 }
 
-export function parseQuery(params: URLSearchParams, allowed: readonly string[], opts: ParseQueryOptions = {}): ParsedQuery {
-  const out: ParsedQuery = { keys: false, count: false, sendEtag: false, includeTenantConfig: false, dryRun: false, validate: false };
+export function parseQuery(
+  params: URLSearchParams,
+  allowed: readonly string[],
+  opts: ParseQueryOptions = {},
+): ParsedQuery {
+  const out: ParsedQuery = {
+    keys: false,
+    count: false,
+    sendEtag: false,
+    includeTenantConfig: false,
+    dryRun: false,
+    validate: false,
+  };
   if (params.size === 0) return out;
   const seen = new Set<string>();
   for (const name of params.keys()) {
     if (!allowed.includes(name)) {
-      throw bad(name, 'unknown-parameter', `this request accepts only ${allowed.length ? allowed.join(', ') : 'no query parameter'}`);
+      throw bad(
+        name,
+        'unknown-parameter',
+        `this request accepts only ${allowed.length ? allowed.join(', ') : 'no query parameter'}`,
+      );
     }
     if (seen.has(name)) throw bad(name, 'duplicate-parameter', 'it is given more than once');
     seen.add(name);
@@ -84,15 +111,26 @@ export function parseQuery(params: URLSearchParams, allowed: readonly string[], 
       continue;
     }
     switch (name) {
-      case 'fields': out.fields = compileFields(value, opts.knownField ? { known: opts.knownField } : {}); break;
-      case 'where': out.where = compileWhere(value); break;
-      case 'match-path': out.matchPath = compileMatchPath(value); break;
+      case 'fields':
+        out.fields = compileFields(value, opts.knownField ? { known: opts.knownField } : {});
+        break;
+      case 'where':
+        out.where = compileWhere(value);
+        break;
+      case 'match-path':
+        out.matchPath = compileMatchPath(value);
+        break;
       case 'with-defaults':
         if (value === 'false') break;
-        out.withDefaults = value === '' || value === 'true' ? 'report-all' : oneOf(name, value, ['report-all', 'trim', 'explicit']);
+        out.withDefaults =
+          value === '' || value === 'true' ? 'report-all' : oneOf(name, value, ['report-all', 'trim', 'explicit']);
         break;
-      case 'content': out.content = oneOf(name, value, ['config', 'nonconfig', 'all']); break;
-      case 'default-operation': out.defaultOperation = oneOf(name, value, ['create', 'replace', 'update', 'delete', 'remove']); break;
+      case 'content':
+        out.content = oneOf(name, value, ['config', 'nonconfig', 'all']);
+        break;
+      case 'default-operation':
+        out.defaultOperation = oneOf(name, value, ['create', 'replace', 'update', 'delete', 'remove']);
+        break;
       case 'site':
         if (value === '') throw bad(name, 'bad-value', 'give the name of a site');
         out.site = value;

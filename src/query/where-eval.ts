@@ -22,7 +22,10 @@ function pushChildren(n: XNode, name: string, out: NodeSet): void {
   const v = n.value;
   if (!isObject(v)) return;
   if (name === '*') {
-    for (const k in v) { const c = v[k]; if (c !== undefined) pushValue(k, c, n, out); }
+    for (const k in v) {
+      const c = v[k];
+      if (c !== undefined) pushValue(k, c, n, out);
+    }
     return;
   }
   if (!Object.hasOwn(v, name)) return;
@@ -97,12 +100,17 @@ function compilePath(absolute: boolean, steps: Step[]): Fn {
 
 function arithmetic(op: '+' | '-' | '*' | 'div' | 'mod', l: Fn, r: Fn): Fn {
   switch (op) {
-    case '+': return (n, p, s) => toNum(l(n, p, s)) + toNum(r(n, p, s));
-    case '-': return (n, p, s) => toNum(l(n, p, s)) - toNum(r(n, p, s));
-    case '*': return (n, p, s) => toNum(l(n, p, s)) * toNum(r(n, p, s));
-    case 'div': return (n, p, s) => toNum(l(n, p, s)) / toNum(r(n, p, s));
+    case '+':
+      return (n, p, s) => toNum(l(n, p, s)) + toNum(r(n, p, s));
+    case '-':
+      return (n, p, s) => toNum(l(n, p, s)) - toNum(r(n, p, s));
+    case '*':
+      return (n, p, s) => toNum(l(n, p, s)) * toNum(r(n, p, s));
+    case 'div':
+      return (n, p, s) => toNum(l(n, p, s)) / toNum(r(n, p, s));
     // XPath mod truncates like JavaScript's % (5 mod -2 = 1, -5 mod 2 = -1).
-    case 'mod': return (n, p, s) => toNum(l(n, p, s)) % toNum(r(n, p, s));
+    case 'mod':
+      return (n, p, s) => toNum(l(n, p, s)) % toNum(r(n, p, s));
   }
 }
 
@@ -113,7 +121,8 @@ function constant(e: Expr): XValue | undefined {
 
 export function compileExpr(e: Expr): Fn {
   switch (e.kind) {
-    case 'number': case 'literal': {
+    case 'number':
+    case 'literal': {
       const v = e.value;
       return () => v;
     }
@@ -127,7 +136,12 @@ export function compileExpr(e: Expr): Fn {
       const entry = Object.hasOwn(functions, e.name) ? functions[e.name] : undefined;
       if (!entry) throw queryError('where', 'unknown-function', e.pos, `there is no function ${e.name}()`);
       if (e.args.length < entry.min || e.args.length > entry.max) {
-        const want = entry.min === entry.max ? `${entry.min}` : entry.max === Infinity ? `at least ${entry.min}` : `${entry.min} to ${entry.max}`;
+        const want =
+          entry.min === entry.max
+            ? `${entry.min}`
+            : entry.max === Infinity
+              ? `at least ${entry.min}`
+              : `${entry.min} to ${entry.max}`;
         throw queryError('where', 'arity', e.pos, `${e.name}() takes ${want} argument(s), not ${e.args.length}`);
       }
       return entry.build(e.args.map(compileExpr), e.args);
@@ -136,9 +150,15 @@ export function compileExpr(e: Expr): Fn {
       const l = compileExpr(e.left);
       const r = compileExpr(e.right);
       switch (e.op) {
-        case 'or': return (n, p, s) => toBool(l(n, p, s)) || toBool(r(n, p, s));
-        case 'and': return (n, p, s) => toBool(l(n, p, s)) && toBool(r(n, p, s));
-        case '+': case '-': case '*': case 'div': case 'mod':
+        case 'or':
+          return (n, p, s) => toBool(l(n, p, s)) || toBool(r(n, p, s));
+        case 'and':
+          return (n, p, s) => toBool(l(n, p, s)) && toBool(r(n, p, s));
+        case '+':
+        case '-':
+        case '*':
+        case 'div':
+        case 'mod':
           return arithmetic(e.op, l, r);
         default: {
           const op = e.op;

@@ -29,7 +29,8 @@ function literalArg(exprs: Expr[], i: number, fn: string): { value: string; pos:
 
 function nodeSetArg(exprs: Expr[], i: number, fn: string): void {
   const e = exprs[i];
-  if (e?.kind !== 'path') throw queryError('where', 'type', e?.pos ?? 0, `argument ${i + 1} of ${fn}() must be a path (a node-set)`);
+  if (e?.kind !== 'path')
+    throw queryError('where', 'type', e?.pos ?? 0, `argument ${i + 1} of ${fn}() must be a path (a node-set)`);
 }
 
 /** Re-raise an error of a nested language at its place inside the literal (after the quote). */
@@ -65,44 +66,100 @@ function labelsOf(n: XNode): Labels | undefined {
 const ctxSet: Fn = (n) => [n];
 
 export const functions: Readonly<Record<string, Entry>> = {
-  'boolean': { min: 1, max: 1, build: ([a = ctxSet]) => (n, p, s) => toBool(a(n, p, s)) },
-  'number': { min: 0, max: 1, build: (args) => { const a = args[0] ?? ctxSet; return (n, p, s) => toNum(a(n, p, s)); } },
-  'string': { min: 0, max: 1, build: (args) => { const a = args[0] ?? ctxSet; return (n, p, s) => toStr(a(n, p, s)); } },
-  'string-length': { min: 0, max: 1, build: (args) => { const a = args[0] ?? ctxSet; return (n, p, s) => toStr(a(n, p, s)).length; } },
-  'true': { min: 0, max: 0, build: () => () => true },
-  'false': { min: 0, max: 0, build: () => () => false },
-  'not': { min: 1, max: 1, build: ([a = ctxSet]) => (n, p, s) => !toBool(a(n, p, s)) },
-  'position': { min: 0, max: 0, build: () => (_n, p) => p },
-  'last': { min: 0, max: 0, build: () => (_n, _p, s) => s },
-  'count': {
-    min: 1, max: 1,
+  boolean: {
+    min: 1,
+    max: 1,
+    build:
+      ([a = ctxSet]) =>
+      (n, p, s) =>
+        toBool(a(n, p, s)),
+  },
+  number: {
+    min: 0,
+    max: 1,
+    build: (args) => {
+      const a = args[0] ?? ctxSet;
+      return (n, p, s) => toNum(a(n, p, s));
+    },
+  },
+  string: {
+    min: 0,
+    max: 1,
+    build: (args) => {
+      const a = args[0] ?? ctxSet;
+      return (n, p, s) => toStr(a(n, p, s));
+    },
+  },
+  'string-length': {
+    min: 0,
+    max: 1,
+    build: (args) => {
+      const a = args[0] ?? ctxSet;
+      return (n, p, s) => toStr(a(n, p, s)).length;
+    },
+  },
+  true: { min: 0, max: 0, build: () => () => true },
+  false: { min: 0, max: 0, build: () => () => false },
+  not: {
+    min: 1,
+    max: 1,
+    build:
+      ([a = ctxSet]) =>
+      (n, p, s) =>
+        !toBool(a(n, p, s)),
+  },
+  position: { min: 0, max: 0, build: () => (_n, p) => p },
+  last: { min: 0, max: 0, build: () => (_n, _p, s) => s },
+  count: {
+    min: 1,
+    max: 1,
     build: ([a = ctxSet], exprs) => {
       nodeSetArg(exprs, 0, 'count');
-      return (n, p, s) => { const v = a(n, p, s); return Array.isArray(v) ? v.length : 0; };
+      return (n, p, s) => {
+        const v = a(n, p, s);
+        return Array.isArray(v) ? v.length : 0;
+      };
     },
   },
-  'concat': {
-    min: 2, max: Infinity,
-    build: (args) => (n, p, s) => { let out = ''; for (const a of args) out += toStr(a(n, p, s)); return out; },
+  concat: {
+    min: 2,
+    max: Infinity,
+    build: (args) => (n, p, s) => {
+      let out = '';
+      for (const a of args) out += toStr(a(n, p, s));
+      return out;
+    },
   },
   'starts-with': {
-    min: 2, max: 2,
-    build: ([a = ctxSet, b = ctxSet]) => (n, p, s) => toStr(a(n, p, s)).startsWith(toStr(b(n, p, s))),
+    min: 2,
+    max: 2,
+    build:
+      ([a = ctxSet, b = ctxSet]) =>
+      (n, p, s) =>
+        toStr(a(n, p, s)).startsWith(toStr(b(n, p, s))),
   },
-  'contains': {
-    min: 2, max: 2,
-    build: ([a = ctxSet, b = ctxSet]) => (n, p, s) => toStr(a(n, p, s)).includes(toStr(b(n, p, s))),
+  contains: {
+    min: 2,
+    max: 2,
+    build:
+      ([a = ctxSet, b = ctxSet]) =>
+      (n, p, s) =>
+        toStr(a(n, p, s)).includes(toStr(b(n, p, s))),
   },
   'string-compare': {
-    min: 2, max: 2,
-    build: ([a = ctxSet, b = ctxSet]) => (n, p, s) => {
-      const x = toStr(a(n, p, s));
-      const y = toStr(b(n, p, s));
-      return x < y ? -1 : x === y ? 0 : 1;
-    },
+    min: 2,
+    max: 2,
+    build:
+      ([a = ctxSet, b = ctxSet]) =>
+      (n, p, s) => {
+        const x = toStr(a(n, p, s));
+        const y = toStr(b(n, p, s));
+        return x < y ? -1 : x === y ? 0 : 1;
+      },
   },
   're-match': {
-    min: 2, max: 2,
+    min: 2,
+    max: 2,
     build: ([a = ctxSet], exprs) => {
       const lit = literalArg(exprs, 1, 're-match');
       const re = nested(lit.pos, 'regular expression', () => compileRegex(lit.value, 'where'));
@@ -110,7 +167,8 @@ export const functions: Readonly<Record<string, Entry>> = {
     },
   },
   'match-labels': {
-    min: 2, max: 2,
+    min: 2,
+    max: 2,
     build: ([a = ctxSet], exprs) => {
       nodeSetArg(exprs, 0, 'match-labels');
       const lit = literalArg(exprs, 1, 'match-labels');

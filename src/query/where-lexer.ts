@@ -9,10 +9,36 @@
 import { queryError } from './error.js';
 
 export type TokenKind =
-  | 'name' | 'function' | 'number' | 'literal'
-  | '(' | ')' | '[' | ']' | ',' | '/' | '//' | '|' | '.' | '..' | '@' | '::' | '*'
-  | '=' | '!=' | '<' | '<=' | '>' | '>='
-  | '+' | '-' | 'and' | 'or' | 'div' | 'mod' | 'multiply'
+  | 'name'
+  | 'function'
+  | 'number'
+  | 'literal'
+  | '('
+  | ')'
+  | '['
+  | ']'
+  | ','
+  | '/'
+  | '//'
+  | '|'
+  | '.'
+  | '..'
+  | '@'
+  | '::'
+  | '*'
+  | '='
+  | '!='
+  | '<'
+  | '<='
+  | '>'
+  | '>='
+  | '+'
+  | '-'
+  | 'and'
+  | 'or'
+  | 'div'
+  | 'mod'
+  | 'multiply'
   | 'end';
 
 export type Token = { kind: TokenKind; text: string; pos: number; value?: number };
@@ -42,7 +68,10 @@ export function lexWhere(text: string): Token[] {
   };
   while (i < text.length) {
     const ch = text.charAt(i);
-    if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r') { i++; continue; }
+    if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r') {
+      i++;
+      continue;
+    }
     const start = i;
     const two = text.slice(i, i + 2);
     if (ch === '"' || ch === "'") {

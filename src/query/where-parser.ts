@@ -98,14 +98,18 @@ export class WhereParser {
         const e = this.binary(0);
         if (this.peek().kind !== ')') this.fail("')'");
         this.i++;
-        if (this.peek().kind === '[' || this.peek().kind === '/') this.fail('an operator (filtering a parenthesised expression is not supported)');
+        if (this.peek().kind === '[' || this.peek().kind === '/')
+          this.fail('an operator (filtering a parenthesised expression is not supported)');
         return e;
       }
       case 'function':
         return this.call();
       case '/':
         return this.path();
-      case 'name': case '*': case '.': case '..':
+      case 'name':
+      case '*':
+      case '.':
+      case '..':
         return this.path();
       default:
         return this.fail('a path, a literal, a number or a function call');
@@ -125,7 +129,10 @@ export class WhereParser {
       const t = this.peek();
       this.i++;
       if (t.kind === ')') return { kind: 'call', name: name.text, args, pos: name.pos };
-      if (t.kind !== ',') { this.i--; this.fail("',' or ')'"); }
+      if (t.kind !== ',') {
+        this.i--;
+        this.fail("',' or ')'");
+      }
     }
   }
 
@@ -150,8 +157,14 @@ export class WhereParser {
 
   private step(): Step {
     const t = this.peek();
-    if (t.kind === '.') { this.i++; return { axis: 'self', pos: t.pos }; }
-    if (t.kind === '..') { this.i++; return { axis: 'parent', pos: t.pos }; }
+    if (t.kind === '.') {
+      this.i++;
+      return { axis: 'self', pos: t.pos };
+    }
+    if (t.kind === '..') {
+      this.i++;
+      return { axis: 'parent', pos: t.pos };
+    }
     if (t.kind !== 'name' && t.kind !== '*') this.fail('a step (a name, *, . or ..)');
     this.i++;
     const predicates: Expr[] = [];

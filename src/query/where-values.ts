@@ -9,7 +9,11 @@
 import { isObject, type Json } from '../json.js';
 
 export class XNode {
-  constructor(readonly name: string, readonly value: Json, readonly parent: XNode | null) {}
+  constructor(
+    readonly name: string,
+    readonly value: Json,
+    readonly parent: XNode | null,
+  ) {}
 }
 
 export type NodeSet = XNode[];
@@ -26,7 +30,10 @@ function deepText(v: Json): string {
   if (Array.isArray(v)) return v.map(deepText).join('');
   if (isObject(v)) {
     let s = '';
-    for (const k in v) { const c = v[k]; if (c !== undefined) s += deepText(c); }
+    for (const k in v) {
+      const c = v[k];
+      if (c !== undefined) s += deepText(c);
+    }
     return s;
   }
   return scalarText(v);
@@ -83,12 +90,18 @@ export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
 
 function numbers(op: CompareOp, a: number, b: number): boolean {
   switch (op) {
-    case '=': return a === b;
-    case '!=': return a !== b;
-    case '<': return a < b;
-    case '<=': return a <= b;
-    case '>': return a > b;
-    case '>=': return a >= b;
+    case '=':
+      return a === b;
+    case '!=':
+      return a !== b;
+    case '<':
+      return a < b;
+    case '<=':
+      return a <= b;
+    case '>':
+      return a > b;
+    case '>=':
+      return a >= b;
   }
 }
 
@@ -124,7 +137,14 @@ function setAtom(op: CompareOp, set: NodeSet, atom: string | number | boolean): 
   return false;
 }
 
-export const flipped: Record<CompareOp, CompareOp> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+export const flipped: Record<CompareOp, CompareOp> = {
+  '=': '=',
+  '!=': '!=',
+  '<': '>',
+  '<=': '>=',
+  '>': '<',
+  '>=': '<=',
+};
 
 export function compare(op: CompareOp, a: XValue, b: XValue): boolean {
   const aSet = Array.isArray(a);
@@ -135,7 +155,8 @@ export function compare(op: CompareOp, a: XValue, b: XValue): boolean {
     for (const n of a) {
       const s = stringValue(n);
       for (const t of right) {
-        if (op === '=' ? s === t : op === '!=' ? s !== t : numbers(op, stringToNumber(s), stringToNumber(t))) return true;
+        if (op === '=' ? s === t : op === '!=' ? s !== t : numbers(op, stringToNumber(s), stringToNumber(t)))
+          return true;
       }
     }
     return false;

@@ -17,7 +17,8 @@ const context = (key: string, member: string) => `${key}#${member}`;
 export function decryptSecret(box: Strongbox, storeKey: string, stored: JsonObject): JsonObject {
   if (!isObject(stored.data)) return stored;
   const data: JsonObject = {};
-  for (const [k, v] of Object.entries(stored.data)) data[k] = typeof v === 'string' && isCiphertext(v) ? box.decrypt(v, context(storeKey, k)) : v;
+  for (const [k, v] of Object.entries(stored.data))
+    data[k] = typeof v === 'string' && isCiphertext(v) ? box.decrypt(v, context(storeKey, k)) : v;
   return { ...stored, data };
 }
 
@@ -25,7 +26,8 @@ export function decryptSecret(box: Strongbox, storeKey: string, stored: JsonObje
 export function encryptSecret(box: Strongbox, storeKey: string, plain: JsonObject): JsonObject {
   if (!isObject(plain.data)) return plain;
   const data: JsonObject = {};
-  for (const [k, v] of Object.entries(plain.data)) data[k] = typeof v === 'string' ? box.encrypt(v, context(storeKey, k)) : v;
+  for (const [k, v] of Object.entries(plain.data))
+    data[k] = typeof v === 'string' ? box.encrypt(v, context(storeKey, k)) : v;
   return { ...plain, data };
 }
 

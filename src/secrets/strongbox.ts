@@ -22,7 +22,12 @@ export function isCiphertext(v: string): boolean {
 
 function decodeKey(b64: string, source: string): Buffer {
   const key = Buffer.from(b64.trim(), 'base64');
-  if (key.length !== 32) throw new ApiError('invalid-value', `Cannot use the key from ${source}: it must be 32 bytes in base64 (got ${key.length} bytes)`, { code: 'bad-key', path: source });
+  if (key.length !== 32)
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use the key from ${source}: it must be 32 bytes in base64 (got ${key.length} bytes)`,
+      { code: 'bad-key', path: source },
+    );
   return key;
 }
 
@@ -40,8 +45,10 @@ export class Strongbox {
     let b64: string | undefined;
     let source = 'STRONGBOX_KEY';
     if (settings.strongboxKey) b64 = settings.strongboxKey;
-    else if (settings.strongboxKeyFile) { b64 = readFileSync(settings.strongboxKeyFile, 'utf8'); source = 'STRONGBOX_KEY_FILE'; }
-    else if (settings.strongboxAutoUnseal) {
+    else if (settings.strongboxKeyFile) {
+      b64 = readFileSync(settings.strongboxKeyFile, 'utf8');
+      source = 'STRONGBOX_KEY_FILE';
+    } else if (settings.strongboxAutoUnseal) {
       const file = join(settings.dataDir, 'strongbox.key');
       source = file;
       if (existsSync(file)) b64 = readFileSync(file, 'utf8');
@@ -52,7 +59,10 @@ export class Strongbox {
         log('info', 'strongbox: wrote a new master key', { file });
       }
     }
-    if (b64 === undefined) { log('warn', 'strongbox: sealed (no master key configured); POST /v1/strongbox/unseal to unseal'); return; }
+    if (b64 === undefined) {
+      log('warn', 'strongbox: sealed (no master key configured); POST /v1/strongbox/unseal to unseal');
+      return;
+    }
     try {
       await this.unseal(b64, source);
     } catch (err) {
@@ -68,16 +78,31 @@ export class Strongbox {
       await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
     } else {
       let plain: string | undefined;
-      try { plain = decryptWith(key, check, CHECK_KEY); } catch { plain = undefined; }
-      const ok = plain !== undefined && plain.length === CHECK_TEXT.length && timingSafeEqual(Buffer.from(plain), Buffer.from(CHECK_TEXT));
-      if (!ok) throw new ApiError('invalid-value', `Cannot unseal with the key from ${source}: it is not the key this store was sealed with`, { code: 'wrong-key', path: source });
+      try {
+        plain = decryptWith(key, check, CHECK_KEY);
+      } catch {
+        plain = undefined;
+      }
+      const ok =
+        plain !== undefined &&
+        plain.length === CHECK_TEXT.length &&
+        timingSafeEqual(Buffer.from(plain), Buffer.from(CHECK_TEXT));
+      if (!ok)
+        throw new ApiError(
+          'invalid-value',
+          `Cannot unseal with the key from ${source}: it is not the key this store was sealed with`,
+          { code: 'wrong-key', path: source },
+        );
     }
     this.key = key;
     log('info', 'strongbox: unsealed');
   }
 
   private requireKey(): Buffer {
-    if (!this.key) throw new ApiError('sealed', 'The secret store is sealed: POST /v1/strongbox/unseal with the master key', { code: 'sealed' });
+    if (!this.key)
+      throw new ApiError('sealed', 'The secret store is sealed: POST /v1/strongbox/unseal with the master key', {
+        code: 'sealed',
+      });
     return this.key;
   }
 
@@ -100,7 +125,10 @@ function encryptWith(key: Buffer, plain: string, context: string): string {
 
 function decryptWith(key: Buffer, stored: string, context: string): string {
   if (!stored.startsWith(PREFIX)) throw new Error('not an encrypted value');
-  const [iv, ct, tag] = stored.slice(PREFIX.length).split('.').map((p) => Buffer.from(p, 'base64url'));
+  const [iv, ct, tag] = stored
+    .slice(PREFIX.length)
+    .split('.')
+    .map((p) => Buffer.from(p, 'base64url'));
   if (!iv || !ct || !tag) throw new Error('malformed encrypted value');
   const decipher = createDecipheriv('aes-256-gcm', key, iv);
   decipher.setAAD(Buffer.from(context));

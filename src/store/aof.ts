@@ -8,7 +8,18 @@
  *   {"kv": key, "s": string}                                             a kv write without TTL
  *   {"kv": key, "d": 1}                                                  a kv delete
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, truncateSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  truncateSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { isObject, type JsonObject } from '../json.js';
 
@@ -61,7 +72,8 @@ export function replay(path: string): Replayed {
     const rec = nl < 0 ? undefined : line.trim() === '' ? null : parseRecord(line);
     if (rec === undefined) {
       const rest = text.slice(nl < 0 ? text.length : nl + 1);
-      if (rest.trim() !== '') throw new Error(`${path}: line ${lineNo} is not a valid store record; the file is damaged`);
+      if (rest.trim() !== '')
+        throw new Error(`${path}: line ${lineNo} is not a valid store record; the file is damaged`);
       const good = Buffer.byteLength(text.slice(0, pos));
       truncateSync(path, good);
       return { records, bytes: good, tornBytes: raw.length - good };
@@ -97,7 +109,9 @@ export class AofWriter {
 export type EncodeOp = { k: string; text: string } | { k: string; d: 1 };
 
 export function encodeCommit(r: number, ops: EncodeOp[]): string {
-  const parts = ops.map((op) => ('text' in op ? `{"k":${JSON.stringify(op.k)},"v":${op.text}}` : `{"k":${JSON.stringify(op.k)},"d":1}`));
+  const parts = ops.map((op) =>
+    'text' in op ? `{"k":${JSON.stringify(op.k)},"v":${op.text}}` : `{"k":${JSON.stringify(op.k)},"d":1}`,
+  );
   return `{"r":${r},"c":[${parts.join(',')}]}`;
 }
 

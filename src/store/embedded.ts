@@ -34,7 +34,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
   let revision = 0;
 
   const loaded = replay(path);
-  if (loaded.tornBytes > 0) log('warn', 'embedded store: dropped a torn last record', { path, bytes: loaded.tornBytes });
+  if (loaded.tornBytes > 0)
+    log('warn', 'embedded store: dropped a torn last record', { path, bytes: loaded.tornBytes });
   for (const rec of loaded.records) {
     if ('c' in rec) {
       revision = rec.r;
@@ -149,7 +150,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
         const cur = objects.get(op.key);
         if (e === null && cur) return { ok: false, key: op.key, reason: 'exists' };
         if (e !== null && !cur) return { ok: false, key: op.key, reason: 'missing' };
-        if (e !== null && e !== '*' && cur && cur.etag !== e) return { ok: false, key: op.key, reason: 'etag-mismatch' };
+        if (e !== null && e !== '*' && cur && cur.etag !== e)
+          return { ok: false, key: op.key, reason: 'etag-mismatch' };
       }
       // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
       const encoded: EncodeOp[] = [];
@@ -208,7 +210,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       checkOpen();
       if (!Number.isSafeInteger(by)) throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
       const cur = liveKv(key);
-      if (cur && !Number.isSafeInteger(Number(cur.value))) throw new ApiError('internal', `kv ${key} does not hold an integer`, { key });
+      if (cur && !Number.isSafeInteger(Number(cur.value)))
+        throw new ApiError('internal', `kv ${key} does not hold an integer`, { key });
       const n = (cur ? Number(cur.value) : 0) + by;
       if (!cur) putKv(key, String(n), ttlMs);
       else if (cur.expiresAt === undefined) putKv(key, String(n), undefined);

@@ -30,7 +30,10 @@ export function createReadCache(opts: { maxAgeMs: number; maxEntries: number; no
     lookup(key) {
       const hit = entries.get(key);
       if (!hit) return 'miss';
-      if (hit.until <= now()) { entries.delete(key); return 'miss'; }
+      if (hit.until <= now()) {
+        entries.delete(key);
+        return 'miss';
+      }
       return hit.entry;
     },
     async load(key, fetch) {
@@ -52,7 +55,10 @@ export function createReadCache(opts: { maxAgeMs: number; maxEntries: number; no
         entries.delete(k);
         versions.set(k, (versions.get(k) ?? 0) + 1);
       }
-      if (versions.size > opts.maxEntries) { versions.clear(); generation++; }
+      if (versions.size > opts.maxEntries) {
+        versions.clear();
+        generation++;
+      }
     },
     setLive(value) {
       live = value;

@@ -39,7 +39,10 @@ function connectionOptions(url: string, role: string) {
     url,
     disableOfflineQueue: true,
     // Exponential back-off capped at 2 s: a Redis restart is picked up within seconds.
-    socket: { reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 6), 2000), connectTimeout: 5000 },
+    socket: {
+      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 6), 2000),
+      connectTimeout: 5000,
+    },
     name: `edgeplane-${role}`,
   };
 }
@@ -51,7 +54,10 @@ function watchErrors(client: Client, role: string): void {
 }
 
 /** Builds the KEYS and ARGV of commitScript (layout documented there). */
-export function commitArgs(ops: WriteOp[], channel: string): { keys: string[]; args: string[]; etags: Record<string, string> } {
+export function commitArgs(
+  ops: WriteOp[],
+  channel: string,
+): { keys: string[]; args: string[]; etags: Record<string, string> } {
   const keys: string[] = [];
   const args: string[] = [String(ops.length), channel];
   const etags: Record<string, string> = {};
@@ -81,7 +87,8 @@ function toEntry(key: string, v: unknown, e: unknown): Entry | undefined {
   } catch {
     value = undefined;
   }
-  if (!isObject(value)) throw new ApiError('internal', `Stored object ${key} is not a JSON object; fix ${cfgKey(key)} in Redis`, { key });
+  if (!isObject(value))
+    throw new ApiError('internal', `Stored object ${key} is not a JSON object; fix ${cfgKey(key)} in Redis`, { key });
   return { key, value, etag: e };
 }
 
@@ -142,11 +149,16 @@ export async function openRedisStore(url: string): Promise<Store> {
     // Notifications may be lost while this connection is down: cache nothing until it is back.
     sub.on('error', () => reads.setLive(false));
     sub.on('end', () => reads.setLive(false));
-    sub.on('ready', () => { if (subscribed) reads.setLive(true); });
+    sub.on('ready', () => {
+      if (subscribed) reads.setLive(true);
+    });
     subscribing = sub
       .connect()
       .then(() => sub.subscribe(channel, deliver))
-      .then(() => { subscribed = true; reads.setLive(true); })
+      .then(() => {
+        subscribed = true;
+        reads.setLive(true);
+      })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
         log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
@@ -163,10 +175,11 @@ export async function openRedisStore(url: string): Promise<Store> {
         const hit = reads.lookup(key);
         if (hit !== 'miss') return Promise.resolve(hit);
       }
-      const fetch = () => guarded(async () => {
-        const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
-        return toEntry(key, v, e);
-      });
+      const fetch = () =>
+        guarded(async () => {
+          const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
+          return toEntry(key, v, e);
+        });
       // Cached only while someone listens to changes (the subscription keeps the cache true).
       return opts?.fresh ? fetch() : reads.load(key, fetch);
     },
@@ -174,9 +187,10 @@ export async function openRedisStore(url: string): Promise<Store> {
     list: (prefix) =>
       guarded(async () => {
         // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
-        const keys = prefix === ''
-          ? await client.zRange(layout.index, 0, -1)
-          : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
+        const keys =
+          prefix === ''
+            ? await client.zRange(layout.index, 0, -1)
+            : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
         if (keys.length === 0) return [];
         const multi = client.multi();
         for (const k of keys) multi.hmGet(cfgKey(k), ['v', 'e']);
@@ -200,7 +214,8 @@ export async function openRedisStore(url: string): Promise<Store> {
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
         const reason = reply[2];
-        if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch') throw new Error(`unexpected commit reason ${String(reason)}`);
+        if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch')
+          throw new Error(`unexpected commit reason ${String(reason)}`);
         return { ok: false, key: String(reply[1]), reason };
       }),
 
@@ -218,7 +233,8 @@ export async function openRedisStore(url: string): Promise<Store> {
 
     kvSet: (key, value, ttlMs) =>
       guarded(async () => {
-        if (ttlMs !== undefined) await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
+        if (ttlMs !== undefined)
+          await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
         else await client.set(kvKey(key), value);
       }),
 
@@ -229,7 +245,8 @@ export async function openRedisStore(url: string): Promise<Store> {
 
     kvIncr: (key, by, ttlMs) =>
       guarded(async () => {
-        if (!Number.isSafeInteger(by)) throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
+        if (!Number.isSafeInteger(by))
+          throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
         const ttl = ttlMs === undefined ? '' : String(Math.max(1, Math.ceil(ttlMs)));
         return Number(await runScript(incrScript, [kvKey(key)], [String(by), ttl]));
       }),
@@ -237,7 +254,10 @@ export async function openRedisStore(url: string): Promise<Store> {
     kvKeys: (prefix) =>
       guarded(async () => {
         const out: string[] = [];
-        for await (const batch of client.scanIterator({ MATCH: globLiteral(layout.kvPrefix + prefix) + '*', COUNT: 500 })) {
+        for await (const batch of client.scanIterator({
+          MATCH: globLiteral(layout.kvPrefix + prefix) + '*',
+          COUNT: 500,
+        })) {
           for (const k of batch) out.push(k.slice(layout.kvPrefix.length));
         }
         return [...new Set(out)].sort();

@@ -24,8 +24,7 @@ export type Entry = { key: string; value: JsonObject; etag: string };
 export type Expect = string | null | undefined;
 
 export type WriteOp =
-  | { op: 'put'; key: string; value: JsonObject; expect?: Expect }
-  | { op: 'delete'; key: string; expect?: Expect };
+  { op: 'put'; key: string; value: JsonObject; expect?: Expect } | { op: 'delete'; key: string; expect?: Expect };
 
 export type CommitResult =
   | { ok: true; etags: Record<string, string>; revision: number }

@@ -20,11 +20,13 @@ const self = fileURLToPath(import.meta.url);
 /** Starts this file as a child process with `env` added to the parent's environment. */
 export function spawnApiProc(env: Record<string, string>): Promise<ApiProc> {
   const child = spawn(process.execPath, ['--import', 'tsx', self], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ...env},
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stderr?.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   return new Promise((resolve, reject) => {
     let pending = '';
     const onData = (d: Buffer) => {
@@ -34,18 +36,21 @@ export function spawnApiProc(env: Record<string, string>): Promise<ApiProc> {
         const m = /^\{"port":(\d+)\}$/.exec(line.trim());
         if (!m) continue;
         child.stdout?.off('data', onData);
-        child.stdout?.on('data', (more: Buffer) => { out += more.toString(); });
+        child.stdout?.on('data', (more: Buffer) => {
+          out += more.toString();
+        });
         const port = Number(m[1]);
         resolve({
           url: `http://127.0.0.1:${port}`,
           port,
           child,
           output: () => out,
-          stop: () => new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('exit', () => done());
-            child.kill('SIGTERM');
-          }),
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null) return done();
+              child.once('exit', () => done());
+              child.kill('SIGTERM');
+            }),
         });
       }
       pending = pending.slice(pending.lastIndexOf('\n') + 1);
@@ -59,19 +64,29 @@ async function main(): Promise<void> {
   const { loadSettings } = await import('../../src/settings.js');
   const { createInstance } = await import('../../src/server.js');
   const settings = loadSettings();
-  const instance = await createInstance(settings, { runtime: process.env.API_PROC_RUNTIME === '1', announce: () => {} });
+  const instance = await createInstance(settings, {
+    runtime: process.env.API_PROC_RUNTIME === '1',
+    announce: () => {},
+  });
   const server = serve({ fetch: instance.app.fetch, port: settings.port, hostname: settings.host }, (info) => {
     process.stdout.write(JSON.stringify({ port: info.port }) + '\n');
   });
   process.once('SIGTERM', () => {
     server.close();
-    instance.close(2000).then(() => process.exit(0), () => process.exit(1));
+    instance.close(2000).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }
 
 function isMain(): boolean {
   const entry = process.argv[1];
-  try { return entry !== undefined && realpathSync(entry) === realpathSync(self); } catch { return false; }
+  try {
+    return entry !== undefined && realpathSync(entry) === realpathSync(self);
+  } catch {
+    return false;
+  }
 }
 
 // Imported by a test for spawnApiProc(); run as the program, it serves.

@@ -17,8 +17,16 @@ export type TestApi = {
   settings: Settings;
   token: string;
   /** Sends a request with the admin token (unless headers.authorization is given). */
-  req(method: string, path: string, opts?: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> }): Promise<Response>;
-  json(method: string, path: string, opts?: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> }): Promise<{ status: number; body: unknown; headers: Headers }>;
+  req(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> },
+  ): Promise<Response>;
+  json(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: unknown; headers: Headers }>;
   close(): Promise<void>;
 };
 
@@ -36,13 +44,26 @@ export async function freshRedisDb(db: number): Promise<string> {
   return url;
 }
 
-export async function startApi(backend: Backend, opts: { db?: number; env?: Record<string, string>; runtime?: boolean } = {}): Promise<TestApi> {
+export async function startApi(
+  backend: Backend,
+  opts: { db?: number; env?: Record<string, string>; runtime?: boolean } = {},
+): Promise<TestApi> {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-api-'));
-  const env: Record<string, string> = { DATA_DIR: dataDir, ADMIN_PASSWORD: 'admin-password-1', LOG_LEVEL: 'error', SITE: 'local', ...opts.env };
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    ADMIN_PASSWORD: 'admin-password-1',
+    LOG_LEVEL: 'error',
+    SITE: 'local',
+    ...opts.env,
+  };
   if (backend === 'redis') env.REDIS_URL = await freshRedisDb(opts.db ?? 1 + (dbCounter++ % 15));
   const settings = loadSettings(env);
   const instance = await createInstance(settings, { runtime: opts.runtime ?? false, announce: () => {} });
-  const call = async (method: string, path: string, o: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> } = {}) => {
+  const call = async (
+    method: string,
+    path: string,
+    o: { body?: unknown; raw?: string; type?: string; headers?: Record<string, string> } = {},
+  ) => {
     const headers: Record<string, string> = { ...o.headers };
     if (!('authorization' in headers) && api.token) headers.authorization = `Bearer ${api.token}`;
     if (headers.authorization === '') delete headers.authorization;
@@ -50,7 +71,9 @@ export async function startApi(backend: Backend, opts: { db?: number; env?: Reco
     if (o.raw !== undefined) body = o.raw;
     else if (o.body !== undefined) body = JSON.stringify(o.body);
     if (body !== undefined) headers['content-type'] = o.type ?? 'application/json';
-    return instance.app.fetch(new Request(`http://edgeplane.test${path}`, { method, headers, ...(body !== undefined ? { body } : {}) }));
+    return instance.app.fetch(
+      new Request(`http://edgeplane.test${path}`, { method, headers, ...(body !== undefined ? { body } : {}) }),
+    );
   };
   const api: TestApi = {
     instance,
@@ -61,12 +84,19 @@ export async function startApi(backend: Backend, opts: { db?: number; env?: Reco
       const res = await call(method, path, o);
       const text = await res.text();
       let body: unknown = text;
-      try { body = text ? JSON.parse(text) : undefined; } catch { /* not JSON: keep the text */ }
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON: keep the text */
+      }
       return { status: res.status, body, headers: res.headers };
     },
     close: () => instance.close(1000),
   };
-  const login = await api.json('POST', '/v1/login', { body: { username: 'admin', password: 'admin-password-1' }, headers: { authorization: '' } });
+  const login = await api.json('POST', '/v1/login', {
+    body: { username: 'admin', password: 'admin-password-1' },
+    headers: { authorization: '' },
+  });
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${JSON.stringify(login.body)}`);
   api.token = (login.body as { token: string }).token;
   return api;

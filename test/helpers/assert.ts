@@ -2,7 +2,11 @@ import { ApiError, type ErrorCode } from '../../src/errors.js';
 import * as assert from 'uvu/assert';
 
 /** uvu's assert.throws is synchronous; this is the async counterpart. Returns the error. */
-export async function rejects(fn: () => Promise<unknown>, check?: (err: unknown) => boolean, msg?: string): Promise<unknown> {
+export async function rejects(
+  fn: () => Promise<unknown>,
+  check?: (err: unknown) => boolean,
+  msg?: string,
+): Promise<unknown> {
   try {
     await fn();
   } catch (err) {

@@ -10,7 +10,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient } from 'redis';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
 import type { Bus, ProduceInput } from '../../src/bus/bus.js';
-import { startRuntime, type Clock, type Runtime, type RuntimeOptions, type SecretReader } from '../../src/exporter/index.js';
+import {
+  startRuntime,
+  type Clock,
+  type Runtime,
+  type RuntimeOptions,
+  type SecretReader,
+} from '../../src/exporter/index.js';
 import type { JsonObject } from '../../src/json.js';
 import { configKey } from '../../src/model/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';
@@ -28,7 +34,11 @@ export async function testDbUrl(db: number): Promise<string> {
   return url;
 }
 
-export async function until<T>(fn: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -62,19 +72,34 @@ export async function openEnv(url: string, tenant = 'default'): Promise<Env> {
     if (!r.ok) throw new Error(`commit failed: ${r.reason} ${r.key}`);
   };
   return {
-    url, store, bus, tenant,
+    url,
+    store,
+    bus,
+    tenant,
     put: (path, value) => commit([{ op: 'put', key: configKey(tenant, path), value }]),
     del: (path) => commit([{ op: 'delete', key: configKey(tenant, path) }]),
     webhook: (cfg) => commit([{ op: 'put', key: configKey(tenant, `volga/webhooks/${String(cfg.name)}`), value: cfg }]),
     produce: (topic, payload, extra) => bus.produce(topic, { payload, ...extra }),
     async start(opts = {}) {
       const rt = await startRuntime({
-        settings: { site: opts.site ?? 'local', globalDomain: 'edge.example' }, store, bus, attemptTimeoutMs: 1000, pollMs: 1000, ...opts,
+        settings: { site: opts.site ?? 'local', globalDomain: 'edge.example' },
+        store,
+        bus,
+        attemptTimeoutMs: 1000,
+        pollMs: 1000,
+        ...opts,
       });
       runtimes.push(rt);
       return rt;
     },
-    state: (rt, name, cond, what) => until(() => { const s = rt.exporterState(tenant, name); return s && cond(s) ? s : undefined; }, what ?? `state of ${name}`),
+    state: (rt, name, cond, what) =>
+      until(
+        () => {
+          const s = rt.exporterState(tenant, name);
+          return s && cond(s) ? s : undefined;
+        },
+        what ?? `state of ${name}`,
+      ),
     async close() {
       for (const rt of runtimes) await rt.stop(1000);
       await bus.close();
@@ -89,11 +114,17 @@ export function fakeClock(): Clock & { sleeps: number[] } {
   return {
     sleeps,
     now: () => Date.now(),
-    sleep: (ms) => { sleeps.push(ms); return new Promise((r) => setImmediate(r)); },
+    sleep: (ms) => {
+      sleeps.push(ms);
+      return new Promise((r) => setImmediate(r));
+    },
   };
 }
 
-export function staticSecrets(data: Record<string, Record<string, string>>, isSealed: () => boolean = () => false): SecretReader {
+export function staticSecrets(
+  data: Record<string, Record<string, string>>,
+  isSealed: () => boolean = () => false,
+): SecretReader {
   return {
     sealed: isSealed,
     async read(tenant, vault, secret) {
@@ -108,31 +139,54 @@ export type ExporterProc = { child: ChildProcess; kill9(): Promise<void>; stop()
 
 /** The runtime in a child process; resolves once it reports that it started. */
 export async function spawnExporterProc(url: string, site: string): Promise<ExporterProc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url, site], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url, site], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); if (out.includes('EXPORTER-PROC-READY')) resolve(); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('EXPORTER-PROC-READY')) resolve();
+    });
     child.once('exit', (code) => reject(new Error(`exporter process exited early (${code})`)));
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     child,
-    async kill9() { child.kill('SIGKILL'); await exited; },
-    async stop() { child.kill('SIGTERM'); await exited; },
+    async kill9() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
   };
 }
 
 async function childMain(url: string, site: string): Promise<void> {
   const store = await openRedisStore(url);
   const bus = await openRedisBus(url);
-  const rt = await startRuntime({ settings: { site, globalDomain: 'edge.example' }, store, bus, attemptTimeoutMs: 2000, pollMs: 1000 });
+  const rt = await startRuntime({
+    settings: { site, globalDomain: 'edge.example' },
+    store,
+    bus,
+    attemptTimeoutMs: 2000,
+    pollMs: 1000,
+  });
   process.stdout.write('EXPORTER-PROC-READY\n');
   process.once('SIGTERM', () => {
-    void rt.stop(2000).then(() => Promise.all([bus.close(), store.close()])).then(() => process.exit(0));
+    void rt
+      .stop(2000)
+      .then(() => Promise.all([bus.close(), store.close()]))
+      .then(() => process.exit(0));
   });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [url, site] = process.argv.slice(2);
-  childMain(url ?? '', site ?? 'local').catch((err: unknown) => { process.stderr.write(String(err) + '\n'); process.exit(1); });
+  childMain(url ?? '', site ?? 'local').catch((err: unknown) => {
+    process.stderr.write(String(err) + '\n');
+    process.exit(1);
+  });
 }

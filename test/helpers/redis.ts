@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 export function ensureRedisInstalled(): void {
   if (spawnSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' }).status === 0) return;
-  if (process.getuid?.() !== 0) throw new Error('redis-server is not installed; install Debian\'s redis-server package');
+  if (process.getuid?.() !== 0) throw new Error("redis-server is not installed; install Debian's redis-server package");
   process.stderr.write('redis-server missing: installing it with apt-get\n');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
@@ -36,7 +36,10 @@ function waitForPort(port: number, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const attempt = () => {
       const sock = connect(port, '127.0.0.1');
-      sock.once('connect', () => { sock.destroy(); resolve(); });
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve();
+      });
       sock.once('error', () => {
         sock.destroy();
         if (Date.now() > deadline) reject(new Error(`redis-server did not listen on ${port}`));
@@ -61,7 +64,9 @@ export type RedisServer = {
 
 /** Servers still running, killed (and their directories removed) when this process exits. */
 const live = new Map<RedisServer, () => void>();
-process.once('exit', () => { for (const kill of live.values()) kill(); });
+process.once('exit', () => {
+  for (const kill of live.values()) kill();
+});
 
 export async function startRedis(opts: { persist?: boolean; port?: number } = {}): Promise<RedisServer> {
   ensureRedisInstalled();
@@ -69,7 +74,20 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
   const dir = mkdtempSync(join(tmpdir(), 'edgeplane-redis-'));
   let child: ChildProcess | undefined;
   const launch = async () => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no', '--loglevel', 'warning'];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
+    ];
     args.push('--appendonly', opts.persist ? 'yes' : 'no');
     if (opts.persist) args.push('--appendfsync', 'always');
     child = spawn('redis-server', args, { stdio: 'ignore' });
@@ -99,6 +117,13 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  live.set(server, () => { child?.kill('SIGKILL'); try { rmSync(dir, { recursive: true, force: true }); } catch { /* already gone */ } });
+  live.set(server, () => {
+    child?.kill('SIGKILL');
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* already gone */
+    }
+  });
   return server;
 }

@@ -59,9 +59,20 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     await put(store, 't/x', { a: 1, n: { b: 1 } });
     const got = await store.get('t/x');
     // Embedded hands out one frozen value (the change throws); Redis a fresh copy.
-    try { if (got) { got.value.a = 2; (got.value.n as unknown as { b: number }).b = 2; } } catch (err) { assert.instance(err, TypeError); }
+    try {
+      if (got) {
+        got.value.a = 2;
+        (got.value.n as unknown as { b: number }).b = 2;
+      }
+    } catch (err) {
+      assert.instance(err, TypeError);
+    }
     const [listed] = await store.list('t/x');
-    try { if (listed) listed.value.a = 3; } catch (err) { assert.instance(err, TypeError); }
+    try {
+      if (listed) listed.value.a = 3;
+    } catch (err) {
+      assert.instance(err, TypeError);
+    }
     assert.equal((await store.get('t/x'))?.value, { a: 1, n: { b: 1 } });
   });
 
@@ -79,15 +90,31 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
 
   test('expect null creates once, then reports exists', async ({ store }) => {
     assert.ok((await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: null }])).ok);
-    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: null }]), { ok: false, key: 't/x', reason: 'exists' });
+    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: null }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'exists',
+    });
     assert.equal((await store.get('t/x'))?.value, { n: 1 });
   });
 
   test('expect * and etag: missing / etag-mismatch, then success with the right etag', async ({ store }) => {
-    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: '*' }]), { ok: false, key: 't/x', reason: 'missing' });
-    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: '"nope"' }]), { ok: false, key: 't/x', reason: 'missing' });
+    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: '*' }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'missing',
+    });
+    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: '"nope"' }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'missing',
+    });
     const etag = await put(store, 't/x', { n: 1 });
-    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: '"nope"' }]), { ok: false, key: 't/x', reason: 'etag-mismatch' });
+    assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: '"nope"' }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'etag-mismatch',
+    });
     const r = await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: etag }]);
     assert.ok(r.ok);
     assert.equal(r.ok && r.etags, { 't/x': etagOf({ n: 2 }) });
@@ -107,7 +134,10 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.is(await store.get('t/z'), undefined);
     assert.ok(await store.get('t/y'));
     assert.is(await store.revision(), rev);
-    assert.equal((await store.list('t')).map((e) => e.key), ['t/x', 't/y']);
+    assert.equal(
+      (await store.list('t')).map((e) => e.key),
+      ['t/x', 't/y'],
+    );
   });
 
   test('multi-object commit applies every op and returns the put etags', async ({ store }) => {
@@ -119,14 +149,29 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     ]);
     assert.ok(r.ok);
     assert.equal(r.ok && r.etags, { 't/a': etagOf({ n: 1 }), 't/b': etagOf({ n: 2 }) });
-    assert.equal((await store.list('t')).map((e) => e.key), ['t/a', 't/b']);
+    assert.equal(
+      (await store.list('t')).map((e) => e.key),
+      ['t/a', 't/b'],
+    );
   });
 
   test('delete: expectations, then gone from get and list', async ({ store }) => {
-    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: '*' }]), { ok: false, key: 't/x', reason: 'missing' });
+    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: '*' }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'missing',
+    });
     const etag = await put(store, 't/x', { n: 1 });
-    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: null }]), { ok: false, key: 't/x', reason: 'exists' });
-    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: '"other"' }]), { ok: false, key: 't/x', reason: 'etag-mismatch' });
+    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: null }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'exists',
+    });
+    assert.equal(await store.commit([{ op: 'delete', key: 't/x', expect: '"other"' }]), {
+      ok: false,
+      key: 't/x',
+      reason: 'etag-mismatch',
+    });
     assert.ok((await store.commit([{ op: 'delete', key: 't/x', expect: etag }])).ok);
     assert.is(await store.get('t/x'), undefined);
     assert.equal(await store.list('t'), []);
@@ -134,7 +179,10 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
 
   test('revision: +1 per successful commit, unchanged by failures and empty commits', async ({ store }) => {
     const start = await store.revision();
-    const r1 = await store.commit([{ op: 'put', key: 't/x', value: { n: 1 } }, { op: 'put', key: 't/y', value: { n: 1 } }]);
+    const r1 = await store.commit([
+      { op: 'put', key: 't/x', value: { n: 1 } },
+      { op: 'put', key: 't/y', value: { n: 1 } },
+    ]);
     assert.equal(r1.ok && r1.revision, start + 1);
     await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: null }]);
     const r2 = await store.commit([{ op: 'delete', key: 't/y' }]);
@@ -149,7 +197,10 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     store.onChange((keys) => seen.push(...keys));
     const off = store.onChange((keys) => gone.push(...keys));
     off();
-    await store.commit([{ op: 'put', key: 't/x', value: { n: 1 } }, { op: 'delete', key: 't/y' }]);
+    await store.commit([
+      { op: 'put', key: 't/x', value: { n: 1 } },
+      { op: 'delete', key: 't/y' },
+    ]);
     await store.commit([{ op: 'put', key: 't/z', value: { n: 1 }, expect: '*' }]);
     await store.commit([{ op: 'put', key: 't/w', value: { n: 1 } }]);
     await eventually(() => seen.includes('t/w'), 'change of t/w delivered');
@@ -174,7 +225,9 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.is(await store.kvIncr('c:1', -2), 4);
     assert.is(await store.kvGet('c:1'), '4');
     let failed = false;
-    await store.kvIncr('c:1', 0.5).catch(() => { failed = true; });
+    await store.kvIncr('c:1', 0.5).catch(() => {
+      failed = true;
+    });
     assert.ok(failed);
   });
 
@@ -183,7 +236,10 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     await store.kvIncr('t:count', 3, 20);
     await store.kvSet('t:long', 'v', 600_000);
     await store.kvIncr('t:longcount', 1, 600_000);
-    await eventually(async () => (await store.kvGet('t:short')) === undefined && (await store.kvGet('t:count')) === undefined, 'short ttl keys expire');
+    await eventually(
+      async () => (await store.kvGet('t:short')) === undefined && (await store.kvGet('t:count')) === undefined,
+      'short ttl keys expire',
+    );
     assert.equal(await store.kvKeys('t:'), ['t:long', 't:longcount']);
     assert.is(await store.kvIncr('t:longcount', 1, 600_000), 2);
   });

@@ -16,7 +16,9 @@ for (let i = 0; i < rounds; i++) {
   for (;;) {
     const cur = await store.get('mp/counter');
     const n = typeof cur?.value.n === 'number' ? cur.value.n : 0;
-    const r = await store.commit([{ op: 'put', key: 'mp/counter', value: { n: n + 1 }, expect: cur ? cur.etag : null }]);
+    const r = await store.commit([
+      { op: 'put', key: 'mp/counter', value: { n: n + 1 }, expect: cur ? cur.etag : null },
+    ]);
     if (r.ok) break;
     retries++;
   }

@@ -14,10 +14,54 @@ export function makeCerts(): TestCerts {
   const dir = mkdtempSync(join(tmpdir(), 'edgeplane-tls-'));
   const p = (f: string) => join(dir, f);
   const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('ca.key'), '-out', p('ca.pem'), '-days', '2', '-subj', '/CN=edgeplane test CA');
-  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=webhook.test');
-  writeFileSync(p('ext.cnf'), 'subjectAltName=DNS:webhook.test,DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
-  ssl('x509', '-req', '-in', p('server.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-CAcreateserial', '-out', p('server.pem'), '-days', '2', '-extfile', p('ext.cnf'));
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.pem'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=edgeplane test CA',
+  );
+  ssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    p('server.key'),
+    '-out',
+    p('server.csr'),
+    '-subj',
+    '/CN=webhook.test',
+  );
+  writeFileSync(
+    p('ext.cnf'),
+    'subjectAltName=DNS:webhook.test,DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n',
+  );
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    p('server.csr'),
+    '-CA',
+    p('ca.pem'),
+    '-CAkey',
+    p('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    p('server.pem'),
+    '-days',
+    '2',
+    '-extfile',
+    p('ext.cnf'),
+  );
   return {
     caCert: readFileSync(p('ca.pem'), 'utf8'),
     cert: readFileSync(p('server.pem'), 'utf8'),

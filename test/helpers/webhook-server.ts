@@ -4,13 +4,32 @@
  * (never answers), `{reset: true}` (destroys the socket), `{delayMs}` (slow). Requests past
  * the end of the script get 200. Every request is recorded with its body and headers.
  */
-import { createServer as createHttp, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttp,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
-export type Reply = { status?: number; headers?: Record<string, string>; hang?: boolean; reset?: boolean; delayMs?: number };
+export type Reply = {
+  status?: number;
+  headers?: Record<string, string>;
+  hang?: boolean;
+  reset?: boolean;
+  delayMs?: number;
+};
 /** `status` is what was answered (0 for hang and reset); every request is recorded. */
-export type Received = { n: number; method: string; path: string; headers: IncomingHttpHeaders; body: string; status: number; sni: string | undefined };
+export type Received = {
+  n: number;
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  status: number;
+  sni: string | undefined;
+};
 
 export type WebhookServer = {
   url: string;
@@ -31,7 +50,9 @@ function sniOf(req: IncomingMessage): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
-export async function startWebhookServer(opts: { script?: Reply[]; tls?: { key: string; cert: string } } = {}): Promise<WebhookServer> {
+export async function startWebhookServer(
+  opts: { script?: Reply[]; tls?: { key: string; cert: string } } = {},
+): Promise<WebhookServer> {
   let script: Reply[] | ((n: number, req: Received) => Reply) = opts.script ?? [];
   let count = 0;
   const requests: Received[] = [];
@@ -41,22 +62,40 @@ export async function startWebhookServer(opts: { script?: Reply[]; tls?: { key: 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const rec: Received = { n: count++, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: 0, sni: sniOf(req) };
+      const rec: Received = {
+        n: count++,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        status: 0,
+        sni: sniOf(req),
+      };
       const reply = (typeof script === 'function' ? script(rec.n, rec) : script[rec.n]) ?? {};
       requests.push(rec);
-      if (reply.reset) { req.socket.destroy(); return; }
+      if (reply.reset) {
+        req.socket.destroy();
+        return;
+      }
       if (reply.hang) return;
       const answer = () => {
         rec.status = reply.status ?? 200;
         res.writeHead(reply.status ?? 200, reply.headers ?? {});
         res.end('ok');
       };
-      if (reply.delayMs) setTimeout(answer, reply.delayMs); else answer();
+      if (reply.delayMs) setTimeout(answer, reply.delayMs);
+      else answer();
     });
   };
   const server = opts.tls ? createHttps({ key: opts.tls.key, cert: opts.tls.cert }, handler) : createHttp(handler);
-  server.on('connection', (s: Socket) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-  server.on('secureConnection', (s: Socket) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.on('secureConnection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
@@ -64,7 +103,9 @@ export async function startWebhookServer(opts: { script?: Reply[]; tls?: { key: 
     port,
     requests,
     delivered: () => requests.filter((r) => r.status >= 200 && r.status < 300),
-    script(r) { script = r; },
+    script(r) {
+      script = r;
+    },
     async waitFor(cond, what, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (!cond(requests)) {
