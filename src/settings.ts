@@ -1,4 +1,4 @@
-/** Environment → typed settings, validated once at start (CONTRACT §1, §6). */
+/** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
 import type { LogLevel } from './log.js';
 
 export type Settings = {
@@ -20,16 +20,30 @@ export type Settings = {
   maxBodyBytes: number;
   /** Lifetime of a login token, in seconds. */
   tokenTtlSeconds: number;
+  /** A client must send all request headers within this many ms (408 and close after). */
+  httpHeadersTimeoutMs: number;
+  /** ... and the whole request, body included, within this many ms. */
+  httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. */
+  httpKeepAliveTimeoutMs: number;
 };
 
-export class SettingsError extends Error {}
+/** A setting that cannot be used; `setting` names the environment variable. */
+export class SettingsError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
-  if (!/^\d+$/.test(raw)) throw new SettingsError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw)) throw new SettingsError(name, `${name} must be a whole number, got ${JSON.stringify(raw)}`);
   const n = Number(raw);
-  if (n < min || n > max) throw new SettingsError(`${name} must be between ${min} and ${max}, got ${n}`);
+  if (n < min || n > max) throw new SettingsError(name, `${name} must be between ${min} and ${max}, got ${n}`);
   return n;
 }
 
@@ -38,7 +52,7 @@ function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
   if (raw === undefined || raw === '') return def;
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
-  throw new SettingsError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+  throw new SettingsError(name, `${name} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
 const logLevels = ['debug', 'info', 'warn', 'error'] as const;
@@ -46,15 +60,25 @@ const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const logLevel = env.LOG_LEVEL || 'info';
   if (!(logLevels as readonly string[]).includes(logLevel)) {
-    throw new SettingsError(`LOG_LEVEL must be one of ${logLevels.join('|')}, got ${JSON.stringify(logLevel)}`);
+    throw new SettingsError(
+      'LOG_LEVEL',
+      `LOG_LEVEL must be one of ${logLevels.join('|')}, got ${JSON.stringify(logLevel)}`,
+    );
   }
   const site = env.SITE || 'local';
   if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(site))
-    throw new SettingsError(`SITE is not a valid site name: ${JSON.stringify(site)}`);
+    throw new SettingsError('SITE', `SITE is not a valid site name: ${JSON.stringify(site)}`);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (httpRequestTimeoutMs < httpHeadersTimeoutMs)
+    throw new SettingsError(
+      'HTTP_REQUEST_TIMEOUT_MS',
+      `HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs}) must not be below HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs})`,
+    );
   return {
     port: int(env, 'PORT', 4646, 0, 65535),
     host: env.HOST || '0.0.0.0',
-    redisUrl: env.REDIS_URL || undefined,
+    redisUrl: redisUrl(env.REDIS_URL),
     dataDir: env.DATA_DIR || './data',
     site,
     logLevel: logLevel as LogLevel,
@@ -66,5 +90,27 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     strongboxAutoUnseal: bool(env, 'STRONGBOX_AUTO_UNSEAL', true),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 3600, 10, 365 * 24 * 3600),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 3_600_000),
   };
+}
+
+/** `redis://` or `rediss://` with a host; the message never repeats a password. */
+function redisUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const shape = 'redis://[user:password@]host[:port][/db] or rediss://...';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new SettingsError('REDIS_URL', `REDIS_URL is not a URL (expected ${shape})`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new SettingsError('REDIS_URL', `REDIS_URL must start with redis:// or rediss://, got ${url.protocol}//`);
+  if (!url.hostname) throw new SettingsError('REDIS_URL', `REDIS_URL names no host (expected ${shape})`);
+  const db = url.pathname.replace(/^\//, '');
+  if (db !== '' && !/^\d+$/.test(db))
+    throw new SettingsError('REDIS_URL', `REDIS_URL's path must be a database number, got /${db}`);
+  return raw;
 }

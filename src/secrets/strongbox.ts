@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiError } from '../errors.js';
 import { log } from '../log.js';
-import type { Settings } from '../settings.js';
+import { SettingsError, type Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 
 const PREFIX = 'enc:v1:';
@@ -46,7 +46,12 @@ export class Strongbox {
     let source = 'STRONGBOX_KEY';
     if (settings.strongboxKey) b64 = settings.strongboxKey;
     else if (settings.strongboxKeyFile) {
-      b64 = readFileSync(settings.strongboxKeyFile, 'utf8');
+      try {
+        b64 = readFileSync(settings.strongboxKeyFile, 'utf8');
+      } catch (err) {
+        const why = err instanceof Error ? err.message : String(err);
+        throw new SettingsError('STRONGBOX_KEY_FILE', `cannot read the key file: ${why}`);
+      }
       source = 'STRONGBOX_KEY_FILE';
     } else if (settings.strongboxAutoUnseal) {
       const file = join(settings.dataDir, 'strongbox.key');

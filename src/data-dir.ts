@@ -1,0 +1,106 @@
+/**
+ * The embedded store's DATA_DIR at start: created when missing, checked writable, and locked
+ * so that one process only uses it (two would interleave their appends to store.aof).
+ *
+ * The lock is the file `DATA_DIR/edgeplane.lock` created exclusively, holding the owner's pid
+ * and (on Linux) its start time. A lock whose owner is gone — killed with kill -9, or a pid
+ * now used by another program (its start time differs) — is stale: it is replaced, so a
+ * crash never blocks the next start. The lock file is removed at a normal exit.
+ */
+import { accessSync, constants, mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Why DATA_DIR cannot be used, in words for the start-up line. */
+export class DataDirError extends Error {}
+
+export type DataDirLock = { path: string; release(): void };
+
+type Owner = { pid: number; start?: string };
+
+/** Start time of a process (field 22 of /proc/<pid>/stat), when the system tells it. */
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(owner: Owner): boolean {
+  if (owner.pid === process.pid) return false; // a lock from a former life of this pid (a container restart)
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    // EPERM: the pid exists but belongs to another user, so it runs.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const now = startTimeOf(owner.pid);
+  return owner.start === undefined || now === undefined || now === owner.start;
+}
+
+function readOwner(path: string): Owner | undefined {
+  try {
+    const v = JSON.parse(readFileSync(path, 'utf8')) as Partial<Owner>;
+    return typeof v.pid === 'number'
+      ? { pid: v.pid, ...(typeof v.start === 'string' ? { start: v.start } : {}) }
+      : undefined;
+  } catch {
+    return undefined; // unreadable or half-written: nobody can prove they own it
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Creates DATA_DIR when missing and checks this process may write there; throws DataDirError. */
+export function prepareDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw new DataDirError(`cannot create ${dir} (${describe(err)})`);
+  }
+  try {
+    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch (err) {
+    throw new DataDirError(`cannot read and write ${dir} (${describe(err)})`);
+  }
+}
+
+/** Takes DATA_DIR's lock or throws DataDirError naming the process that holds it. */
+export function lockDataDir(dir: string): DataDirLock {
+  const path = join(dir, 'edgeplane.lock');
+  const me: Owner = { pid: process.pid };
+  const start = startTimeOf(process.pid);
+  if (start !== undefined) me.start = start;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(path, 'wx', 0o644);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new DataDirError(`cannot create ${path} (${describe(err)})`);
+      const owner = readOwner(path);
+      if (owner && alive(owner))
+        throw new DataDirError(
+          `${dir} is in use by another edgeplane process (pid ${owner.pid}); one process per DATA_DIR — use REDIS_URL to run several`,
+        );
+      rmSync(path, { force: true }); // stale: its owner is gone
+      continue;
+    }
+    writeSync(fd, JSON.stringify(me) + '\n');
+    closeSync(fd);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const owner = readOwner(path);
+      if (owner?.pid === process.pid) rmSync(path, { force: true });
+    };
+    process.once('exit', release);
+    return { path, release };
+  }
+  throw new DataDirError(`cannot take the lock ${path}: it keeps changing (another process starting?)`);
+}
