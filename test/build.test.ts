@@ -1,6 +1,7 @@
 /**
  * `npm run build` output works: the esbuild bundle and the single executable each start,
- * listen on the port they print, accept a login and answer GET /v1/config.
+ * listen on the port they print, accept a login and answer GET /v1/config, and exit 0 on
+ * SIGTERM and SIGINT.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +12,11 @@ import { join } from 'node:path';
 
 const out = mkdtempSync(join(tmpdir(), 'edgeplane-build-'));
 
-async function startAndAsk(command: string, args: string[]): Promise<{ login: number; config: number; body: unknown }> {
+async function startAndAsk(
+  command: string,
+  args: string[],
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<{ login: number; config: number; body: unknown; exit: number | string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-build-data-'));
   const child = spawn(command, args, {
     env: {
@@ -55,9 +60,14 @@ async function startAndAsk(command: string, args: string[]): Promise<{ login: nu
     });
     const { token } = (await login.json()) as { token: string };
     const config = await fetch(`${base}/v1/config`, { headers: { authorization: `Bearer ${token}` } });
-    return { login: login.status, config: config.status, body: await config.json() };
+    const body = (await config.json()) as unknown;
+    const exited = new Promise<number | string>((resolve) =>
+      child.once('exit', (code, sig) => resolve(code ?? sig ?? 'unknown')),
+    );
+    child.kill(signal);
+    return { login: login.status, config: config.status, body, exit: await exited };
   } finally {
-    child.kill('SIGTERM');
+    if (child.exitCode === null) child.kill('SIGKILL');
   }
 }
 
@@ -70,15 +80,23 @@ test('npm run build writes a bundle and a single executable', () => {
   assert.match(log, /executable: .*edgeplane /);
 });
 
-test('the bundle starts and answers', async () => {
+test('the bundle starts and answers; SIGTERM drains and exits 0', async () => {
   const r = await startAndAsk(process.execPath, [join(out, 'edgeplane.cjs')]);
+  assert.is(r.exit, 0);
   assert.is(r.login, 200);
   assert.is(r.config, 200);
   assert.ok(Array.isArray(r.body));
 });
 
-test('the single executable starts and answers', async () => {
+test('the bundle exits 0 on SIGINT', async () => {
+  const r = await startAndAsk(process.execPath, [join(out, 'edgeplane.cjs')], 'SIGINT');
+  assert.is(r.exit, 0);
+});
+
+test('the single executable starts and answers; SIGTERM and SIGINT exit 0', async () => {
   const r = await startAndAsk(join(out, 'edgeplane'), []);
+  assert.is(r.exit, 0);
+  assert.is((await startAndAsk(join(out, 'edgeplane'), [], 'SIGINT')).exit, 0);
   assert.is(r.login, 200);
   assert.is(r.config, 200);
   assert.ok(Array.isArray(r.body));
