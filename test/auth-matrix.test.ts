@@ -241,6 +241,7 @@ function rows(): Row[] {
     { method: 'GET', path: '/v1/state/volga/topics/system:audit-trail-log', other: 403 },
     { method: 'POST', path: '/v1/state/volga/topics/roottopic/produce', body: { payload: 'x' }, other: 403 },
     { method: 'POST', path: '/v1/strongbox/unseal', body: { key: secrets.masterKey }, other: 403 },
+    { method: 'POST', path: '/v1/strongbox/init', other: 403 },
     { method: 'POST', path: '/v1/state/strongbox/token/refresh', other: 200 },
   );
   return out;

@@ -115,7 +115,7 @@ for (const [name, open] of backends) {
     const store = await open();
     try {
       const box = new Strongbox(store);
-      await box.unseal(randomBytes(32).toString('base64'));
+      await box.init();
       const ctx = (s: Store): TxContext => ({ store: s, strongbox: box, tenant: TENANT });
       await runTransaction(ctx(store), [{ path: 'strongbox/vaults/v1', op: 'create', value: {} }]);
       const dropVault = async () => {

@@ -1,23 +1,32 @@
-/** Operations under /v1 (seed 4.1 `/v1/OPERATION`): unseal the secret store (CONTRACT §6). */
+/**
+ * Operations of the secret store under /v1 (`/v1/OPERATION`): `init` creates the master key of
+ * an uninitialised store and answers it once; `unseal` accepts only that key.
+ */
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, searchParams } from './http.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
 
 export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const path = '/v1/strongbox/unseal';
-  app.post(path, async (c) => {
+
+  /** Query checked (no dry-run, no other parameter) and the caller allowed to execute `path`. */
+  const admit = (c: Ctx, path: string) => {
     const params = searchParams(c);
     if (params.has('dry-run'))
-      throw new ApiError('invalid-query', 'Cannot use dry-run on /v1/strongbox/unseal: this operation has no dry-run', {
+      throw new ApiError('invalid-query', `Cannot use dry-run on ${path}: this operation has no dry-run`, {
         code: 'no-dry-run',
         parameter: 'dry-run',
       });
     parseQuery(params, []);
     deps.auth.authorize(principalOf(c), path, 'execute');
+  };
+
+  const unseal = '/v1/strongbox/unseal';
+  app.post(unseal, async (c) => {
+    admit(c, unseal);
     const body = await readBody(c, 16 * 1024);
     const doc = body.docs[0];
     if (body.docs.length !== 1 || !isObject(doc) || typeof doc.key !== 'string') {
@@ -29,9 +38,26 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
     await deps.strongbox.unseal(doc.key, 'key');
     return new Response(null, { status: 204 });
   });
-  app.options(path, () => options(['POST', 'OPTIONS'], false));
-  app.all(path, (c) => {
-    throw methodNotAllowed(c.req.method, path, ['POST', 'OPTIONS']);
+
+  const init = '/v1/strongbox/init';
+  app.post(init, async (c) => {
+    admit(c, init);
+    // No body, or an empty object.
+    if (c.req.raw.body !== null && c.req.header('content-length') !== '0') {
+      const body = await readBody(c, 16 * 1024);
+      const doc = body.docs[0];
+      if (body.docs.length !== 1 || !isObject(doc) || Object.keys(doc).length > 0)
+        throw new ApiError('invalid-value', 'Cannot init: this operation takes no body (or {})', { code: 'no-body' });
+    }
+    const key = await deps.strongbox.init();
+    return reply(c, 200, { key }, { headers: { 'cache-control': 'no-store' } });
   });
+
+  for (const path of [unseal, init]) {
+    app.options(path, () => options(['POST', 'OPTIONS'], false));
+    app.all(path, (c) => {
+      throw methodNotAllowed(c.req.method, path, ['POST', 'OPTIONS']);
+    });
+  }
   return app;
 }

@@ -15,6 +15,18 @@ import type { Store } from '../store/store.js';
 const PREFIX = 'enc:v1:';
 const CHECK_KEY = 'strongbox:check';
 const CHECK_TEXT = 'edgeplane-strongbox-key-check';
+const INIT_CLAIM_KEY = 'strongbox:init-claim';
+
+/** True when `check` (the stored check value) was made with `key`. */
+function checks(key: Buffer, check: string): boolean {
+  let plain: string | undefined;
+  try {
+    plain = decryptWith(key, check, CHECK_KEY);
+  } catch {
+    return false;
+  }
+  return plain.length === CHECK_TEXT.length && timingSafeEqual(Buffer.from(plain), Buffer.from(CHECK_TEXT));
+}
 
 export function isCiphertext(v: string): boolean {
   return v.startsWith(PREFIX);
@@ -65,42 +77,68 @@ export class Strongbox {
       }
     }
     if (b64 === undefined) {
-      log('warn', 'strongbox: sealed (no master key configured); POST /v1/strongbox/unseal to unseal');
+      if (await this.initialised())
+        log('warn', 'strongbox: sealed (no master key configured); POST /v1/strongbox/unseal to unseal');
+      else log('warn', 'strongbox: not initialised (no master key yet); POST /v1/strongbox/init creates it');
       return;
     }
     try {
-      await this.unseal(b64, source);
+      await this.unseal(b64, source, { initialise: true });
     } catch (err) {
       log('error', 'strongbox: stays sealed', { reason: err instanceof Error ? err.message : String(err) });
     }
   }
 
-  /** Unseals with a base64 key; a key that does not match the stored check value is refused. */
-  async unseal(b64: string, source = 'key'): Promise<void> {
+  /**
+   * Unseals with a base64 key; a key that does not match the stored check value is refused
+   * (400). On a store without a check value (uninitialised) only a key from the settings
+   * (`initialise`, used at start) becomes the key: an unseal request never chooses it.
+   */
+  async unseal(b64: string, source = 'key', opts: { initialise?: boolean } = {}): Promise<void> {
     const key = decodeKey(b64, source);
     const check = await this.store.kvGet(CHECK_KEY);
     if (check === undefined) {
-      await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
-    } else {
-      let plain: string | undefined;
-      try {
-        plain = decryptWith(key, check, CHECK_KEY);
-      } catch {
-        plain = undefined;
-      }
-      const ok =
-        plain !== undefined &&
-        plain.length === CHECK_TEXT.length &&
-        timingSafeEqual(Buffer.from(plain), Buffer.from(CHECK_TEXT));
-      if (!ok)
+      if (!opts.initialise)
         throw new ApiError(
           'invalid-value',
-          `Cannot unseal with the key from ${source}: it is not the key this store was sealed with`,
-          { code: 'wrong-key', path: source },
+          'Cannot unseal: the secret store is not initialised; POST /v1/strongbox/init creates its master key',
+          { code: 'not-initialised', path: source },
         );
+      await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
+    } else if (!checks(key, check)) {
+      throw new ApiError(
+        'invalid-value',
+        `Cannot unseal with the key from ${source}: it is not the key this store was sealed with`,
+        { code: 'wrong-key', path: source },
+      );
     }
     this.key = key;
     log('info', 'strongbox: unsealed');
+  }
+
+  /** True when the store has a master key (its check value), whether or not this process holds it. */
+  async initialised(): Promise<boolean> {
+    return (await this.store.kvGet(CHECK_KEY)) !== undefined;
+  }
+
+  /**
+   * Creates the master key of an uninitialised store, stores its check value (never the key),
+   * unseals, and returns the key in base64: the only time it is ever shown. 409 when the store
+   * has a key already. Concurrent calls (several processes on one Redis): one claim wins.
+   */
+  async init(): Promise<string> {
+    const conflict = () =>
+      new ApiError('conflict', 'Cannot init: the secret store already has a master key; use unseal', {
+        code: 'initialised',
+      });
+    if (await this.initialised()) throw conflict();
+    // The claim expires, so a process dying between claim and write does not block init for good.
+    if ((await this.store.kvIncr(INIT_CLAIM_KEY, 1, 10_000)) !== 1 || (await this.initialised())) throw conflict();
+    const key = randomBytes(32);
+    await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
+    this.key = key;
+    log('info', 'strongbox: initialised with a new master key and unsealed');
+    return key.toString('base64');
   }
 
   private requireKey(): Buffer {
