@@ -7,6 +7,7 @@ import { buildApp } from './app.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 import { auditToBus, createAuth } from './auth/index.js';
 import { openBus } from './bus/index.js';
+import { tenantBus } from './bus/tenant-topics.js';
 import { isObject } from './json.js';
 import { log, setLogLevel } from './log.js';
 import { configKey } from './model/keys.js';
@@ -41,7 +42,7 @@ export async function createInstance(
   const auth = createAuth({
     settings,
     store,
-    audit: auditToBus(bus),
+    audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();

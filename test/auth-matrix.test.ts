@@ -237,9 +237,10 @@ function rows(): Row[] {
     { method: 'POST', path: '/v1/state/volga/webhooks/roothook/restart', other: 404 },
     { method: 'GET', path: '/v1/state/strongbox/vaults/rootvault/secrets/rootsecret', other: 404 },
     { method: 'GET', path: '/v1/state/system/settings', other: 'read' },
-    { method: 'GET', path: '/v1/state/volga/topics', other: 403 },
-    { method: 'GET', path: '/v1/state/volga/topics/system:audit-trail-log', other: 403 },
-    { method: 'POST', path: '/v1/state/volga/topics/roottopic/produce', body: { payload: 'x' }, other: 403 },
+    // Topics are each tenant's own: another tenant sees its own list, not the root's topics.
+    { method: 'GET', path: '/v1/state/volga/topics', other: 'read' },
+    { method: 'GET', path: '/v1/state/volga/topics/system:audit-trail-log', other: 404 },
+    { method: 'POST', path: '/v1/state/volga/topics/roottopic/produce', body: { payload: 'x' }, other: 201 },
     { method: 'POST', path: '/v1/strongbox/unseal', body: { key: secrets.masterKey }, other: 403 },
     { method: 'POST', path: '/v1/strongbox/init', other: 403 },
     { method: 'POST', path: '/v1/state/strongbox/token/refresh', other: 200 },

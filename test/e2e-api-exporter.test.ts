@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { startApi, type Backend, type TestApi } from './helpers/api.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import { until } from './helpers/exporter-proc.js';
+import { tenantBus } from '../src/bus/tenant-topics.js';
 
 type Errors = { errors: Array<{ 'error-info'?: { code?: string } }> };
 
@@ -24,6 +25,8 @@ function e2e(backend: Backend): void {
     await api.close();
     await sink.close();
   });
+  /** The subtenant acme's own topics (a subtenant's topic T is its stream volga:acme/T). */
+  const acmeBus = () => tenantBus(api.instance.deps.bus, 'acme', api.settings.tenant);
 
   const state = async (name: string) =>
     (await api.json('GET', `/v1/state/volga/webhooks/${name}`)).body as {
@@ -86,7 +89,7 @@ function e2e(backend: Backend): void {
 
     const ok = await api.json('PATCH', '/v1/config', { body: [hook('shared', 's')] });
     assert.is(ok.status, 204, JSON.stringify(ok.body));
-    await api.json('POST', '/v1/state/volga/topics/acme-t/produce', { body: { payload: 'hello' } });
+    await acmeBus().produce('acme-t', { payload: 'hello' }); // acme's topic (stream volga:acme/acme-t)
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/acme'), 'subtenant delivery');
     const got = sink.requests.find((r) => r.path === '/acme');
     assert.is(got?.headers.authorization, 'Bearer shared-secret-value');
@@ -122,7 +125,7 @@ function e2e(backend: Backend): void {
       ],
     });
     assert.is(byPattern.status, 204, JSON.stringify(byPattern.body));
-    await api.json('POST', '/v1/state/volga/topics/acme-p1/produce', { body: { payload: 'x' } });
+    await acmeBus().produce('acme-p1', { payload: 'x' });
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/spy'), 'pattern delivery');
     const st = await until(() => {
       const s = api.instance.runtime?.exporterState('acme', 'spy');

@@ -184,7 +184,7 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
       if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
       for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
     }
-    for (const item of await topicStateObjects(deps))
+    for (const item of await topicStateObjects(deps, p.tenant))
       addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
     return reply(c, 200, out, { multi: true });
   });

@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type JsonObject } from '../json.js';
 import { TOPIC_PATTERN } from '../model/schemas.js';
+import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
@@ -34,9 +35,17 @@ const toObject = (t: {
   'last-entry': t['last-entry'],
 });
 
-export async function topicStateObjects(deps: AppDeps): Promise<Array<{ path: string; value: JsonObject }>> {
-  const names = (await deps.bus.listTopics()).sort();
-  const infos = await Promise.all(names.map((n) => deps.bus.topicInfo(n)));
+/** The tenant's own view of the bus: its topics only (tenant-topics.ts). */
+const busFor = (deps: AppDeps, tenant: string) => tenantBus(deps.bus, tenant, deps.settings.tenant);
+
+/** The topics of `tenant` as state objects. */
+export async function topicStateObjects(
+  deps: AppDeps,
+  tenant: string,
+): Promise<Array<{ path: string; value: JsonObject }>> {
+  const bus = busFor(deps, tenant);
+  const names = (await bus.listTopics()).sort();
+  const infos = await Promise.all(names.map((n) => bus.topicInfo(n)));
   return infos.flatMap((t) => (t ? [{ path: `volga/topics/${t.name}`, value: toObject(t) }] : []));
 }
 
@@ -44,8 +53,9 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get(BASE, async (c) => {
     const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count']);
-    deps.auth.authorize(principalOf(c), BASE, 'read');
-    let items = (await topicStateObjects(deps)).map((i) => i.value);
+    const p = principalOf(c);
+    deps.auth.authorize(p, BASE, 'read');
+    let items = (await topicStateObjects(deps, p.tenant)).map((i) => i.value);
     if (q.where) {
       const w = q.where;
       items = items.filter((v) => w.test(v));
@@ -68,8 +78,9 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     const q = parseQuery(searchParams(c), ['fields']);
     const topic = c.req.param('topic');
     checkTopic(topic);
-    deps.auth.authorize(principalOf(c), c.req.path, 'read');
-    const info = await deps.bus.topicInfo(topic);
+    const p = principalOf(c);
+    deps.auth.authorize(p, c.req.path, 'read');
+    const info = await busFor(deps, p.tenant).topicInfo(topic);
     if (!info) throw new ApiError('not-found', `No topic ${topic}`, { code: 'missing', path: c.req.path });
     const v = toObject(info);
     return reply(c, 200, q.fields ? q.fields.apply(v) : v);
@@ -78,7 +89,8 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     parseQuery(searchParams(c), []);
     const topic = c.req.param('topic');
     checkTopic(topic);
-    deps.auth.authorize(principalOf(c), c.req.path, 'execute');
+    const p = principalOf(c);
+    deps.auth.authorize(p, c.req.path, 'execute');
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const doc = body.docs[0];
     if (body.docs.length !== 1 || !isObject(doc))
@@ -105,7 +117,7 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
         path: 'producer-name',
       });
     const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
-    const seqno = await deps.bus.produce(
+    const seqno = await busFor(deps, p.tenant).produce(
       topic,
       producer ? { payload: text, 'producer-name': producer } : { payload: text },
     );

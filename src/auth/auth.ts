@@ -69,11 +69,11 @@ export type Auth = {
 const usernameForm = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:@([A-Za-z0-9][A-Za-z0-9._-]{0,127}))?$/;
 
 /**
- * Resources shared by every tenant of the process — the secret store's seal and the bus
- * topics (which carry every tenant's messages, the audit trail included) — are reached
- * only by principals of the root tenant, whatever a subtenant's own policies say.
+ * Resources shared by every tenant of the process — the secret store's seal — are reached
+ * only by principals of the root tenant, whatever a subtenant's own policies say. (Bus topics
+ * are each tenant's own: the topics API shows a caller its tenant's only, bus/tenant-topics.ts.)
  */
-export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**', '/v1/state/volga/topics/**'].map((src) => {
+export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**'].map((src) => {
   const p = parsePattern(src);
   if (isProblem(p)) throw new Error(`bad built-in pattern ${src}`);
   return p;

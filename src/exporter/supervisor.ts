@@ -6,6 +6,7 @@
  * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
  */
 import type { Bus } from '../bus/bus.js';
+import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { configKey } from '../model/keys.js';
@@ -57,7 +58,16 @@ export class Supervisor {
   private queued: Promise<void> | undefined;
   private closed = false;
 
+  private readonly buses = new Map<string, Bus>();
+
   constructor(private readonly o: SupervisorOptions) {}
+
+  /** The tenant's own view of the bus: its exporters reach only its topics. */
+  private busOf(tenant: string): Bus {
+    let b = this.buses.get(tenant);
+    if (!b) this.buses.set(tenant, (b = tenantBus(this.o.bus, tenant, this.o.rootTenant)));
+    return b;
+  }
 
   /** Runs a reconcile after the current one; calls made meanwhile share one run. */
   reconcile(): Promise<void> {
@@ -152,7 +162,7 @@ export class Supervisor {
     // Groups of topics this exporter no longer consumes are destroyed, like a deletion.
     for (const t of oldTopics) {
       if (!spec.topics.includes(t) && !(spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t)))) {
-        await this.o.bus.destroyGroup(t, groupName(tenant, name));
+        await this.busOf(tenant).destroyGroup(t, groupName(tenant, name));
         state.removeTopic(t);
       }
     }
@@ -173,7 +183,7 @@ export class Supervisor {
     }
     const exporter = new Exporter({
       spec,
-      bus: this.o.bus,
+      bus: this.busOf(tenant),
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
@@ -192,7 +202,7 @@ export class Supervisor {
     this.slots.delete(id);
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
-    for (const t of topics) await this.o.bus.destroyGroup(t, groupName(slot.tenant, slot.name));
+    for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
     log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
   }
 

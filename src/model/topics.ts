@@ -1,7 +1,7 @@
 /**
  * Topics named `system:...` (the audit trail among them) carry every tenant's events: only
- * exporters of the root tenant may read them. Other topics are shared by all tenants of a
- * site (tenant-scoped topic names are not part of the contract).
+ * exporters of the root tenant may read them. Other topics are each tenant's own
+ * (bus/tenant-topics.ts maps a tenant's topic to its stream).
  */
 export const reservedTopicPrefix = 'system:';
 
