@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from './helpers/redis.js';
 import { startServe, type ServeProc } from './helpers/serve-proc.js';
+import { waitForRedis } from '../src/serve.js';
 
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `edgeplane-startup-${name}-`));
 
@@ -123,6 +124,34 @@ test('Redis unreachable at start: a line per retry, 503 with the reason, then se
     p.kill('SIGKILL');
     await redis?.dispose();
   }
+});
+
+test('waitForRedis: one warn line per attempt with a doubling, capped delay; the reason is exposed', async () => {
+  const port = await freePort();
+  const startup = { ready: false, reason: undefined as string | undefined };
+  const delays: number[] = [];
+  const logged: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string) => {
+    logged.push(String(chunk));
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    const ok = await waitForRedis(
+      `redis://127.0.0.1:${port}`,
+      startup,
+      () => delays.length >= 8,
+      async (ms) => {
+        delays.push(ms);
+      },
+    );
+    assert.is(ok, false, 'stopped before Redis came');
+  } finally {
+    process.stdout.write = write;
+  }
+  assert.equal(delays, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+  assert.is(logged.filter((l) => l.includes('store not reachable yet')).length, 8);
+  assert.match(String(startup.reason), /not reachable yet/);
 });
 
 test.run();
