@@ -5,9 +5,12 @@
 import { ApiError } from '../errors.js';
 import type { Json, JsonObject } from '../json.js';
 import { compileRegex } from './regex.js';
+import { fieldPath } from './validate.js';
 import { compileTemplate, knownVariable } from '../expand/template.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { policyProblems } from '../auth/policies.js';
+import { duplicateKeys } from './merge.js';
+import { listRulesOf, resourceById, type ResourceDef } from './resources.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -57,11 +60,12 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   vars.forEach((v, i) => {
     const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? v.name : undefined;
     if (typeof n !== 'string') return;
-    if (declared.has(n) || knownVariable(n, new Set())) {
+    // A name declared twice is a duplicate key of the list (duplicateKeyErrors).
+    if (knownVariable(n, new Set())) {
       out.push(
         new ApiError(
           'invalid-value',
-          `Cannot declare variable ${n} in variables[${i}]: the name is already defined (${xPath})`,
+          `Cannot declare variable ${n} in variables[${i}]: the name is a built-in variable (${xPath})`,
           { code: 'duplicate-variable', path: `variables[${i}]/name`, 'x-path': xPath },
         ),
       );
@@ -132,6 +136,28 @@ const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {
   policy: checkPolicy,
 };
 
+/**
+ * Keyed lists (lists of objects merged by `name`, or `host-id` for a site's `hosts`): a key
+ * given twice in one list, naming both positions as JSON pointers into `obj`.
+ */
+export function duplicateKeyErrors(def: ResourceDef, obj: JsonObject, xPath: string, where = ''): ApiError[] {
+  const rules = listRulesOf(def);
+  return duplicateKeys(obj, rules.ordered, rules.keyOf).map(
+    (d) =>
+      new ApiError(
+        'invalid-value',
+        `Cannot use ${d.key} ${JSON.stringify(d.value)} twice in ${d.list}${where ? ` ${where}` : ''}: at ${d.first} and ${d.second} (${xPath})`,
+        {
+          code: 'duplicate-key',
+          path: fieldPath(`#${d.second}/${d.key}`),
+          positions: [d.first, d.second],
+          'x-path': xPath,
+        },
+      ),
+  );
+}
+
 export function semanticErrors(resourceId: string, obj: JsonObject, xPath: string): ApiError[] {
-  return checks[resourceId]?.(obj, xPath) ?? [];
+  const def = resourceById.get(resourceId);
+  return [...(def ? duplicateKeyErrors(def, obj, xPath) : []), ...(checks[resourceId]?.(obj, xPath) ?? [])];
 }
