@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { loadSettings, SettingsError } from './src/settings.js';
 import { createInstance, type Instance } from './src/server.js';
+import { serverOptions } from './src/api/node-server.js';
 import { log } from './src/log.js';
 
 let instance: Promise<Instance> | undefined;
@@ -31,17 +32,20 @@ async function main(): Promise<void> {
     throw err;
   }
   const inst = await createInstance(settings);
-  const server = serve({ fetch: inst.app.fetch, port: settings.port, hostname: settings.host }, (info) => {
-    const host = settings.host === '0.0.0.0' ? 'localhost' : settings.host;
-    const how = settings.adminPassword
-      ? 'the ADMIN_PASSWORD'
-      : 'the password printed at the first start (or set ADMIN_PASSWORD)';
-    log(
-      'info',
-      `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
-      { port: info.port, host: settings.host, site: settings.site },
-    );
-  });
+  const server = serve(
+    { fetch: inst.app.fetch, port: settings.port, hostname: settings.host, serverOptions },
+    (info) => {
+      const host = settings.host === '0.0.0.0' ? 'localhost' : settings.host;
+      const how = settings.adminPassword
+        ? 'the ADMIN_PASSWORD'
+        : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+      log(
+        'info',
+        `edgeplane listening on http://${host}:${info.port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
+        { port: info.port, host: settings.host, site: settings.site },
+      );
+    },
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

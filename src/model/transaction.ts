@@ -24,7 +24,7 @@ import { listRulesOf, resolvePath, type Resolved } from './resources.js';
 import { schemaErrors } from './validate.js';
 import { duplicateKeyErrors, semanticErrors } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
-import { listsEtag } from '../store/etag.js';
+import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
 
 export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
@@ -142,7 +142,7 @@ function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
   if (
     change.ifNoneMatch !== undefined &&
     slot.beforeEtag !== undefined &&
-    listsEtag(change.ifNoneMatch, slot.beforeEtag)
+    listsEtagWeakly(change.ifNoneMatch, slot.beforeEtag)
   ) {
     throw new ApiError(
       'precondition-failed',
