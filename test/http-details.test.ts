@@ -134,6 +134,14 @@ wire('201, 204 and 304 without a body have no content-type on the wire', async (
   });
   assert.is(replaced.status, 204);
   assert.is(replaced.headers.get('content-type'), null);
+  const etag = replaced.headers.get('etag') ?? '';
+  const notModified = await fetch(`${proc.url}/v1/config/sites/w1`, {
+    headers: { authorization: auth.authorization, 'if-none-match': `W/${etag}` },
+  });
+  assert.is(notModified.status, 304);
+  assert.is(notModified.headers.get('content-type'), null);
+  const read = await fetch(`${proc.url}/v1/config/sites/w1`, { headers: { authorization: auth.authorization } });
+  assert.is(read.headers.get('content-type'), 'application/json');
   const options = await fetch(`${proc.url}/v1/login`, { method: 'OPTIONS' });
   assert.is(options.status, 204);
   assert.is(options.headers.get('content-type'), null);
