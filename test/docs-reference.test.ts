@@ -14,7 +14,15 @@ import { ExporterState } from '../src/exporter/state.js';
 
 const root = join(import.meta.dirname, '..');
 const reference = (): string => readFileSync(join(root, 'docs', 'EXPORTER.md'), 'utf8');
-const named = (doc: string, name: string) => doc.includes('`' + name + '`') || doc.includes('`' + name + '/');
+const escape = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `name` in backticks; a nested `a/b` may also be written `a: {b, c}` inside one code span. */
+const named = (doc: string, name: string): boolean => {
+  if (doc.includes('`' + name + '`') || doc.includes('`' + name + '/')) return true;
+  const cut = name.lastIndexOf('/');
+  if (cut < 0) return false;
+  const [parent, leaf] = [name.slice(0, cut).replace(/\[\]$/, ''), name.slice(cut + 1)];
+  return new RegExp('`' + escape(parent) + '[:/][^`]*\\b' + escape(leaf) + '\\b[^`]*`').test(doc);
+};
 
 type Node = { properties?: Record<string, Node>; items?: Node };
 
