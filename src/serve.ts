@@ -19,6 +19,7 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
+import { serverOptions } from './api/node-server.js';
 import { errorResponse } from './api/reply.js';
 import { ApiError } from './errors.js';
 import { log, setLogLevel } from './log.js';
@@ -190,6 +191,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     server = createAdaptorServer({
       fetch: (request: Request) => (instance ? instance.app.fetch(request) : notReady(request)),
       serverOptions: {
+        ...serverOptions,
         // How often Node checks the two request time-outs below (its default is 30 s).
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },

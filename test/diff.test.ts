@@ -146,4 +146,17 @@ test('inputs are not modified and the result is deterministic', () => {
   assert.equal(a, [change('topics', ['t3'], ['t1', 't2']), change('tries', ['4'], ['3'])]);
 });
 
+test("keyed lists with another key (a site's hosts by host-id) are addressed by it", () => {
+  const keyOf = (p: readonly string[]) => (p.join('/') === 'hosts' ? 'host-id' : 'name');
+  assert.equal(
+    diffObjects(
+      { hosts: [{ 'host-id': 'h1', labels: { a: '1' } }] },
+      { hosts: [{ 'host-id': 'h1', labels: { a: '2' } }] },
+      undefined,
+      keyOf,
+    ),
+    [change('hosts[host-id=h1]/labels/a', ['2'], ['1'])],
+  );
+});
+
 test.run();

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { JsonObject } from '../src/json.js';
-import { contractOrderedArrays, mergePatch } from '../src/model/merge.js';
+import { contractOrderedArrays, duplicateKeys, mergePatch } from '../src/model/merge.js';
 
 const ordered = contractOrderedArrays;
 const none = () => false;
@@ -134,6 +134,38 @@ test('members named like Object.prototype properties are plain data', () => {
   assert.is(Object.getPrototypeOf(out), Object.prototype);
   // uvu's equal reads .constructor, so compare the JSON text here.
   assert.is(JSON.stringify(mergePatch({}, { constructor: { a: 1 } }, ordered)), '{"constructor":{"a":1}}');
+});
+
+test("a key other than name merges entries by it (a site's hosts by host-id)", () => {
+  const keyOf = (p: readonly string[]) => (p.join('/') === 'hosts' ? 'host-id' : 'name');
+  assert.equal(
+    mergePatch(
+      { hosts: [{ 'host-id': 'h1', labels: { a: '1' } }] },
+      { hosts: [{ 'host-id': 'h1', labels: { b: '2' } }, { 'host-id': 'h2' }] },
+      ordered,
+      keyOf,
+    ),
+    { hosts: [{ 'host-id': 'h1', labels: { a: '1', b: '2' } }, { 'host-id': 'h2' }] },
+  );
+});
+
+test('duplicateKeys names both positions, at any depth, and skips ordered lists', () => {
+  const keyOf = (p: readonly string[]) => (p.join('/') === 'hosts' ? 'host-id' : 'name');
+  assert.equal(
+    duplicateKeys(
+      {
+        hosts: [{ 'host-id': 'a' }, { 'host-id': 'b' }, { 'host-id': 'a' }],
+        services: [{ name: 's', env: [{ name: 'X' }, { name: 'X' }] }],
+        headers: [{ name: 'h' }, { name: 'h' }],
+      },
+      ordered,
+      keyOf,
+    ),
+    [
+      { key: 'host-id', value: 'a', list: '/hosts', first: '/hosts/0', second: '/hosts/2' },
+      { key: 'name', value: 'X', list: '/services/0/env', first: '/services/0/env/0', second: '/services/0/env/1' },
+    ],
+  );
 });
 
 test.run();

@@ -73,6 +73,12 @@ const errors: Array<[string, string, number]> = [
   ['a=x/b,a=y/c', 'conflicting-rename', 6],
   ['a=x,a/b', 'conflicting-rename', 4],
   ['a/[b=x],a/[c,b=y]', 'conflicting-rename', 13],
+  // One output name given by two fields: a rename onto a selected field, or two renames.
+  ['name=url,url', 'duplicate-output', 9],
+  ['url,name=url', 'duplicate-output', 4],
+  ['a=x,b=x', 'duplicate-output', 4],
+  ['t/[a=b,b]', 'duplicate-output', 7],
+  ['t/[a=b],t/[b]', 'duplicate-output', 11],
 ];
 for (const [text, code, position] of errors) {
   test(`fields error ${code} at ${position}: ${JSON.stringify(text)}`, () => {

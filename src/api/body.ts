@@ -120,19 +120,25 @@ function unexpectedTokenAt(text: string): number {
   return lo - 1;
 }
 
+/** Why `JSON.parse(text)` throws and at which offset, without quoting the text (it may hold secrets). */
+export function jsonSyntaxError(err: unknown, text: string): { position: number; reason: string } {
+  const msg = err instanceof Error ? err.message : String(err);
+  const m = /position (\d+)/.exec(msg);
+  const unexpected = /^Unexpected token ('.+?'), .*is not valid JSON$/s.exec(msg);
+  // V8 gives no position for an unexpected token and quotes the body: find the token, drop the quote.
+  if (unexpected) return { position: unexpectedTokenAt(text), reason: `unexpected token ${unexpected[1]}` };
+  const at = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : 0;
+  return { position: at, reason: msg.replace(/ (in JSON )?at position \d+.*$/, '').replace(/^JSON\.parse: /, '') };
+}
+
 export function parseJson(text: string): Json {
   scanJson(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
-    const m = /position (\d+)/.exec(msg);
-    const unexpected = /^Unexpected token ('.+?'), .*is not valid JSON$/s.exec(msg);
-    // V8 gives no position for an unexpected token and quotes the body (which may hold secrets): find the token, drop the quote.
-    if (unexpected) throw invalid(text, unexpectedTokenAt(text), `unexpected token ${unexpected[1]}`, 'syntax');
-    const at = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : 0;
-    throw invalid(text, at, msg.replace(/ (in JSON )?at position \d+.*$/, '').replace(/^JSON\.parse: /, ''), 'syntax');
+    const { position, reason } = jsonSyntaxError(err, text);
+    throw invalid(text, position, reason, 'syntax');
   }
   // JSON.parse turns a number beyond double range (1e400) into Infinity, which is no JSON value.
   checkJsonValue(value, 0, '');

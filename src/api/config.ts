@@ -14,7 +14,7 @@ import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
 import { knownIn, redact, shape } from './present.js';
-import { listsEtag } from '../store/etag.js';
+import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import type { Entry } from '../store/store.js';
 import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
@@ -235,7 +235,7 @@ function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined
   if (!entry) throw new ApiError('not-found', `No object at ${r.xPath}`, { code: 'missing', 'x-path': r.xPath });
   const etag = entry.etag;
   const inm = header(c, 'if-none-match');
-  if (inm && listsEtag(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
+  if (inm && listsEtagWeakly(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
   const im = header(c, 'if-match');
   if (im && !listsEtag(im, etag)) {
     throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: its ETag is ${etag}, not ${im}`, {

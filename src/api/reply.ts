@@ -1,7 +1,7 @@
 /** Response encoding: JSON or YAML by Accept (CONTRACT §5), errors in the same encoding. */
-import { stringify } from 'yaml';
 import { ApiError } from '../errors.js';
 import { isDeepFrozen } from '../store/freeze.js';
+import { toYaml } from './yaml-out.js';
 
 export type ReplyFormat = 'json' | 'yaml';
 
@@ -61,9 +61,9 @@ export function encode(value: unknown, format: ReplyFormat, multi = false): stri
 function encodeFresh(value: unknown, format: ReplyFormat, multi: boolean): string {
   if (format === 'json') return JSON.stringify(value);
   if (multi && Array.isArray(value)) {
-    return value.map((v) => '---\n' + stringify(v, { lineWidth: 0 })).join('');
+    return value.map((v) => '---\n' + toYaml(v)).join('');
   }
-  return stringify(value, { lineWidth: 0 });
+  return toYaml(value);
 }
 
 export function errorResponse(err: ApiError, format: ReplyFormat): Response {

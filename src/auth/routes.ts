@@ -7,6 +7,7 @@
 import { Hono, type Context } from 'hono';
 import { parseBody } from '../api/body.js';
 import { contentTypeOf, encode, negotiate } from '../api/reply.js';
+import { methodNotAllowed, options } from '../api/http.js';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
 import type { Auth } from './auth.js';
@@ -15,6 +16,8 @@ import type { AuthVariables } from './middleware.js';
 import type { TokenReply } from './tokens.js';
 
 export const refreshPath = '/v1/state/strongbox/token/refresh';
+
+const operationMethods = ['POST', 'OPTIONS'] as const;
 
 /** A login body is two short strings; anything much larger is not one. */
 const maxLoginBytes = 16 * 1024;
@@ -95,5 +98,12 @@ export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
     auth.authorize(principal, refreshPath, 'execute');
     return tokenReply(c, await auth.refresh(principal));
   });
+  // Both are operations: OPTIONS lists POST, any other method is a 405 (not a 404).
+  for (const path of ['/v1/login', refreshPath]) {
+    app.options(path, () => options(operationMethods, false));
+    app.all(path, (c) => {
+      throw methodNotAllowed(c.req.method, path, operationMethods);
+    });
+  }
   return app;
 }

@@ -11,6 +11,8 @@
  * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the seed says "wrap", and
  *   the right escape depends on where the text goes (JSON, shell, YAML); use `replace` first.
  * - `quote`: like dquote, unless the value is already wrapped in a pair of ' or ".
+ * - `json` (an extension): the value as a JSON string literal, quotes included and `"`, `\`
+ *   and control characters escaped, so any value can be placed in a JSON body.
  */
 import { ApiError } from '../errors.js';
 import { compileRegex } from '../model/regex.js';
@@ -75,6 +77,7 @@ export const functions = {
   squote: { args: [], prepare: () => (v) => `'${v}'` },
   dquote: { args: [], prepare: () => (v) => `"${v}"` },
   quote: { args: [], prepare: () => (v) => (isWrapped(v) ? v : `"${v}"`) },
+  json: { args: [], prepare: () => (v) => JSON.stringify(v) },
 } as const satisfies Record<string, FunctionDef>;
 
 const table: Readonly<Record<string, FunctionDef>> = functions;

@@ -31,8 +31,17 @@ export type Arg = {
   readonly quoted: boolean;
 };
 export type Call = { readonly name: string; readonly position: number; readonly args: readonly Arg[] };
-/** `variable` is the full name, index included: `SYS_DNS_ZONES[default]`. */
-export type Expr = { readonly variable: string; readonly position: number; readonly calls: readonly Call[] };
+/**
+ * `variable` is the full name, index included: `SYS_DNS_ZONES[default]`. `start` and `end` are
+ * the offsets of its `${` and just past its `}` in the template text.
+ */
+export type Expr = {
+  readonly variable: string;
+  readonly position: number;
+  readonly calls: readonly Call[];
+  readonly start: number;
+  readonly end: number;
+};
 /** Adjacent literals are merged, so literals and expressions alternate. */
 export type Part = string | Expr;
 
@@ -98,7 +107,7 @@ export function parseTemplate(text: string, field: string): Part[] {
       if (ch === undefined) return fail('unterminated-expression', "'${' is not closed by '}'", open);
       if (ch === '}') {
         i++;
-        return { variable, position, calls };
+        return { variable, position, calls, start: open, end: i };
       }
       if (ch !== '|') return fail('unexpected-character', `expected '|' or '}', found ${JSON.stringify(ch)}`, i);
       i++;

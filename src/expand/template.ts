@@ -18,6 +18,12 @@ export type Template = {
   /** True when the text has no `${...}`: render always gives the same value. */
   readonly static: boolean;
   render(lookup: Lookup): RenderResult;
+  /**
+   * Renders with `sample` giving every variable's value (write-time checks), and maps an
+   * offset in the result back to the template text: into the literal it came from, or to the
+   * `${` of the expression that produced it.
+   */
+  renderSample(sample: (variable: string) => string): { text: string; sourceAt(offset: number): number };
 };
 
 export type TemplateOptions = {
@@ -71,11 +77,17 @@ type CompiledExpr = { readonly variable: string; readonly steps: readonly Step[]
 export function compileTemplate(text: string, opts: TemplateOptions): Template {
   const parts: Array<string | CompiledExpr> = [];
   const variables = new Set<string>();
+  /** Offset in `text` where each part begins (a literal) or its `${` (an expression). */
+  const sources: number[] = [];
+  let end = 0;
   for (const part of parseTemplate(text, opts.field)) {
     if (typeof part === 'string') {
       parts.push(part);
+      sources.push(end);
       continue;
     }
+    sources.push(part.start);
+    end = part.end;
     if (!opts.isDefined(part.variable)) {
       throw new ApiError(
         'invalid-value',
@@ -92,11 +104,39 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
     parts.push({ variable: part.variable, steps: part.calls.map((c) => prepareCall(c, opts.field)) });
   }
 
+  const renderSample = (sample: (variable: string) => string) => sampleRender(text, parts, sources, sample);
   if (variables.size === 0) {
     const fixed: RenderResult = { ok: true, value: parts.join('') };
-    return { variables, static: true, render: () => fixed };
+    return { variables, static: true, render: () => fixed, renderSample };
   }
-  return { variables, static: false, render: (lookup) => render(parts, lookup) };
+  return { variables, static: false, render: (lookup) => render(parts, lookup), renderSample };
+}
+
+function sampleRender(
+  text: string,
+  parts: ReadonlyArray<string | CompiledExpr>,
+  sources: readonly number[],
+  sample: (variable: string) => string,
+): { text: string; sourceAt(offset: number): number } {
+  let out = '';
+  const starts: number[] = [];
+  parts.forEach((part) => {
+    starts.push(out.length);
+    if (typeof part === 'string') out += part;
+    else out += part.steps.reduce((v, step) => step(v), sample(part.variable));
+  });
+  const sourceAt = (offset: number): number => {
+    if (offset >= out.length) return text.length;
+    let k = parts.length - 1;
+    while (k > 0 && (starts[k] ?? 0) > offset) k--;
+    const part = parts[k];
+    let src = sources[k] ?? 0;
+    if (typeof part !== 'string') return src;
+    // Inside a literal, output and template differ only where `$${` became `${`.
+    for (let j = starts[k] ?? 0; j < offset && src < text.length; j++) src += text.startsWith('$${', src) ? 2 : 1;
+    return Math.min(src, text.length);
+  };
+  return { text: out, sourceAt };
 }
 
 function render(parts: ReadonlyArray<string | CompiledExpr>, lookup: Lookup): RenderResult {

@@ -5,9 +5,14 @@
 import { ApiError } from '../errors.js';
 import type { Json, JsonObject } from '../json.js';
 import { compileRegex } from './regex.js';
-import { compileTemplate, knownVariable } from '../expand/template.js';
+import { fieldPath } from './validate.js';
+import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
+import { parseTarget } from '../exporter/spec.js';
+import { jsonSyntaxError } from '../api/body.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { policyProblems } from '../auth/policies.js';
+import { duplicateKeys } from './merge.js';
+import { listRulesOf, resourceById, type ResourceDef } from './resources.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -57,11 +62,12 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   vars.forEach((v, i) => {
     const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? v.name : undefined;
     if (typeof n !== 'string') return;
-    if (declared.has(n) || knownVariable(n, new Set())) {
+    // A name declared twice is a duplicate key of the list (duplicateKeyErrors).
+    if (knownVariable(n, new Set())) {
       out.push(
         new ApiError(
           'invalid-value',
-          `Cannot declare variable ${n} in variables[${i}]: the name is already defined (${xPath})`,
+          `Cannot declare variable ${n} in variables[${i}]: the name is a built-in variable (${xPath})`,
           { code: 'duplicate-variable', path: `variables[${i}]/name`, 'x-path': xPath },
         ),
       );
@@ -70,9 +76,15 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   });
   const isDefined = (name: string) => knownVariable(name, declared);
   if (typeof obj.url === 'string')
-    attempt(out, xPath, 'url', () => compileTemplate(obj.url as string, { field: 'url', isDefined }));
+    attempt(out, xPath, 'url', () => {
+      const url = compileTemplate(obj.url as string, { field: 'url', isDefined });
+      if (url.static) checkStaticUrl(url.renderSample(() => ''));
+    });
   if (typeof obj.data === 'string')
-    attempt(out, xPath, 'data', () => compileTemplate(obj.data as string, { field: 'data', isDefined }));
+    attempt(out, xPath, 'data', () => {
+      const data = compileTemplate(obj.data as string, { field: 'data', isDefined });
+      if (obj['data-format'] === 'json') checkJsonData(data);
+    });
   (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
     const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
     if (typeof value === 'string')
@@ -104,6 +116,64 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   return out;
 }
 
+/** A url without variables is known now: it must be an absolute http or https URL. */
+function checkStaticUrl({ text }: { text: string }): void {
+  if (parseTarget(text)) return;
+  throw new ApiError(
+    'invalid-value',
+    `Cannot use ${JSON.stringify(text.slice(0, 200))} as url: it must be an absolute http or https URL`,
+    { code: 'invalid-url', path: 'url' },
+  );
+}
+
+/**
+ * Values that stand for each variable when a `data-format: json` template is tried at write
+ * time: realistic ones first (MSG is a message object, MSG_PAYLOAD a JSON object), then the
+ * same number everywhere (fits both inside a JSON string and as a value), then a JSON string.
+ * The template is accepted when one of them gives JSON, so only a template that cannot give
+ * JSON whatever the message (a missing `}`, a stray comma) is refused.
+ */
+const sampleMsg = {
+  time: '2024-01-01T00:00:00.000Z',
+  mtime: 1704067200000,
+  seqno: '1704067200000-0',
+  remain: 0,
+  'producer-name': 'producer',
+  host: 'host',
+  origin: 'origin',
+  payload: { value: 1 },
+};
+const realistic: Record<string, string> = {
+  MSG: JSON.stringify(sampleMsg),
+  MSG_PAYLOAD: JSON.stringify(sampleMsg.payload),
+  MSG_MTIME: String(sampleMsg.mtime),
+  MSG_REMAIN: '0',
+  MSG_SEQNO: sampleMsg.seqno,
+  MSG_TIME: sampleMsg.time,
+};
+const samples: Array<(variable: string) => string> = [(v) => realistic[v] ?? 'sample', () => '0', () => '"sample"'];
+
+function checkJsonData(data: Template): void {
+  let first: { position: number; reason: string } | undefined;
+  for (const sample of samples) {
+    const r = data.renderSample(sample);
+    try {
+      JSON.parse(r.text);
+      return;
+    } catch (err) {
+      if (first) continue;
+      const e = jsonSyntaxError(err, r.text);
+      first = { position: r.sourceAt(e.position), reason: e.reason };
+    }
+  }
+  if (!first) return;
+  throw new ApiError(
+    'invalid-value',
+    `Cannot use data as a JSON template (data-format json): with sample values it gives no JSON (${first.reason}) at position ${first.position}`,
+    { code: 'invalid-json-template', path: 'data', position: first.position },
+  );
+}
+
 function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
   const out: ApiError[] = [];
   const placement = obj.placement;
@@ -132,6 +202,28 @@ const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {
   policy: checkPolicy,
 };
 
+/**
+ * Keyed lists (lists of objects merged by `name`, or `host-id` for a site's `hosts`): a key
+ * given twice in one list, naming both positions as JSON pointers into `obj`.
+ */
+export function duplicateKeyErrors(def: ResourceDef, obj: JsonObject, xPath: string, where = ''): ApiError[] {
+  const rules = listRulesOf(def);
+  return duplicateKeys(obj, rules.ordered, rules.keyOf).map(
+    (d) =>
+      new ApiError(
+        'invalid-value',
+        `Cannot use ${d.key} ${JSON.stringify(d.value)} twice in ${d.list}${where ? ` ${where}` : ''}: at ${d.first} and ${d.second} (${xPath})`,
+        {
+          code: 'duplicate-key',
+          path: fieldPath(`#${d.second}/${d.key}`),
+          positions: [d.first, d.second],
+          'x-path': xPath,
+        },
+      ),
+  );
+}
+
 export function semanticErrors(resourceId: string, obj: JsonObject, xPath: string): ApiError[] {
-  return checks[resourceId]?.(obj, xPath) ?? [];
+  const def = resourceById.get(resourceId);
+  return [...(def ? duplicateKeyErrors(def, obj, xPath) : []), ...(checks[resourceId]?.(obj, xPath) ?? [])];
 }

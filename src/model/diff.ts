@@ -11,7 +11,8 @@
  *   escaped as in a JSON pointer (`~1`, `~0`), so `labels/app~1tier` is the label `app/tier`;
  * - ordered arrays (the `ordered` predicate, as for the plain patch) are compared by position:
  *   `management-ipv4-access-list[0]`, `headers[1]/value`;
- * - in other arrays, an object with a string `name` is addressed by it (`hosts[name=h1]/labels/a`),
+ * - in other arrays, an object with a string key (`name`, or what `keyOf` names: `host-id` for a
+ *   site's hosts) is addressed by it (`hosts[host-id=h1]/labels/a`),
  *   scalar entries are the values of the array's own field (`topics`: added/deleted are the set
  *   difference), and any other entry (object without a name, nested array) is a value written as
  *   its canonical JSON text.
@@ -20,7 +21,7 @@
  * '[]'). The result is sorted by field (code-unit order), so it is deterministic.
  */
 import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
-import { contractOrderedArrays, type OrderedArrays } from './merge.js';
+import { byName, contractOrderedArrays, type ListKeys, type OrderedArrays } from './merge.js';
 
 export type FieldChange = { field: string; added: string[]; deleted: string[] };
 
@@ -31,9 +32,11 @@ export function diffObjects(
   before: JsonObject | undefined,
   after: JsonObject | undefined,
   ordered: OrderedArrays = contractOrderedArrays,
+  keyOf: ListKeys = byName,
 ): FieldChange[] {
-  const old = flatten(before, ordered);
-  const now = flatten(after, ordered);
+  const rules = { ordered, keyOf };
+  const old = flatten(before, rules);
+  const now = flatten(after, rules);
   const fields = [...new Set([...old.keys(), ...now.keys()])].sort(byCodeUnit);
   const changes: FieldChange[] = [];
   for (const field of fields) {
@@ -52,10 +55,12 @@ function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function flatten(obj: JsonObject | undefined, ordered: OrderedArrays): Leaves {
+type Rules = { ordered: OrderedArrays; keyOf: ListKeys };
+
+function flatten(obj: JsonObject | undefined, rules: Rules): Leaves {
   const out: Leaves = new Map();
   if (obj) {
-    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeMember(key), [key], ordered, out);
+    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeMember(key), [key], rules, out);
   }
   return out;
 }
@@ -75,11 +80,11 @@ function scalarText(v: string | number | boolean | null): string {
 }
 
 /** `path` holds member names only (array entries add nothing), as the ordered predicate expects. */
-function walk(v: Json, field: string, path: string[], ordered: OrderedArrays, out: Leaves): void {
+function walk(v: Json, field: string, path: string[], rules: Rules, out: Leaves): void {
   if (isObject(v)) {
     const keys = Object.keys(v);
     if (keys.length === 0) addLeaf(out, field, '{}');
-    for (const key of keys) walk(v[key] as Json, `${field}/${escapeMember(key)}`, [...path, key], ordered, out);
+    for (const key of keys) walk(v[key] as Json, `${field}/${escapeMember(key)}`, [...path, key], rules, out);
     return;
   }
   if (!Array.isArray(v)) {
@@ -90,13 +95,14 @@ function walk(v: Json, field: string, path: string[], ordered: OrderedArrays, ou
     addLeaf(out, field, '[]');
     return;
   }
-  if (ordered(path)) {
-    v.forEach((entry, i) => walk(entry, `${field}[${i}]`, path, ordered, out));
+  if (rules.ordered(path)) {
+    v.forEach((entry, i) => walk(entry, `${field}[${i}]`, path, rules, out));
     return;
   }
+  const key = rules.keyOf(path);
   for (const entry of v) {
-    if (isObject(entry) && typeof entry.name === 'string')
-      walk(entry, `${field}[name=${entry.name}]`, path, ordered, out);
+    const k = isObject(entry) ? entry[key] : undefined;
+    if (isObject(entry) && typeof k === 'string') walk(entry, `${field}[${key}=${k}]`, path, rules, out);
     else if (isObject(entry) || Array.isArray(entry)) addLeaf(out, field, canonicalJson(entry));
     else addLeaf(out, field, scalarText(entry));
   }

@@ -13,7 +13,7 @@ import type { Store } from '../store/store.js';
 import { REDACTED } from '../secrets/secrets.js';
 import { configKey } from './keys.js';
 import { diffObjects, type FieldChange } from './diff.js';
-import type { Resolved } from './resources.js';
+import { listRulesOf, type Resolved } from './resources.js';
 
 export type Impacted = { path: string; fields: FieldChange[] };
 
@@ -49,10 +49,10 @@ export async function impactedResources(store: Store, tenant: string, changed: C
   const out: Impacted[] = changed
     .map((s) => {
       const id = s.resolved.def.id;
-      const ordered = (p: readonly string[]) => s.resolved.def.ordered.has(p.join('/'));
+      const rules = listRulesOf(s.resolved.def);
       return {
         path: `/v1/config/${s.resolved.path}`,
-        fields: unmask(diffObjects(masked(s.before, id), masked(s.after, id), ordered)),
+        fields: unmask(diffObjects(masked(s.before, id), masked(s.after, id), rules.ordered, rules.keyOf)),
       };
     })
     .sort((a, b) => a.path.localeCompare(b.path));

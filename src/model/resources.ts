@@ -14,6 +14,8 @@ export type ResourceDef = {
   readonly schema: Schema;
   /** Array members replaced, not merged, by a plain patch (by member path 'a/b'). */
   readonly ordered: ReadonlySet<string>;
+  /** Key member of the entries of a keyed list, by member path, when it is not `name`. */
+  readonly listKeys?: Readonly<Record<string, string>>;
   /** Served only while the secret store is unsealed (CONTRACT §6). */
   readonly needsUnsealed: boolean;
   /** For a nested list: the resource that must hold the enclosing key (vault of a secret). */
@@ -53,6 +55,7 @@ export const resources: readonly ResourceDef[] = [
     shape: 'list',
     schema: s.siteSchema,
     ordered: new Set(['management-ipv4-access-list']),
+    listKeys: { hosts: 'host-id' },
     needsUnsealed: false,
   },
   {
@@ -113,6 +116,17 @@ export const resources: readonly ResourceDef[] = [
     parent: 'vault',
   },
 ];
+
+/** The list rules of a resource, as the plain patch and the duplicate-key check take them. */
+export function listRulesOf(def: ResourceDef): {
+  ordered: (path: readonly string[]) => boolean;
+  keyOf: (path: readonly string[]) => string;
+} {
+  return {
+    ordered: (p) => def.ordered.has(p.join('/')),
+    keyOf: (p) => def.listKeys?.[p.join('/')] ?? 'name',
+  };
+}
 
 export const resourceById: ReadonlyMap<string, ResourceDef> = new Map(resources.map((r) => [r.id, r]));
 

@@ -20,11 +20,11 @@ import { redactSecret, unredact } from '../secrets/secrets.js';
 import { configKey } from './keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
-import { resolvePath, type Resolved } from './resources.js';
+import { listRulesOf, resolvePath, type Resolved } from './resources.js';
 import { schemaErrors } from './validate.js';
-import { semanticErrors } from './checks.js';
+import { duplicateKeyErrors, semanticErrors } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
-import { listsEtag } from '../store/etag.js';
+import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
 
 export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
@@ -142,7 +142,7 @@ function checkPreconditions(change: Change, slot: Slot, xPath: string): void {
   if (
     change.ifNoneMatch !== undefined &&
     slot.beforeEtag !== undefined &&
-    listsEtag(change.ifNoneMatch, slot.beforeEtag)
+    listsEtagWeakly(change.ifNoneMatch, slot.beforeEtag)
   ) {
     throw new ApiError(
       'precondition-failed',
@@ -198,7 +198,11 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
           });
         return patched;
       }
-      return mergePatch(base, change.value ?? {}, (p) => r.def.ordered.has(p.join('/')));
+      const rules = listRulesOf(r.def);
+      const patch = change.value ?? {};
+      const repeated = duplicateKeyErrors(r.def, patch, xPath, 'in the patch');
+      if (repeated.length > 0) throw combine(repeated);
+      return mergePatch(base, patch, rules.ordered, rules.keyOf);
     }
     case 'delete':
       if (!current)

@@ -116,6 +116,7 @@ function insert(into: Selection, steps: Step[], sub: Selection | null): void {
     let entry = level.get(step.name);
     if (entry) sameName(step.name, entry.out, step.out, step.pos);
     if (!entry) {
+      outFree(level, step.name, step.out, step.pos);
       entry = { out: step.out, pos: step.pos, sub: last ? sub : new Map() };
       level.set(step.name, entry);
     } else if (last) {
@@ -130,12 +131,27 @@ function sameName(name: string, first: string, second: string, pos: number): voi
     throw queryError('fields', 'conflicting-rename', pos, `field ${name} is renamed both to ${first} and to ${second}`);
 }
 
+/** Two fields of one level must not end up under one output name (`name=url,url`). */
+function outFree(level: Selection, name: string, out: string, pos: number): void {
+  for (const [other, e] of level) {
+    if (e.out === out)
+      throw queryError(
+        'fields',
+        'duplicate-output',
+        pos,
+        `field ${out} would be given twice: by ${other === out ? out : `${other} (renamed)`} and by ${name === out ? out : `${name} (renamed)`}`,
+      );
+  }
+}
+
 function merge(a: Selection, b: Selection): Selection {
   for (const [name, e] of b) {
     const mine = a.get(name);
     if (mine) sameName(name, mine.out, e.out, e.pos);
-    if (!mine) a.set(name, e);
-    else mine.sub = mine.sub === null || e.sub === null ? null : merge(mine.sub, e.sub);
+    if (!mine) {
+      outFree(a, name, e.out, e.pos);
+      a.set(name, e);
+    } else mine.sub = mine.sub === null || e.sub === null ? null : merge(mine.sub, e.sub);
   }
   return a;
 }

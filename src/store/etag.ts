@@ -13,3 +13,11 @@ export function etagOf(value: unknown): string {
 export function listsEtag(header: string, etag: string): boolean {
   return header.trim() === '*' || header.split(',').some((t) => t.trim() === etag);
 }
+
+/**
+ * The same with the weak comparison that If-None-Match uses (RFC 9110 13.1.2): `W/"x"` names
+ * the ETag `"x"`. If-Match keeps the strong comparison of `listsEtag`.
+ */
+export function listsEtagWeakly(header: string, etag: string): boolean {
+  return header.trim() === '*' || header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}

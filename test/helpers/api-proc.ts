@@ -63,14 +63,18 @@ export function spawnApiProc(env: Record<string, string>): Promise<ApiProc> {
 async function main(): Promise<void> {
   const { loadSettings } = await import('../../src/settings.js');
   const { createInstance } = await import('../../src/server.js');
+  const { serverOptions } = await import('../../src/api/node-server.js');
   const settings = loadSettings();
   const instance = await createInstance(settings, {
     runtime: process.env.API_PROC_RUNTIME === '1',
     announce: () => {},
   });
-  const server = serve({ fetch: instance.app.fetch, port: settings.port, hostname: settings.host }, (info) => {
-    process.stdout.write(JSON.stringify({ port: info.port }) + '\n');
-  });
+  const server = serve(
+    { fetch: instance.app.fetch, port: settings.port, hostname: settings.host, serverOptions },
+    (info) => {
+      process.stdout.write(JSON.stringify({ port: info.port }) + '\n');
+    },
+  );
   process.once('SIGTERM', () => {
     server.close();
     instance.close(2000).then(
