@@ -17,7 +17,12 @@ import type { Principal } from './principal.js';
 
 export type AuthVariables = { principal?: Principal };
 
-export const publicPaths: ReadonlySet<string> = new Set(['/v1/login']);
+/**
+ * Paths answered without a token, deliberately: the login, the probes for load balancers and
+ * orchestrators, the metrics (which check METRICS_TOKEN themselves when it is set) and the
+ * OpenAPI document.
+ */
+export const publicPaths: ReadonlySet<string> = new Set(['/v1/login', '/healthz', '/readyz']);
 
 const writeMethods: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
