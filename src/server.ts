@@ -15,6 +15,7 @@ import { openStore } from './store/index.js';
 import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
+import { createMetrics } from './ops/metrics.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -45,6 +46,7 @@ export async function createInstance(
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();
+  const metrics = createMetrics();
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
@@ -53,6 +55,7 @@ export async function createInstance(
       settings,
       store,
       bus,
+      deliveryObserver: metrics.deliveryObserver,
       secrets: {
         sealed: () => strongbox.sealed,
         read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
@@ -75,7 +78,7 @@ export async function createInstance(
       },
     });
   }
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, ...(runtime ? { runtime } : {}) };
+  const deps: AppDeps = { settings, store, strongbox, auth, bus, metrics, ...(runtime ? { runtime } : {}) };
   const app = buildApp(deps);
   return {
     app,

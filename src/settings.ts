@@ -20,6 +20,8 @@ export type Settings = {
   maxBodyBytes: number;
   /** Lifetime of a login token, in seconds. */
   tokenTtlSeconds: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
 };
 
 export class SettingsError extends Error {}
@@ -66,5 +68,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     strongboxAutoUnseal: bool(env, 'STRONGBOX_AUTO_UNSEAL', true),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 3600, 10, 365 * 24 * 3600),
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }

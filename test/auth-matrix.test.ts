@@ -279,6 +279,7 @@ const publicRoutes: Array<{ method: string; path: string; status: number }> = [
   { method: 'POST', path: '/v1/login', status: 415 },
   { method: 'GET', path: '/healthz', status: 200 },
   { method: 'GET', path: '/readyz', status: 200 },
+  { method: 'GET', path: '/metrics', status: 200 },
 ];
 
 test('public routes: exactly these answer without a token', async () => {
