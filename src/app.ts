@@ -17,6 +17,7 @@ import { probeRoutes } from './ops/probes.js';
 import { createMetrics, metricsRoutes } from './ops/metrics.js';
 import { exporterSamples } from './ops/exporter-source.js';
 import { routeLabel } from './ops/route-names.js';
+import { openApiRoutes } from './ops/openapi.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 
@@ -32,6 +33,7 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
     [
       probeRoutes(deps),
       metricsRoutes(metrics, deps.settings.metricsToken),
+      openApiRoutes(),
       authRoutes(deps.auth),
       operationRoutes(deps),
       configRoutes(deps),

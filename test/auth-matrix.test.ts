@@ -280,6 +280,8 @@ const publicRoutes: Array<{ method: string; path: string; status: number }> = [
   { method: 'GET', path: '/healthz', status: 200 },
   { method: 'GET', path: '/readyz', status: 200 },
   { method: 'GET', path: '/metrics', status: 200 },
+  { method: 'GET', path: '/v1/openapi.json', status: 200 },
+  { method: 'GET', path: '/v1/openapi.yaml', status: 200 },
 ];
 
 test('public routes: exactly these answer without a token', async () => {

@@ -22,7 +22,14 @@ export type AuthVariables = { principal?: Principal };
  * orchestrators, the metrics (which check METRICS_TOKEN themselves when it is set) and the
  * OpenAPI document.
  */
-export const publicPaths: ReadonlySet<string> = new Set(['/v1/login', '/healthz', '/readyz', '/metrics']);
+export const publicPaths: ReadonlySet<string> = new Set([
+  '/v1/login',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/v1/openapi.json',
+  '/v1/openapi.yaml',
+]);
 
 const writeMethods: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
