@@ -16,6 +16,7 @@ import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
 import { createMetrics } from './ops/metrics.js';
+import { applyConfigFile } from './ops/config-file.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -47,6 +48,11 @@ export async function createInstance(
   });
   await auth.bootstrap();
   const metrics = createMetrics();
+  if (settings.configFile) {
+    // Before the runtime starts, so exporters start from the file's configuration.
+    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus, metrics });
+    log('info', `EDGEPLANE_CONFIG ${settings.configFile}: applied, ${r.changed} of ${r.objects} objects changed`, r);
+  }
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.

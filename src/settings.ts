@@ -22,6 +22,8 @@ export type Settings = {
   tokenTtlSeconds: number;
   /** When set, GET /metrics needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** A file in the shape of GET /v1/config, applied at start as one transaction. */
+  configFile: string | undefined;
 };
 
 export class SettingsError extends Error {}
@@ -69,5 +71,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 3600, 10, 365 * 24 * 3600),
     metricsToken: env.METRICS_TOKEN || undefined,
+    configFile: env.EDGEPLANE_CONFIG || undefined,
   };
 }
