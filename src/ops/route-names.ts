@@ -20,9 +20,15 @@ export function resourceTemplates(prefix: string, def: ResourceDef): { base: str
 export function resourceRoute(prefix: string, path: string): string | undefined {
   const r = resolvePath(path);
   if (!r) return undefined;
-  const t = resourceTemplates(prefix, r.def);
+  let byDef = templateCache.get(prefix);
+  if (!byDef) templateCache.set(prefix, (byDef = new Map()));
+  let t = byDef.get(r.def);
+  if (!t) byDef.set(r.def, (t = resourceTemplates(prefix, r.def)));
   return r.kind === 'item' ? t.item : t.base;
 }
+
+/** Templates by prefix and resource, built once (metrics label every request with one). */
+const templateCache = new Map<string, Map<ResourceDef, { base: string; item?: string }>>();
 
 /**
  * The metrics label of a Hono route: the route itself, or for a wildcard route over resources
