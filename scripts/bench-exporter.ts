@@ -20,6 +20,8 @@ import { Agent, request } from 'undici';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime, type Runtime } from '../src/exporter/index.js';
 import { setLogLevel } from '../src/log.js';
+import { exporterSamples } from '../src/ops/exporter-source.js';
+import { createMetrics } from '../src/ops/metrics.js';
 import { configKey } from '../src/model/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';
@@ -243,7 +245,17 @@ async function main(): Promise<void> {
     await prefill(redis.url);
     const store = await openRedisStore(redis.url);
     const bus = await openRedisBus(redis.url);
-    const rt = await startRuntime({ settings: { site: 'bench', globalDomain: 'g' }, store, bus });
+    // As the product runs: delivery latencies observed, and /metrics scraped every second
+    // (15 times Prometheus's default rate) while messages flow.
+    const metrics = createMetrics();
+    const rt = await startRuntime({
+      settings: { site: 'bench', globalDomain: 'g' },
+      store,
+      bus,
+      deliveryObserver: metrics.deliveryObserver,
+    });
+    metrics.exporters(() => exporterSamples(rt));
+    const scraper = setInterval(() => void metrics.registry.metrics(), 1000);
     const info = await (async () => {
       const c = createClient({ url: redis.url });
       await c.connect();
@@ -268,6 +280,7 @@ async function main(): Promise<void> {
       );
       process.stdout.write(`  CPU of the best runs: exporter ${cpuText(ours.cpu)}; floor ${cpuText(bare.cpu)}\n`);
     }
+    clearInterval(scraper);
     await rt.stop(1000);
     await bus.close();
     const idleStore = await openRedisStore(redis.url);

@@ -13,6 +13,11 @@ import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
 import { stateRoutes } from './api/state.js';
 import { operationRoutes } from './api/operations.js';
+import { probeRoutes } from './ops/probes.js';
+import { createMetrics, metricsRoutes } from './ops/metrics.js';
+import { exporterSamples } from './ops/exporter-source.js';
+import { routeLabel } from './ops/route-names.js';
+import { openApiRoutes } from './ops/openapi.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 
@@ -21,12 +26,30 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
-  guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
+  const metrics = deps.metrics ?? createMetrics();
+  metrics.exporters(() => exporterSamples(deps.runtime));
+  guardRoutes(
+    app,
+    [
+      probeRoutes(deps),
+      metricsRoutes(metrics, deps.settings.metricsToken),
+      openApiRoutes(),
+      authRoutes(deps.auth),
+      operationRoutes(deps),
+      configRoutes(deps),
+      stateRoutes(deps),
+    ],
+    guard,
+    (route, handler) => metrics.timed(routeLabel(route), handler),
+  );
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(
-    guard((c) => {
-      throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    }),
+    metrics.timed(
+      'unmatched',
+      guard((c) => {
+        throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+      }),
+    ),
   );
   app.onError(renderError);
   return app;

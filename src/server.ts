@@ -16,6 +16,8 @@ import { openStore } from './store/index.js';
 import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
+import { createMetrics } from './ops/metrics.js';
+import { applyConfigFile } from './ops/config-file.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -46,6 +48,12 @@ export async function createInstance(
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();
+  const metrics = createMetrics();
+  if (settings.configFile) {
+    // Before the runtime starts, so exporters start from the file's configuration.
+    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus, metrics });
+    log('info', `EDGEPLANE_CONFIG ${settings.configFile}: applied, ${r.changed} of ${r.objects} objects changed`, r);
+  }
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
@@ -54,6 +62,7 @@ export async function createInstance(
       settings,
       store,
       bus,
+      deliveryObserver: metrics.deliveryObserver,
       secrets: {
         sealed: () => strongbox.sealed,
         read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
@@ -76,7 +85,7 @@ export async function createInstance(
       },
     });
   }
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, ...(runtime ? { runtime } : {}) };
+  const deps: AppDeps = { settings, store, strongbox, auth, bus, metrics, ...(runtime ? { runtime } : {}) };
   const app = buildApp(deps);
   return {
     app,

@@ -26,6 +26,10 @@ export type Settings = {
   httpRequestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this many ms. */
   httpKeepAliveTimeoutMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
+  /** A file in the shape of GET /v1/config, applied at start as one transaction. */
+  configFile: string | undefined;
 };
 
 /** A setting that cannot be used; `setting` names the environment variable. */
@@ -93,6 +97,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 3_600_000),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    configFile: env.EDGEPLANE_CONFIG || undefined,
   };
 }
 

@@ -14,6 +14,7 @@ import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildApp } from '../src/app.js';
+import { publicPaths } from '../src/auth/middleware.js';
 import { auditToBus, createAuth } from '../src/auth/index.js';
 import { openBus } from '../src/bus/index.js';
 import type { Json } from '../src/json.js';
@@ -269,6 +270,31 @@ test('no token and an expired token: 401 on every route, nothing changed', async
     clock.offset = 0;
   }
   assert.is(await snapshot(''), before);
+});
+
+/**
+ * The routes that answer without a token, deliberately (probes for load balancers, metrics
+ * behind their own METRICS_TOKEN, the OpenAPI document, the login): exactly these, each
+ * answering GET (POST for the login) without a token, and nothing else skips authentication.
+ */
+const publicRoutes: Array<{ method: string; path: string; status: number }> = [
+  { method: 'POST', path: '/v1/login', status: 415 },
+  { method: 'GET', path: '/healthz', status: 200 },
+  { method: 'GET', path: '/readyz', status: 200 },
+  { method: 'GET', path: '/metrics', status: 200 },
+  { method: 'GET', path: '/v1/openapi.json', status: 200 },
+  { method: 'GET', path: '/v1/openapi.yaml', status: 200 },
+];
+
+test('public routes: exactly these answer without a token', async () => {
+  assert.equal([...publicPaths].sort(), publicRoutes.map((r) => r.path).sort());
+  for (const r of publicRoutes) {
+    const res = await call(r.method, r.path);
+    assert.is(res.status, r.status, `${r.method} ${r.path}: ${res.text}`);
+  }
+  // A neighbour of a public path is not public.
+  assert.is((await call('GET', '/healthz/x')).status, 401);
+  assert.is((await call('GET', '/v1/readyz')).status, 401);
 });
 
 test('a denying policy: 403 on every route (whole-tree reads: 200 and nothing), nothing changed', async () => {

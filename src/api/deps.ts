@@ -5,10 +5,13 @@ import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
 import type { JsonObject } from '../json.js';
+import type { ProbeCheck } from '../ops/probes.js';
+import type { Metrics } from '../ops/metrics.js';
 
 /** The exporter runtime as the API sees it (absent in a process that serves only the API). */
 export type RuntimeView = {
   exporterState(tenant: string, name: string): JsonObject | undefined;
+  exporterStates?(): Array<{ tenant: string; name: string; state: JsonObject }>;
   restart(tenant: string, name: string): Promise<boolean>;
 };
 
@@ -19,6 +22,10 @@ export type AppDeps = {
   auth: Auth;
   bus: Bus;
   runtime?: RuntimeView;
+  /** Readiness checks besides store, bus and secret store (GET /readyz). */
+  readyChecks?: ProbeCheck[];
+  /** Where requests and deliveries are counted (one is made when absent). */
+  metrics?: Metrics;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };

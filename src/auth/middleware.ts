@@ -17,7 +17,19 @@ import type { Principal } from './principal.js';
 
 export type AuthVariables = { principal?: Principal };
 
-export const publicPaths: ReadonlySet<string> = new Set(['/v1/login']);
+/**
+ * Paths answered without a token, deliberately: the login, the probes for load balancers and
+ * orchestrators, the metrics (which check METRICS_TOKEN themselves when it is set) and the
+ * OpenAPI document.
+ */
+export const publicPaths: ReadonlySet<string> = new Set([
+  '/v1/login',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/v1/openapi.json',
+  '/v1/openapi.yaml',
+]);
 
 const writeMethods: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -84,8 +96,10 @@ export function guardRoutes<E extends { Variables: AuthVariables }>(
   target: Hono<E>,
   sources: ReadonlyArray<Hono<E>>,
   guard: Guard,
+  /** Wraps each guarded handler once more, knowing its route (metrics). */
+  outer: (route: string, handler: Handler) => Handler = (_route, handler) => handler,
 ): void {
   for (const source of sources) {
-    for (const r of source.routes) target.on(r.method, r.path, guard(r.handler as Handler) as never);
+    for (const r of source.routes) target.on(r.method, r.path, outer(r.path, guard(r.handler as Handler)) as never);
   }
 }

@@ -28,6 +28,8 @@ export type ExporterDeps = {
   secrets: ReadonlyMap<string, string>;
   state: ExporterState;
   pollMs: number;
+  /** Told the seconds from dispatch to delivery (retries included) of each delivered message. */
+  observeDelivery?: (seconds: number) => void;
 };
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -184,6 +186,7 @@ export class Exporter {
     const { state } = this.d;
     this.inFlight++;
     state.inFlight = this.inFlight;
+    const started = this.d.observeDelivery ? this.d.clock.now() : 0;
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
         state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
@@ -192,6 +195,7 @@ export class Exporter {
       if (outcome !== 'aborted' && !this.abandoned) {
         reader.handled(msg.entry.id);
         state.count(outcome);
+        if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
         state.unhandled(reader.topic, -1);
       }
     } finally {

@@ -34,12 +34,16 @@ export type RuntimeOptions = {
   pollMs?: number;
   /** How often changed states are written to the kv area (default 500 ms). */
   publishMs?: number;
+  /** Per exporter, what to tell of each delivered message's latency in seconds (metrics). */
+  deliveryObserver?: (tenant: string, name: string) => (seconds: number) => void;
 };
 
 export type Runtime = {
   /** Stops reading, lets running POSTs finish until the deadline, acks, publishes the states. */
   stop(deadlineMs: number): Promise<void>;
   exporterState(tenant: string, name: string): JsonObject | undefined;
+  /** The state of every exporter this process keeps (metrics read it when scraped). */
+  exporterStates(): Array<{ tenant: string; name: string; state: JsonObject }>;
   restart(tenant: string, name: string): Promise<boolean>;
   readonly bus: Bus;
 };
@@ -58,6 +62,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     clock,
     attemptTimeoutMs: opts.attemptTimeoutMs ?? 30_000,
     pollMs: opts.pollMs ?? 30_000,
+    ...(opts.deliveryObserver ? { deliveryObserver: opts.deliveryObserver } : {}),
   });
 
   const site = opts.settings.site;
@@ -119,6 +124,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       const slot = supervisor.slots.get(`${tenant}/${name}`);
       return slot ? withSite(slot.state.toJson()) : undefined;
     },
+    exporterStates: () =>
+      [...supervisor.slots.values()].map((s) => ({ tenant: s.tenant, name: s.name, state: s.state.toJson() })),
     restart: (tenant, name) => supervisor.restart(tenant, name),
     async stop(deadlineMs) {
       unsubscribe();

@@ -31,6 +31,8 @@ export type SupervisorOptions = {
   clock: Clock;
   attemptTimeoutMs: number;
   pollMs: number;
+  /** Per exporter, what to tell of each delivered message's latency in seconds (metrics). */
+  deliveryObserver?: (tenant: string, name: string) => (seconds: number) => void;
 };
 
 type Slot = {
@@ -192,6 +194,7 @@ export class Supervisor {
       secrets: secrets.values,
       state,
       pollMs: this.o.pollMs,
+      ...(this.o.deliveryObserver ? { observeDelivery: this.o.deliveryObserver(tenant, name) } : {}),
     });
     slot.exporter = exporter;
     exporter.start();

@@ -1,0 +1,107 @@
+/**
+ * Liveness and readiness probes, answered without a token (for load balancers and
+ * orchestrators): `GET /healthz` says the process answers; `GET /readyz` runs every
+ * readiness check and answers 200 when all pass, 503 otherwise, with each check named in the
+ * body: `{"status": "ready"|"not-ready", "checks": [{"name", "ok", "reason"?}]}`.
+ *
+ * A check is `{name, run}`: `run` resolves to undefined when it passes or to the reason it
+ * does not; a check that throws or takes longer than the timeout fails with that reason.
+ * More checks (an edge site that has never synced its configuration) are added to the list
+ * through `AppDeps.readyChecks`.
+ */
+import { Hono } from 'hono';
+import type { AppDeps, AppEnv } from '../api/deps.js';
+import { methodNotAllowed, options } from '../api/http.js';
+
+export type ProbeCheck = {
+  readonly name: string;
+  run(): Promise<string | undefined> | string | undefined;
+};
+
+export type CheckResult = { name: string; ok: boolean; reason?: string };
+
+/** A check slower than this fails (a Redis that does not answer must not hold the probe). */
+export const checkTimeoutMs = 2000;
+
+const auditTopic = 'system:audit-trail-log';
+
+/** The built-in readiness checks: the store and the bus answer, the secret store is unsealed. */
+export function readinessChecks(deps: Pick<AppDeps, 'store' | 'bus' | 'strongbox'>): ProbeCheck[] {
+  return [
+    {
+      name: 'store',
+      run: async () => {
+        await deps.store.revision();
+        return undefined;
+      },
+    },
+    {
+      name: 'bus',
+      run: async () => {
+        await deps.bus.topicInfo(auditTopic);
+        return undefined;
+      },
+    },
+    {
+      name: 'secret-store',
+      run: () =>
+        deps.strongbox.sealed ? 'the secret store is sealed: POST /v1/strongbox/unseal with the master key' : undefined,
+    },
+  ];
+}
+
+async function runOne(check: ProbeCheck, timeoutMs: number): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+  });
+  try {
+    const reason = await Promise.race([Promise.resolve().then(() => check.run()), timeout]);
+    return reason === undefined ? { name: check.name, ok: true } : { name: check.name, ok: false, reason };
+  } catch (err) {
+    return { name: check.name, ok: false, reason: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs the checks at once; ready when every one passes. */
+export async function runChecks(
+  checks: readonly ProbeCheck[],
+  timeoutMs = checkTimeoutMs,
+): Promise<{ ready: boolean; checks: CheckResult[] }> {
+  const results = await Promise.all(checks.map((c) => runOne(c, timeoutMs)));
+  return { ready: results.every((r) => r.ok), checks: results };
+}
+
+const json = (status: number, body: unknown): Response =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+  });
+
+export const probePaths = ['/healthz', '/readyz'] as const;
+
+export function probeRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const checks = [...readinessChecks(deps), ...(deps.readyChecks ?? [])];
+  const started = Date.now();
+  app.get('/healthz', () =>
+    json(200, {
+      status: 'ok',
+      checks: [{ name: 'process', ok: true }],
+      'uptime-seconds': Math.floor((Date.now() - started) / 1000),
+    }),
+  );
+  app.get('/readyz', async () => {
+    const r = await runChecks(checks);
+    return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', checks: r.checks });
+  });
+  for (const path of probePaths) {
+    app.options(path, () => options(['GET', 'OPTIONS'], false));
+    app.all(path, (c) => {
+      throw methodNotAllowed(c.req.method, path, ['GET', 'OPTIONS']);
+    });
+  }
+  return app;
+}
