@@ -131,6 +131,7 @@ test('public routes need no token in the document either; the rest need the Bear
     'options /healthz',
     'options /metrics',
     'options /readyz',
+    'options /v1/login',
     'options /v1/openapi.json',
     'options /v1/openapi.yaml',
     'post /v1/login',

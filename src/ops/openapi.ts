@@ -353,6 +353,7 @@ function fixedPaths(): Obj {
         },
         responses: responses({ 200: bodyOk(token) }, [400, 401, 406, 415, 429]),
       },
+      ...opt(['POST', 'OPTIONS']),
     },
     '/v1/state/strongbox/token/refresh': {
       post: {
@@ -360,6 +361,20 @@ function fixedPaths(): Obj {
         summary: 'A new token for this one (which ends)',
         responses: responses({ 200: bodyOk(token) }, [400, 401, 403, 406]),
       },
+      ...opt(['POST', 'OPTIONS']),
+    },
+    '/v1/strongbox/init': {
+      post: {
+        tags: ['strongbox'],
+        summary: 'Create the master key of an uninitialised secret store; the key is answered once',
+        responses: responses(
+          {
+            200: bodyOk({ type: 'object', properties: { key: { type: 'string' } }, required: ['key'] }),
+          },
+          [400, 401, 403, 409],
+        ),
+      },
+      ...opt(['POST', 'OPTIONS']),
     },
     '/v1/strongbox/unseal': {
       post: {
