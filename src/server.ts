@@ -15,6 +15,7 @@ import { openStore } from './store/index.js';
 import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
+import { closeWatches } from './api/watch.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -82,6 +83,7 @@ export async function createInstance(
     deps,
     runtime,
     async close(deadlineMs = 10_000) {
+      closeWatches(store);
       await runtime?.stop(deadlineMs);
       auth.close();
       await bus.close();

@@ -10,6 +10,8 @@ import type { JsonObject } from '../json.js';
 export type RuntimeView = {
   exporterState(tenant: string, name: string): JsonObject | undefined;
   restart(tenant: string, name: string): Promise<boolean>;
+  /** Calls `listener` after exporter states were published (watches of /v1/state follow them). */
+  onStateChange?(listener: () => void): () => void;
 };
 
 export type AppDeps = {
