@@ -9,6 +9,7 @@ import { serve } from '@hono/node-server';
 import { loadSettings, SettingsError } from './src/settings.js';
 import { createInstance, type Instance } from './src/server.js';
 import { log } from './src/log.js';
+import { runCli } from './src/cli/main.js';
 
 let instance: Promise<Instance> | undefined;
 
@@ -88,8 +89,13 @@ function isSea(): boolean {
 }
 
 if (isMain()) {
-  main().catch((err: unknown) => {
-    log('error', 'edgeplane failed to start', { error: err instanceof Error ? err.message : String(err) });
-    process.exit(1);
-  });
+  runCli(process.argv, main).then(
+    (code) => {
+      if (code !== 'serving') process.exit(code);
+    },
+    (err: unknown) => {
+      log('error', 'edgeplane failed to start', { error: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    },
+  );
 }
