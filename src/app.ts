@@ -12,6 +12,8 @@ import { createGuard, guardRoutes } from './auth/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
 import { stateRoutes } from './api/state.js';
+import { historyRoutes } from './api/history.js';
+import { uiRoutes } from './ui/assets.js';
 import { operationRoutes } from './api/operations.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
@@ -21,7 +23,14 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
-  guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
+  guardRoutes(
+    app,
+    [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), historyRoutes(deps), stateRoutes(deps)],
+    guard,
+  );
+  // Public on purpose, outside the guard: the status page's static files hold no data (the page
+  // reads everything through the API above with the user's token).
+  app.route('/', uiRoutes());
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(
     guard((c) => {

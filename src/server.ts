@@ -16,6 +16,7 @@ import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
 import { closeWatches } from './api/watch.js';
+import { DeliveredHistory } from './api/history.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -76,7 +77,8 @@ export async function createInstance(
       },
     });
   }
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, ...(runtime ? { runtime } : {}) };
+  const history = new DeliveredHistory(store, runtime).start();
+  const deps: AppDeps = { settings, store, strongbox, auth, bus, history, ...(runtime ? { runtime } : {}) };
   const app = buildApp(deps);
   return {
     app,
@@ -84,6 +86,7 @@ export async function createInstance(
     runtime,
     async close(deadlineMs = 10_000) {
       closeWatches(store);
+      history.stop();
       await runtime?.stop(deadlineMs);
       auth.close();
       await bus.close();

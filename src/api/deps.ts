@@ -5,6 +5,7 @@ import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
 import type { JsonObject } from '../json.js';
+import type { DeliveredHistory } from './history.js';
 
 /** The exporter runtime as the API sees it (absent in a process that serves only the API). */
 export type RuntimeView = {
@@ -21,6 +22,8 @@ export type AppDeps = {
   auth: Auth;
   bus: Bus;
   runtime?: RuntimeView;
+  /** Samples of exporter counters for the status page (api/history.ts). */
+  history?: DeliveredHistory;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };
