@@ -342,3 +342,27 @@ function watchSuite(backend: Backend): void {
 
 watchSuite('embedded');
 watchSuite('redis');
+
+const expiry = suite('watch: the stream ends when its token expires');
+expiry('event: expired, then the end of the stream', async () => {
+  const api = await startApi('embedded', { env: { TOKEN_TTL_SECONDS: '10' } });
+  const server = await new Promise<{ s: ServerType; url: string }>((resolve) => {
+    const s = serve({ fetch: api.instance.app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+      resolve({ s, url: `http://127.0.0.1:${info.port}` }),
+    );
+  });
+  try {
+    const res = await fetch(`${server.url}/v1/config/sites?watch`, {
+      headers: { authorization: `Bearer ${api.token}` },
+      signal: AbortSignal.timeout(30_000),
+    });
+    assert.is(res.status, 200);
+    const seen: string[] = [];
+    for await (const e of readEvents(res.body as ReadableStream<Uint8Array>)) seen.push(e.event);
+    assert.equal(seen, ['synced', 'expired']);
+  } finally {
+    await api.close();
+    await new Promise<void>((resolve) => server.s.close(() => resolve()));
+  }
+});
+expiry.run();

@@ -4,19 +4,20 @@
  * change: `event: change` with the object and its `x-path`, or `{x-path, x-operation: delete}`
  * when it is gone or no longer matches `where`. After the current objects one `event: synced`
  * (`{"count": N}`) tells a client that what follows are changes. A comment line keeps idle
- * connections open (every 10 s by default).
+ * connections open (every 10 s by default). When the token expires, `event: expired` ends the
+ * stream.
  *
  * One hub per store subscribes once to the store's change notifications (and to the exporter
  * runtime's state publications) and fans them out to the watchers; a notified watcher re-runs
  * its read and sends the difference from what it sent before. Notifications that arrive while
  * it reads are coalesced into one more read, so a burst of commits costs a watcher two reads.
  */
-import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
+import type { Ctx } from './http.js';
 
 /** One object of a read: its `/v1/...` path and the value the read answers for it. */
 export type WatchedObject = { xPath: string; value: Json };
@@ -102,7 +103,7 @@ function withPath(o: WatchedObject): JsonObject {
 }
 
 /** The SSE response of a watch; the caller has already checked the query and authorization. */
-export function watchResponse(c: Context, deps: Pick<AppDeps, 'store' | 'runtime'>, spec: WatchSpec): Response {
+export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, spec: WatchSpec): Response {
   const hub = watchHub(deps);
   return streamSSE(c, async (stream: SSEStreamingApi) => {
     const sent = new Map<string, string>();
@@ -161,6 +162,22 @@ export function watchResponse(c: Context, deps: Pick<AppDeps, 'store' | 'runtime
       close: end,
     });
     stream.onAbort(end);
+    // The stream lasts as long as the token that opened it.
+    const expires = c.get('principal')?.expires;
+    const expiry =
+      expires === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              stream
+                .writeSSE({
+                  event: 'expired',
+                  data: JSON.stringify({ 'error-message': 'The token expired: log in again and reopen the watch' }),
+                })
+                .then(end, end);
+            },
+            Math.min(Math.max(0, expires - Date.now()), 2 ** 31 - 1),
+          );
     const keepAlive = setInterval(() => {
       stream.write(': keep-alive\n\n').catch(end);
     }, hub.keepAliveMs);
@@ -171,6 +188,7 @@ export function watchResponse(c: Context, deps: Pick<AppDeps, 'store' | 'runtime
       await done;
     } finally {
       clearInterval(keepAlive);
+      if (expiry) clearTimeout(expiry);
       remove();
     }
   });
