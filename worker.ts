@@ -9,6 +9,7 @@ import { loadSettings } from './src/settings.js';
 import { createInstance, type Instance } from './src/server.js';
 import { serveMain } from './src/serve.js';
 import { log } from './src/log.js';
+import { runCli } from './src/cli/main.js';
 
 let instance: Promise<Instance> | undefined;
 
@@ -47,8 +48,13 @@ function isSea(): boolean {
 }
 
 if (isMain()) {
-  serveMain().catch((err: unknown) => {
-    log('error', 'edgeplane failed to start', { error: err instanceof Error ? err.message : String(err) });
-    process.exit(1);
-  });
+  runCli(process.argv, serveMain).then(
+    (code) => {
+      if (code !== 'serving') process.exit(code);
+    },
+    (err: unknown) => {
+      log('error', 'edgeplane failed to start', { error: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    },
+  );
 }

@@ -8,6 +8,7 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildPage } from '../src/ui/build-page.js';
 
 const outAt = process.argv.indexOf('--out');
 const out = outAt > 0 && process.argv[outAt + 1] ? (process.argv[outAt + 1] as string) : 'build';
@@ -15,6 +16,8 @@ const bundle = join(out, 'edgeplane.cjs');
 
 async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
+  // The status page's files (src/ui/page, uPlot) go into the bundle as one constant.
+  const ui = await buildPage(process.cwd());
   await build({
     entryPoints: ['worker.ts'],
     bundle: true,
@@ -27,7 +30,7 @@ async function main(): Promise<void> {
     legalComments: 'none',
     logLevel: 'warning',
     // import.meta.url is only read when __filename is missing (ESM); give CJS a harmless value.
-    define: { 'import.meta.url': '"file:///edgeplane.cjs"' },
+    define: { 'import.meta.url': '"file:///edgeplane.cjs"', __EDGEPLANE_UI__: JSON.stringify(ui) },
   });
   process.stdout.write(`bundle: ${bundle} (${(statSync(bundle).size / 1024).toFixed(0)} KiB)\n`);
   if (process.argv.includes('--bundle-only')) return;

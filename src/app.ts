@@ -12,6 +12,8 @@ import { createGuard, guardRoutes } from './auth/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
 import { stateRoutes } from './api/state.js';
+import { historyRoutes } from './api/history.js';
+import { uiRoutes } from './ui/assets.js';
 import { operationRoutes } from './api/operations.js';
 import { probeRoutes } from './ops/probes.js';
 import { createMetrics, metricsRoutes } from './ops/metrics.js';
@@ -37,11 +39,15 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
       authRoutes(deps.auth),
       operationRoutes(deps),
       configRoutes(deps),
+      historyRoutes(deps),
       stateRoutes(deps),
     ],
     guard,
     (route, handler) => metrics.timed(routeLabel(route), handler),
   );
+  // Public on purpose, outside the guard: the status page's static files hold no data (the page
+  // reads everything through the API above with the user's token).
+  app.route('/', uiRoutes());
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(
     metrics.timed(

@@ -18,6 +18,8 @@ import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
 import { createMetrics } from './ops/metrics.js';
 import { applyConfigFile } from './ops/config-file.js';
+import { closeWatches } from './api/watch.js';
+import { DeliveredHistory } from './api/history.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -85,13 +87,16 @@ export async function createInstance(
       },
     });
   }
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, metrics, ...(runtime ? { runtime } : {}) };
+  const history = new DeliveredHistory(store, runtime).start();
+  const deps: AppDeps = { settings, store, strongbox, auth, bus, metrics, history, ...(runtime ? { runtime } : {}) };
   const app = buildApp(deps);
   return {
     app,
     deps,
     runtime,
     async close(deadlineMs = 10_000) {
+      closeWatches(store);
+      history.stop();
       await runtime?.stop(deadlineMs);
       auth.close();
       await bus.close();

@@ -236,6 +236,7 @@ function rows(): Row[] {
     { method: 'GET', path: '/v1/state/volga/webhooks', other: 'read' },
     { method: 'GET', path: '/v1/state/volga/webhooks/roothook', other: 404 },
     { method: 'POST', path: '/v1/state/volga/webhooks/roothook/restart', other: 404 },
+    { method: 'GET', path: '/v1/state/volga/webhooks/roothook/history', other: 404 },
     { method: 'GET', path: '/v1/state/strongbox/vaults/rootvault/secrets/rootsecret', other: 404 },
     { method: 'GET', path: '/v1/state/system/settings', other: 'read' },
     // Topics are each tenant's own: another tenant sees its own list, not the root's topics.
@@ -328,6 +329,24 @@ test("another tenant: never reaches the root tenant's objects (404/403), root tr
       for (const m of rootMarkers) assert.not.ok(res.text.includes(m), `${where} shows ${m}`);
   }
   assert.is(await snapshot('default'), before);
+});
+
+test('watch streams are authorized as the read: 401 without a token, 403 when denied', async () => {
+  for (const path of ['/v1/config/volga/webhooks?watch', '/v1/state/volga/webhooks/roothook?watch']) {
+    assert.is((await call('GET', path)).status, 401, path);
+    assert.is((await call('GET', path, { token: await login('mallory', secrets.mallory) })).status, 403, path);
+  }
+});
+
+test('the status page: its static files are public and hold no data; its data needs a token', async () => {
+  for (const path of ['/ui/', '/ui/app.js', '/ui/app.css']) {
+    const res = await call('GET', path);
+    assert.is(res.status, 200, path);
+    for (const m of rootMarkers) assert.not.ok(res.text.includes(m), `${path} shows ${m}`);
+  }
+  assert.is((await call('GET', '/ui/../v1/config')).status, 401);
+  assert.is((await call('GET', '/ui/index.html/../../v1/state')).status, 401);
+  assert.is((await call('POST', '/ui/')).status, 401, 'only GET is public');
 });
 
 test('most specific rule wins; every object of a multi-object request is checked', async () => {

@@ -5,8 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -100,6 +100,20 @@ test('the single executable starts and answers; SIGTERM and SIGINT exit 0', asyn
   assert.is(r.login, 200);
   assert.is(r.config, 200);
   assert.ok(Array.isArray(r.body));
+});
+
+test('the bundle and the single executable run the command line: --version, --help, exit 2', () => {
+  const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+  for (const [cmd, pre] of [
+    [process.execPath, [join(out, 'edgeplane.cjs')]],
+    [join(out, 'edgeplane'), []],
+  ] as const) {
+    assert.is(execFileSync(cmd, [...pre, '--version'], { encoding: 'utf8' }), `edgeplane ${version}\n`);
+    assert.match(execFileSync(cmd, [...pre, 'ctl', '--help'], { encoding: 'utf8' }), /apply -f FILE/);
+    const bad = spawnSync(cmd, [...pre, '--nope'], { encoding: 'utf8' });
+    assert.is(bad.status, 2);
+    assert.match(bad.stderr, /--nope/);
+  }
 });
 
 test.run();

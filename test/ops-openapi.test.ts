@@ -52,6 +52,8 @@ async function serverRoutes(): Promise<Map<string, Set<string>>> {
     out.get(path)!.add(method);
   };
   for (const r of api.instance.app.routes) {
+    // The status page's static files (/ui/...) are a web page, not part of the v1 API.
+    if (r.path === '/ui' || r.path.startsWith('/ui/')) continue;
     const paths = r.path.endsWith('/*')
       ? resources.flatMap((def) => {
           const t = resourceTemplates(r.path.slice(0, -2), def);

@@ -15,6 +15,7 @@ test('no parameter: every boolean false, nothing compiled', () => {
     includeTenantConfig: false,
     dryRun: false,
     validate: false,
+    watch: false,
   });
 });
 
@@ -25,6 +26,7 @@ const booleans: Array<[string, keyof ParsedQuery]> = [
   ['include-tenant-config', 'includeTenantConfig'],
   ['dry-run', 'dryRun'],
   ['validate', 'validate'],
+  ['watch', 'watch'],
 ];
 for (const [name, field] of booleans) {
   test(`${name}: no value, =, =true are true; =false is false; others are 400`, () => {

@@ -18,6 +18,7 @@ import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import type { Entry } from '../store/store.js';
 import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
+import { watchResponse, type WatchedObject } from './watch.js';
 
 const PREFIX = '/v1/config';
 
@@ -221,10 +222,19 @@ function objectBody(doc: Json): JsonObject {
 
 /** Synchronous when the store has the object in memory (store.peek), as it mostly does. */
 function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Response | Promise<Response> {
-  const q = parseQuery(params, ['fields', 'with-defaults'], { knownField: knownIn(r.def.schema) });
+  const q = parseQuery(params, ['fields', 'with-defaults', 'watch'], { knownField: knownIn(r.def.schema) });
   const p = principalOf(c);
   deps.auth.authorize(p, r.xPath, 'read');
   const key = configKey(p.tenant, r.path);
+  if (q.watch)
+    return watchResponse(c, deps, {
+      relevant: (keys) => keys.includes(key),
+      runtimeState: false,
+      read: async () => {
+        const e = await deps.store.get(key);
+        return e ? [{ xPath: r.xPath, value: shape(r.def, redact(r.def, e.value), q) }] : [];
+      },
+    });
   const peeked = deps.store.peek(key);
   return peeked === 'miss'
     ? deps.store.get(key).then((entry) => answerOne(c, r, q, entry))
@@ -246,20 +256,37 @@ function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined
 }
 
 async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
-  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults'], {
+  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults', 'watch'], {
     knownField: knownIn(r.def.schema),
   });
   const p = principalOf(c);
   deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
-  const prefix = configKey(p.tenant, r.path) + '/';
-  const entries = (await deps.store.list(configKey(p.tenant, r.path))).filter(
-    (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
-  );
-  let values = entries.map((e) => redact(r.def, e.value));
-  if (q.where) {
-    const where = q.where;
-    values = values.filter((v) => where.test(v));
+  const base = configKey(p.tenant, r.path);
+  const prefix = base + '/';
+  const listed = async () => {
+    const entries = (await deps.store.list(base)).filter(
+      (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
+    );
+    let values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value) }));
+    if (q.where) {
+      const where = q.where;
+      values = values.filter((v) => where.test(v.value));
+    }
+    return values;
+  };
+  if (q.watch) {
+    noWatchWith(q);
+    return watchResponse(c, deps, {
+      relevant: (keys) => keys.some((k) => k.startsWith(prefix)),
+      runtimeState: false,
+      read: async () =>
+        (await listed()).map((v) => ({
+          xPath: `${PREFIX}/${v.key.slice(p.tenant.length + 1)}`,
+          value: shape(r.def, v.value, q),
+        })),
+    });
   }
+  const values = (await listed()).map((v) => v.value);
   if (q.count) return reply(c, 200, { count: values.length });
   if (q.keys)
     return reply(
@@ -275,6 +302,16 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   );
 }
 
+/** keys and count answer one value, not objects: there is nothing to stream. */
+export function noWatchWith(q: ParsedQuery): void {
+  const other = q.keys ? 'keys' : q.count ? 'count' : undefined;
+  if (other)
+    throw new ApiError('invalid-query', `Cannot use watch with ${other}: a watch streams objects`, {
+      code: 'conflicting-parameters',
+      parameter: 'watch',
+    });
+}
+
 async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
   const q = parseQuery(searchParams(c), [
     'with-defaults',
@@ -283,29 +320,40 @@ async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
     'match-path',
     'fields',
     'where',
+    'watch',
   ]);
   const p = principalOf(c);
   const tenants = q.includeTenantConfig
     ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b)))
     : [p.tenant];
-  const out: Json[] = [];
-  for (const tenant of tenants) {
-    for (const e of await deps.store.list(tenant)) {
-      const path = e.key.slice(tenant.length + 1);
-      const xPath = `${PREFIX}/${path}`;
-      const r = resolvePath(path);
-      if (!r || r.kind === 'list') continue;
-      if (q.matchPath && !q.matchPath(xPath)) continue;
-      if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
-      if (r.def.needsUnsealed && deps.strongbox.sealed && r.def.id !== 'webhook') continue;
-      const value = redact(r.def, e.value);
-      if (q.where && !q.where.test(value)) continue;
-      const shaped = shape(r.def, value, q);
-      const head: JsonObject = { 'x-path': xPath };
-      if (tenant !== p.tenant) head['x-tenant'] = tenant;
-      if (q.sendEtag) head['x-etag'] = e.etag;
-      out.push(isObject(shaped) ? { ...head, ...shaped } : { ...head, value: shaped });
+  const objects = async (): Promise<WatchedObject[]> => {
+    const out: WatchedObject[] = [];
+    for (const tenant of tenants) {
+      for (const e of await deps.store.list(tenant)) {
+        const path = e.key.slice(tenant.length + 1);
+        const xPath = `${PREFIX}/${path}`;
+        const r = resolvePath(path);
+        if (!r || r.kind === 'list') continue;
+        if (q.matchPath && !q.matchPath(xPath)) continue;
+        if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
+        if (r.def.needsUnsealed && deps.strongbox.sealed && r.def.id !== 'webhook') continue;
+        const value = redact(r.def, e.value);
+        if (q.where && !q.where.test(value)) continue;
+        const shaped = shape(r.def, value, q);
+        const head: JsonObject = {};
+        if (tenant !== p.tenant) head['x-tenant'] = tenant;
+        if (q.sendEtag) head['x-etag'] = e.etag;
+        out.push({ xPath, value: isObject(shaped) ? { ...head, ...shaped } : { ...head, value: shaped } });
+      }
     }
-  }
+    return out;
+  };
+  if (q.watch)
+    return watchResponse(c, deps, {
+      relevant: (keys) => keys.some((k) => tenants.some((t) => k.startsWith(t + '/'))),
+      runtimeState: false,
+      read: objects,
+    });
+  const out: Json[] = (await objects()).map((o) => ({ 'x-path': o.xPath, ...(o.value as JsonObject) }));
   return reply(c, 200, out, { multi: true });
 }

@@ -7,12 +7,15 @@ import type { Bus } from '../bus/index.js';
 import type { JsonObject } from '../json.js';
 import type { ProbeCheck } from '../ops/probes.js';
 import type { Metrics } from '../ops/metrics.js';
+import type { DeliveredHistory } from './history.js';
 
 /** The exporter runtime as the API sees it (absent in a process that serves only the API). */
 export type RuntimeView = {
   exporterState(tenant: string, name: string): JsonObject | undefined;
   exporterStates?(): Array<{ tenant: string; name: string; state: JsonObject }>;
   restart(tenant: string, name: string): Promise<boolean>;
+  /** Calls `listener` after exporter states were published (watches of /v1/state follow them). */
+  onStateChange?(listener: () => void): () => void;
 };
 
 export type AppDeps = {
@@ -26,6 +29,8 @@ export type AppDeps = {
   readyChecks?: ProbeCheck[];
   /** Where requests and deliveries are counted (one is made when absent). */
   metrics?: Metrics;
+  /** Samples of exporter counters for the status page (api/history.ts). */
+  history?: DeliveredHistory;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };

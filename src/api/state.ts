@@ -16,6 +16,8 @@ import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
+import { noWatchWith } from './config.js';
+import { watchResponse, type WatchedObject } from './watch.js';
 
 const PREFIX = '/v1/state';
 const readOnly = ['GET', 'OPTIONS'] as const;
@@ -159,33 +161,39 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.on(['GET', 'HEAD'], PREFIX, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields', 'where', 'match-path', 'content', 'with-defaults']);
+    const q = parseQuery(searchParams(c), ['fields', 'where', 'match-path', 'content', 'with-defaults', 'watch']);
     const p = principalOf(c);
-    const cache = new Map<string, Entry[]>();
-    const out: Json[] = [];
-    const seen = new Set<string>();
-    const lists = new Set<string>();
-    for (const e of await deps.store.list(p.tenant)) {
-      const r = resolvePath(e.key.slice(p.tenant.length + 1));
-      if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
-    }
-    lists.add('system/dns-zones').add('system/settings');
-    const addItem = (item: Item, def: ResourceDef | undefined) => {
-      const xPath = `${PREFIX}/${item.path}`;
-      if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
-      seen.add(xPath);
-      const value = contentFilter(item, q);
-      if (q.where && !q.where.test(value)) return;
-      const shaped = shape(def, value, q);
-      out.push(isObject(shaped) ? { 'x-path': xPath, ...shaped } : { 'x-path': xPath, value: shaped });
+    const objects = async (): Promise<WatchedObject[]> => {
+      const cache = new Map<string, Entry[]>();
+      const out: WatchedObject[] = [];
+      const seen = new Set<string>();
+      const lists = new Set<string>();
+      for (const e of await deps.store.list(p.tenant)) {
+        const r = resolvePath(e.key.slice(p.tenant.length + 1));
+        if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
+      }
+      lists.add('system/dns-zones').add('system/settings');
+      const addItem = (item: Item, def: ResourceDef | undefined) => {
+        const xPath = `${PREFIX}/${item.path}`;
+        if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
+        seen.add(xPath);
+        const value = contentFilter(item, q);
+        if (q.where && !q.where.test(value)) return;
+        out.push({ xPath, value: shape(def, value, q) });
+      };
+      for (const listPath of [...lists].sort()) {
+        const r = resolvePath(listPath);
+        if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+        for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
+      }
+      for (const item of await topicStateObjects(deps, p.tenant))
+        addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
+      return out;
     };
-    for (const listPath of [...lists].sort()) {
-      const r = resolvePath(listPath);
-      if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
-      for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
-    }
-    for (const item of await topicStateObjects(deps, p.tenant))
-      addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
+    if (q.watch) return watchResponse(c, deps, stateWatch(p.tenant, objects));
+    const out: Json[] = (await objects()).map((o): Json =>
+      isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value },
+    );
     return reply(c, 200, out, { multi: true });
   });
   app.options(PREFIX, () => options(readOnly, false));
@@ -209,15 +217,32 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     const params = searchParams(c);
     const cache = new Map<string, Entry[]>();
     if (r.kind === 'list') {
-      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults'], {
+      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults', 'watch'], {
         knownField: knownInState(r.def),
       });
       checkSite(deps, q);
-      let items = (await stateItems(deps, p.tenant, r, cache)).map((i) => contentFilter(i, q));
-      if (q.where) {
-        const w = q.where;
-        items = items.filter((v) => w.test(v));
+      const listed = async (): Promise<Item[]> => {
+        let items = (await stateItems(deps, p.tenant, r, new Map())).map((i) => ({
+          ...i,
+          value: contentFilter(i, q),
+        }));
+        if (q.where) {
+          const w = q.where;
+          items = items.filter((i) => w.test(i.value));
+        }
+        return items;
+      };
+      if (q.watch) {
+        noWatchWith(q);
+        return watchResponse(
+          c,
+          deps,
+          stateWatch(p.tenant, async () =>
+            (await listed()).map((i) => ({ xPath: `${PREFIX}/${i.path}`, value: shape(r.def, i.value, q) })),
+          ),
+        );
       }
+      const items = (await listed()).map((i) => i.value);
       if (q.count) return reply(c, 200, { count: items.length });
       if (q.keys)
         return reply(
@@ -232,19 +257,45 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
         { multi: true },
       );
     }
-    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults'], {
+    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults', 'watch'], {
       knownField: knownInState(r.def),
     });
     checkSite(deps, q);
-    if (r.def.id === 'secret') return reply(c, 200, await secretState(deps, p.tenant, r));
-    const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
-    if (!item) throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
-    const value = contentFilter(item, q);
-    if (q.where && !q.where.test(value))
-      throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
-    return reply(c, 200, shape(r.def, value, q));
+    const one = async (): Promise<JsonObject | undefined> => {
+      if (r.def.id === 'secret') return await secretState(deps, p.tenant, r);
+      const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
+      if (!item)
+        throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
+      const value = contentFilter(item, q);
+      if (q.where && !q.where.test(value))
+        throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
+      return value;
+    };
+    if (q.watch)
+      return watchResponse(
+        c,
+        deps,
+        stateWatch(p.tenant, async () => {
+          cache.clear();
+          try {
+            const v = await one();
+            return v ? [{ xPath: c.req.path, value: r.def.id === 'secret' ? v : shape(r.def, v, q) }] : [];
+          } catch (err) {
+            if (err instanceof ApiError && err.status === 404) return [];
+            throw err;
+          }
+        }),
+      );
+    const value = await one();
+    return reply(c, 200, r.def.id === 'secret' ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
   });
   return app;
+}
+
+/** A state read changes with any configuration of the tenant and with the exporters' states. */
+function stateWatch(tenant: string, read: () => Promise<WatchedObject[]>) {
+  const prefix = tenant + '/';
+  return { relevant: (keys: readonly string[]) => keys.some((k) => k.startsWith(prefix)), runtimeState: true, read };
 }
 
 /** `site` sends a request to another site: this process serves only its own. */

@@ -45,6 +45,8 @@ export type Runtime = {
   /** The state of every exporter this process keeps (metrics read it when scraped). */
   exporterStates(): Array<{ tenant: string; name: string; state: JsonObject }>;
   restart(tenant: string, name: string): Promise<boolean>;
+  /** Calls `listener` after a publication that wrote changed states. */
+  onStateChange(listener: () => void): () => void;
   readonly bus: Bus;
 };
 
@@ -78,14 +80,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     }
   };
   const published = new Map<string, number>();
+  const stateListeners = new Set<() => void>();
   let publishing = false;
   const publish = async (): Promise<void> => {
     if (publishing) return;
     publishing = true;
+    let wrote = false;
     try {
       for (const [id, slot] of supervisor.slots) {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
+        wrote = true;
         const key = stateKey(slot.tenant, slot.name);
         const state = withSite(slot.state.toJson());
         // Processes of several sites may share one store: "stopped here" must not hide the
@@ -96,6 +101,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       for (const id of [...published.keys()]) {
         if (supervisor.slots.has(id)) continue;
         published.delete(id);
+        wrote = true;
         const slash = id.indexOf('/');
         await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1)));
       }
@@ -103,6 +109,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       log('debug', 'runtime: cannot publish exporter states', { error: String(err) });
     } finally {
       publishing = false;
+      if (wrote) for (const l of stateListeners) l();
     }
   };
 
@@ -127,6 +134,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     exporterStates: () =>
       [...supervisor.slots.values()].map((s) => ({ tenant: s.tenant, name: s.name, state: s.state.toJson() })),
     restart: (tenant, name) => supervisor.restart(tenant, name),
+    onStateChange(listener) {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
     async stop(deadlineMs) {
       unsubscribe();
       clearInterval(publisher);

@@ -35,6 +35,10 @@ const paramDefs: Record<QueryParam, { schema: Obj; description: string }> = {
     description: 'State: configured fields, runtime fields or both.',
   },
   keys: { schema: { enum: ['', 'true', 'false'] }, description: 'Only the names of the list entries.' },
+  watch: {
+    schema: { enum: ['', 'true', 'false'] },
+    description: 'Server-Sent Events: the current objects, `synced`, then each change (`event: change`).',
+  },
   count: { schema: { enum: ['', 'true', 'false'] }, description: 'Only `{count}`.' },
   'send-etag': { schema: { enum: ['', 'true', 'false'] }, description: 'Add `x-etag` to each object.' },
   'include-tenant-config': {
@@ -151,7 +155,7 @@ function configPaths(def: ResourceDef, paths: Obj): void {
     get: {
       tags: tag,
       summary: `Read the ${def.id}`,
-      parameters: params(['fields', 'with-defaults']),
+      parameters: params(['fields', 'with-defaults', 'watch']),
       responses: responses({ 200: { ...bodyOk(ref(def)), headers: etagHeader }, 304: statusText[304] as string }, [
         ...readErrors,
         412,
@@ -198,7 +202,7 @@ function configPaths(def: ResourceDef, paths: Obj): void {
     get: {
       tags: tag,
       summary: `List ${def.id} objects`,
-      parameters: params(['fields', 'where', 'keys', 'count', 'with-defaults']),
+      parameters: params(['fields', 'where', 'keys', 'count', 'with-defaults', 'watch']),
       responses: responses({ 200: bodyOk({ oneOf: [list(ref(def)), countOrNames] }) }, [...readErrors, ...sealed]),
     },
     post: {
@@ -228,7 +232,7 @@ function statePaths(def: ResourceDef, paths: Obj): void {
     get: {
       tags: tag,
       summary: `Read the state of the ${def.id}`,
-      parameters: params(['fields', 'where', 'content', 'site', 'with-defaults']),
+      parameters: params(['fields', 'where', 'content', 'site', 'with-defaults', 'watch']),
       responses: responses({ 200: bodyOk(def.id === 'secret' ? secretState : { type: 'object' }) }, [
         ...readErrors,
         ...sealed,
@@ -245,7 +249,7 @@ function statePaths(def: ResourceDef, paths: Obj): void {
     get: {
       tags: tag,
       summary: `State of every ${def.id}`,
-      parameters: params(['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults']),
+      parameters: params(['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults', 'watch']),
       responses: responses({ 200: bodyOk({ oneOf: [list(state), countOrNames] }) }, [...readErrors, ...sealed]),
     },
     options: optionsOp(['GET', 'OPTIONS']),
@@ -392,7 +396,15 @@ function fixedPaths(): Obj {
       get: {
         tags: ['config'],
         summary: 'Every configuration object, each with x-path',
-        parameters: params(['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where']),
+        parameters: params([
+          'with-defaults',
+          'send-etag',
+          'include-tenant-config',
+          'match-path',
+          'fields',
+          'where',
+          'watch',
+        ]),
         responses: responses({ 200: bodyOk(list({ $ref: '#/components/schemas/x-object' })) }, [400, 401, 406]),
       },
       patch: multiObjectWrite('Apply several objects in one transaction (all or nothing)'),
@@ -403,7 +415,7 @@ function fixedPaths(): Obj {
       get: {
         tags: ['state'],
         summary: 'Every state object, each with x-path',
-        parameters: params(['fields', 'where', 'match-path', 'content', 'with-defaults']),
+        parameters: params(['fields', 'where', 'match-path', 'content', 'with-defaults', 'watch']),
         responses: responses({ 200: bodyOk(list({ $ref: '#/components/schemas/x-object' })) }, [400, 401, 406]),
       },
       ...opt(['GET', 'OPTIONS']),
@@ -449,6 +461,34 @@ function fixedPaths(): Obj {
         ),
       },
       ...opt(['POST', 'OPTIONS']),
+    },
+    '/v1/state/volga/webhooks/{name}/history': {
+      parameters: templateParams('{name}'),
+      get: {
+        tags: ['webhook'],
+        summary: 'The last 15 minutes of the exporter: delivered-counter samples every 5 s and recent errors',
+        responses: responses(
+          {
+            200: bodyOk({
+              type: 'object',
+              properties: {
+                name: { type: 'string' },
+                'interval-seconds': { type: 'number' },
+                samples: {
+                  type: 'array',
+                  items: { type: 'object', properties: { time: { type: 'string' }, delivered: { type: 'number' } } },
+                },
+                errors: {
+                  type: 'array',
+                  items: { type: 'object', properties: { time: { type: 'string' }, error: { type: 'string' } } },
+                },
+              },
+            }),
+          },
+          [400, 401, 403, 404],
+        ),
+      },
+      ...opt(['GET', 'OPTIONS']),
     },
     '/v1/state/volga/webhooks/{name}/restart': {
       parameters: templateParams('{name}'),

@@ -23,6 +23,7 @@ export const queryParams = [
   'validate',
   'default-operation',
   'site',
+  'watch',
 ] as const;
 export type QueryParam = (typeof queryParams)[number];
 
@@ -45,6 +46,8 @@ export type ParsedQuery = {
   includeTenantConfig: boolean;
   dryRun: boolean;
   validate: boolean;
+  /** Stream the answer and its changes as Server-Sent Events (api/watch.ts). */
+  watch: boolean;
 };
 
 export type ParseQueryOptions = {
@@ -59,6 +62,7 @@ const booleans = {
   'include-tenant-config': 'includeTenantConfig',
   'dry-run': 'dryRun',
   validate: 'validate',
+  watch: 'watch',
 } as const satisfies Partial<Record<QueryParam, keyof ParsedQuery>>;
 
 function bad(parameter: string, code: string, message: string): ApiError {
@@ -91,6 +95,7 @@ export function parseQuery(
     includeTenantConfig: false,
     dryRun: false,
     validate: false,
+    watch: false,
   };
   if (params.size === 0) return out;
   const seen = new Set<string>();

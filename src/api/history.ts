@@ -1,0 +1,146 @@
+/**
+ * The last 15 minutes of each webhook exporter, kept in memory so that a freshly opened status
+ * page (/ui/) can plot throughput at once: every `intervalMs` (5 s) one sample of its
+ * `delivered` counter (180 samples), and its recent errors (the last 20 distinct
+ * `last-error`s). The states are read where the API reads them: the runtime of this process,
+ * else the store's kv area (published by the process that runs the exporter).
+ *
+ * `GET /v1/state/volga/webhooks/<name>/history` →
+ * `{name, interval-seconds, samples: [{time, delivered}], errors: [{time, error}]}`; its
+ * authorization is that of reading the exporter's state.
+ */
+import { Hono } from 'hono';
+import { ApiError } from '../errors.js';
+import { isObject, type JsonObject } from '../json.js';
+import { log } from '../log.js';
+import { configKey, kvPrefix } from '../model/keys.js';
+import type { Store } from '../store/store.js';
+import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
+import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
+import { parseQuery } from '../query/params.js';
+
+export type Sample = { time: number; delivered: number };
+type Series = { samples: Sample[]; errors: Array<{ time: number; error: string }>; lastErrorKey?: string };
+
+export class DeliveredHistory {
+  readonly points: number;
+  private readonly series = new Map<string, Series>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private sampling = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: RuntimeView | undefined,
+    readonly intervalMs = 5000,
+    windowMs = 15 * 60_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.points = Math.max(2, Math.round(windowMs / intervalMs));
+  }
+
+  start(): this {
+    void this.sample();
+    this.timer = setInterval(() => void this.sample(), this.intervalMs);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Takes one sample of every exporter whose state is published. */
+  async sample(): Promise<void> {
+    if (this.sampling) return;
+    this.sampling = true;
+    try {
+      const time = this.now();
+      const seen = new Set<string>();
+      for (const key of await this.store.kvKeys(kvPrefix.webhookState)) {
+        const id = key.slice(kvPrefix.webhookState.length);
+        const slash = id.indexOf('/');
+        if (slash < 0) continue;
+        const state =
+          this.runtime?.exporterState(id.slice(0, slash), id.slice(slash + 1)) ?? parse(await this.store.kvGet(key));
+        if (!state) continue;
+        seen.add(id);
+        this.add(id, time, state);
+      }
+      for (const id of [...this.series.keys()]) if (!seen.has(id)) this.series.delete(id);
+    } catch (err) {
+      log('debug', 'history: cannot sample exporter states', { error: String(err) });
+    } finally {
+      this.sampling = false;
+    }
+  }
+
+  private add(id: string, time: number, state: JsonObject): void {
+    let s = this.series.get(id);
+    if (!s) {
+      s = { samples: [], errors: [] };
+      this.series.set(id, s);
+    }
+    const delivered = typeof state.delivered === 'number' ? state.delivered : 0;
+    s.samples.push({ time, delivered });
+    if (s.samples.length > this.points) s.samples.splice(0, s.samples.length - this.points);
+    const error = state['last-error'];
+    if (typeof error === 'string') {
+      const at = typeof state['last-error-time'] === 'string' ? Date.parse(state['last-error-time']) : time;
+      const errorKey = `${at} ${error}`;
+      if (errorKey !== s.lastErrorKey) {
+        s.lastErrorKey = errorKey;
+        s.errors.push({ time: Number.isFinite(at) ? at : time, error });
+        if (s.errors.length > 20) s.errors.shift();
+      }
+    }
+  }
+
+  /** The history of one exporter (empty before its first sample). */
+  of(tenant: string, name: string): JsonObject {
+    const s = this.series.get(`${tenant}/${name}`);
+    return {
+      name,
+      'interval-seconds': this.intervalMs / 1000,
+      samples: (s?.samples ?? []).map((p) => ({ time: new Date(p.time).toISOString(), delivered: p.delivered })),
+      errors: (s?.errors ?? []).map((e) => ({ time: new Date(e.time).toISOString(), error: e.error })),
+    };
+  }
+}
+
+function parse(raw: string | undefined): JsonObject | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    return isObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const PATH = '/v1/state/volga/webhooks/:name/history';
+
+export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.get(PATH, async (c) => {
+    const p = principalOf(c);
+    const name = c.req.param('name');
+    parseQuery(searchParams(c), []);
+    // Reading the history is reading the exporter's state.
+    deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
+    if (deps.strongbox.sealed)
+      throw new ApiError('sealed', 'Cannot serve an exporter history: the secret store is sealed', { code: 'sealed' });
+    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`))))
+      throw new ApiError('not-found', `No webhook exporter ${name}`, {
+        code: 'missing',
+        'x-path': `/v1/config/volga/webhooks/${name}`,
+      });
+    const history = deps.history ?? new DeliveredHistory(deps.store, deps.runtime);
+    return reply(c, 200, history.of(p.tenant, name));
+  });
+  app.options(PATH, () => options(['GET', 'OPTIONS'], false));
+  app.all(PATH, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
+  });
+  return app;
+}

@@ -1,0 +1,195 @@
+/**
+ * `?watch` on a /v1/config or /v1/state read: a Server-Sent Events stream of the objects the
+ * same read would answer (one object or a list, `where` and `fields` applied), then of each
+ * change: `event: change` with the object and its `x-path`, or `{x-path, x-operation: delete}`
+ * when it is gone or no longer matches `where`. After the current objects one `event: synced`
+ * (`{"count": N}`) tells a client that what follows are changes. A comment line keeps idle
+ * connections open (every 10 s by default). When the token expires, `event: expired` ends the
+ * stream.
+ *
+ * One hub per store subscribes once to the store's change notifications (and to the exporter
+ * runtime's state publications) and fans them out to the watchers; a notified watcher re-runs
+ * its read and sends the difference from what it sent before. Notifications that arrive while
+ * it reads are coalesced into one more read, so a burst of commits costs a watcher two reads.
+ */
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
+import { log } from '../log.js';
+import type { Store } from '../store/store.js';
+import type { AppDeps } from './deps.js';
+import type { Ctx } from './http.js';
+
+/** One object of a read: its `/v1/...` path and the value the read answers for it. */
+export type WatchedObject = { xPath: string; value: Json };
+
+export type WatchSpec = {
+  /** Whether a change of these store keys may change the answer. */
+  relevant: (keys: readonly string[]) => boolean;
+  /** Exporter state publications matter too (state reads). */
+  runtimeState: boolean;
+  /** The objects the read answers now. */
+  read: () => Promise<WatchedObject[]>;
+};
+
+type Watcher = { spec: WatchSpec; notify: () => void; close: () => void };
+
+export class WatchHub {
+  /** Interval of the keep-alive comment; at most 15 s so that proxies keep the stream open. */
+  keepAliveMs = 10_000;
+  private readonly watchers = new Set<Watcher>();
+  private unsubscribe: Array<() => void> = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly runtime: AppDeps['runtime'],
+  ) {}
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  add(w: Watcher): () => void {
+    this.watchers.add(w);
+    if (this.unsubscribe.length === 0) {
+      this.unsubscribe.push(
+        this.store.onChange((keys) => {
+          for (const x of this.watchers) if (x.spec.relevant(keys)) x.notify();
+        }),
+      );
+      const onState = this.runtime?.onStateChange;
+      if (onState)
+        this.unsubscribe.push(
+          onState(() => {
+            for (const x of this.watchers) if (x.spec.runtimeState) x.notify();
+          }),
+        );
+    }
+    return () => {
+      this.watchers.delete(w);
+      if (this.watchers.size === 0) this.stopListening();
+    };
+  }
+
+  /** Ends every stream (the process is stopping). */
+  close(): void {
+    for (const w of [...this.watchers]) w.close();
+    this.stopListening();
+  }
+
+  private stopListening(): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+  }
+}
+
+const hubs = new WeakMap<Store, WatchHub>();
+
+/** The one hub of this store (created on first use). */
+export function watchHub(deps: Pick<AppDeps, 'store' | 'runtime'>): WatchHub {
+  let hub = hubs.get(deps.store);
+  if (!hub) {
+    hub = new WatchHub(deps.store, deps.runtime);
+    hubs.set(deps.store, hub);
+  }
+  return hub;
+}
+
+/** Ends the watch streams served from this store, if any. */
+export function closeWatches(store: Store): void {
+  hubs.get(store)?.close();
+}
+
+function withPath(o: WatchedObject): JsonObject {
+  return isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value };
+}
+
+/** The SSE response of a watch; the caller has already checked the query and authorization. */
+export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, spec: WatchSpec): Response {
+  const hub = watchHub(deps);
+  return streamSSE(c, async (stream: SSEStreamingApi) => {
+    const sent = new Map<string, string>();
+    let dirty = true;
+    let running = false;
+    let closed = false;
+    let finish: () => void = () => {};
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const end = () => {
+      if (closed) return;
+      closed = true;
+      finish();
+    };
+
+    const emit = async (objects: WatchedObject[]): Promise<void> => {
+      const now = new Map<string, string>();
+      for (const o of objects) {
+        const text = canonicalJson(withPath(o));
+        now.set(o.xPath, text);
+        if (sent.get(o.xPath) !== text) await stream.writeSSE({ event: 'change', data: text });
+      }
+      for (const xPath of sent.keys()) {
+        if (!now.has(xPath))
+          await stream.writeSSE({
+            event: 'change',
+            data: JSON.stringify({ 'x-path': xPath, 'x-operation': 'delete' }),
+          });
+      }
+      sent.clear();
+      for (const [k, v] of now) sent.set(k, v);
+    };
+
+    const pump = async (): Promise<void> => {
+      if (running) return;
+      running = true;
+      try {
+        while (dirty && !closed) {
+          dirty = false;
+          await emit(await spec.read());
+        }
+      } catch (err) {
+        // The store is unreachable or the stream is gone: end it; the client reconnects.
+        log('debug', 'watch: ending a stream', { error: String(err) });
+        end();
+      } finally {
+        running = false;
+      }
+    };
+
+    const remove = hub.add({
+      spec,
+      notify: () => {
+        dirty = true;
+        void pump();
+      },
+      close: end,
+    });
+    stream.onAbort(end);
+    // The stream lasts as long as the token that opened it.
+    const expires = c.get('principal')?.expires;
+    const expiry =
+      expires === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              stream
+                .writeSSE({
+                  event: 'expired',
+                  data: JSON.stringify({ 'error-message': 'The token expired: log in again and reopen the watch' }),
+                })
+                .then(end, end);
+            },
+            Math.min(Math.max(0, expires - Date.now()), 2 ** 31 - 1),
+          );
+    const keepAlive = setInterval(() => {
+      stream.write(': keep-alive\n\n').catch(end);
+    }, hub.keepAliveMs);
+    try {
+      await pump();
+      if (!closed) await stream.writeSSE({ event: 'synced', data: JSON.stringify({ count: sent.size }) });
+      if (dirty) void pump();
+      await done;
+    } finally {
+      clearInterval(keepAlive);
+      if (expiry) clearTimeout(expiry);
+      remove();
+    }
+  });
+}

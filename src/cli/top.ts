@@ -1,0 +1,141 @@
+/**
+ * `ctl top`: a live table of the webhook exporters (like `vector top`), redrawn every second
+ * from `GET /v1/state/volga/webhooks`: status, delivered, delivered/s (from the difference of
+ * the last two samples), lag (summed over topics), in flight, failed attempts, dropped and the
+ * last error. q or Ctrl-C quits. State fields are read by name, tolerating absent ones.
+ */
+import { CliError, failure } from './client.js';
+import type { Verb } from './ctl.js';
+import { table } from './output.js';
+import { withQuery } from './paths.js';
+
+type Row = Record<string, unknown>;
+type Sample = { at: number; delivered: number };
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** Lag summed over topics: `topic-lag: [{topic, lag}]`, or older `topics: [{name, lag}]`, or a number. */
+export function lagOf(state: Row): number | undefined {
+  const direct = num(state.lag);
+  if (direct !== undefined) return direct;
+  for (const field of ['topic-lag', 'topics']) {
+    const list = state[field];
+    if (Array.isArray(list)) {
+      let sum = 0;
+      let any = false;
+      for (const t of list) {
+        const l = t && typeof t === 'object' ? num((t as Row).lag) : undefined;
+        if (l !== undefined) {
+          sum += l;
+          any = true;
+        }
+      }
+      if (any || list.length === 0) return sum;
+    }
+  }
+  return undefined;
+}
+
+export function frame(
+  rows: Row[],
+  previous: Map<string, Sample>,
+  now: number,
+  width: number,
+): { text: string; samples: Map<string, Sample> } {
+  const samples = new Map<string, Sample>();
+  const lines = rows.map((s) => {
+    const name = String(s.name ?? '?');
+    const delivered = num(s.delivered) ?? 0;
+    samples.set(name, { at: now, delivered });
+    const before = previous.get(name);
+    const rate =
+      before && now > before.at
+        ? ((Math.max(0, delivered - before.delivered) * 1000) / (now - before.at)).toFixed(1)
+        : '-';
+    return {
+      name,
+      status: String(s.status ?? '?'),
+      delivered,
+      'delivered/s': rate,
+      lag: lagOf(s) ?? '-',
+      'in-flight': num(s['in-flight']) ?? '-',
+      failed: num(s['failed-attempts']) ?? '-',
+      dropped: num(s.dropped) ?? '-',
+      'last error': typeof s['last-error'] === 'string' ? s['last-error'] : '',
+    };
+  });
+  const text = table(lines, [
+    'name',
+    'status',
+    'delivered',
+    'delivered/s',
+    'lag',
+    'in-flight',
+    'failed',
+    'dropped',
+    'last error',
+  ]);
+  const clipped = text
+    .split('\n')
+    .map((l) => (l.length > width ? l.slice(0, Math.max(0, width - 1)) + '…' : l))
+    .join('\n');
+  return { text: rows.length === 0 ? '(no webhook exporters)\n' : clipped, samples };
+}
+
+export async function top(v: Verb): Promise<number> {
+  const path = withQuery('/v1/state/volga/webhooks', { site: v.flags.site });
+  const tty = process.stdout.isTTY === true;
+  let previous = new Map<string, Sample>();
+  let stop: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => (stop = resolve));
+  const stdin = process.stdin;
+  const onKey = (d: Buffer) => {
+    const s = d.toString();
+    if (s.includes('q') || s.includes('Q') || s.includes('\u0003')) stop(0);
+  };
+  if (stdin.isTTY) {
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.on('data', onKey);
+  }
+  const onSignal = () => stop(0);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  if (tty) v.out('\x1b[?1049h\x1b[?25l');
+  let failedWith: CliError | undefined;
+  const draw = async () => {
+    let body: string;
+    try {
+      const res = await v.client.request('GET', path);
+      if (res.status === 401 || res.status === 403) {
+        failedWith = await failure(res, 'top');
+        return stop(1);
+      }
+      if (res.status !== 200) body = `${(await failure(res, 'top')).message}\n`;
+      else {
+        const rows = (await res.json()) as Row[];
+        const f = frame(Array.isArray(rows) ? rows : [], previous, Date.now(), process.stdout.columns ?? 160);
+        previous = f.samples;
+        body = f.text;
+      }
+    } catch (e) {
+      body = `${e instanceof Error ? e.message : String(e)}\n`;
+    }
+    const title = `edgeplane top  ${v.client.url}${v.flags.site ? `  site ${v.flags.site}` : ''}  ${new Date().toISOString().slice(11, 19)}  (q to quit)\n\n`;
+    v.out((tty ? '\x1b[H\x1b[2J' : '') + title + body + (tty ? '' : '\n'));
+  };
+  await draw();
+  const timer = setInterval(() => void draw(), 1000);
+  const code = await done;
+  clearInterval(timer);
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  if (stdin.isTTY) {
+    stdin.off('data', onKey);
+    stdin.setRawMode(false);
+    stdin.pause();
+  }
+  if (tty) v.out('\x1b[?25h\x1b[?1049l');
+  if (failedWith) throw failedWith;
+  return code;
+}
