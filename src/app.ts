@@ -21,7 +21,15 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
-  guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
+  // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/routes.ts),
+  // deliberately outside this one, which never accepts them.
+  for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
+  const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
+  guardRoutes(
+    app,
+    [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), ...fleetUser, stateRoutes(deps)],
+    guard,
+  );
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(
     guard((c) => {

@@ -15,6 +15,7 @@ import { openStore } from './store/index.js';
 import { decryptSecret } from './secrets/secrets.js';
 import { Strongbox } from './secrets/strongbox.js';
 import type { Runtime } from './exporter/index.js';
+import { openFleet } from './fleet/index.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -29,7 +30,10 @@ export async function createInstance(
   opts: { runtime?: boolean; announce?: (line: string) => void } = {},
 ): Promise<Instance> {
   setLogLevel(settings.logLevel);
-  const store = await openStore(settings);
+  const rawStore = await openStore(settings);
+  // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
+  const fleet = await openFleet(settings, rawStore);
+  const store = fleet.store;
   if (!settings.redisUrl)
     log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
       dataDir: settings.dataDir,
@@ -39,7 +43,7 @@ export async function createInstance(
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
   const auth = createAuth({
-    settings,
+    settings: fleet.authSettings(settings),
     store,
     audit: auditToBus(bus),
     ...(opts.announce ? { announce: opts.announce } : {}),
@@ -75,14 +79,16 @@ export async function createInstance(
       },
     });
   }
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, ...(runtime ? { runtime } : {}) };
+  const deps: AppDeps = { settings, store, strongbox, auth, bus, fleet, ...(runtime ? { runtime } : {}) };
   const app = buildApp(deps);
+  fleet.start();
   return {
     app,
     deps,
     runtime,
     async close(deadlineMs = 10_000) {
       await runtime?.stop(deadlineMs);
+      await fleet.close();
       auth.close();
       await bus.close();
       await store.close();

@@ -5,6 +5,7 @@ import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
 import type { JsonObject } from '../json.js';
+import type { Fleet } from '../fleet/index.js';
 
 /** The exporter runtime as the API sees it (absent in a process that serves only the API). */
 export type RuntimeView = {
@@ -19,6 +20,8 @@ export type AppDeps = {
   auth: Auth;
   bus: Bus;
   runtime?: RuntimeView;
+  /** The fleet role (src/fleet/): control plane or edge site. */
+  fleet?: Fleet;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };
