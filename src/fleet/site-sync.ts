@@ -109,6 +109,16 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
+/** An error and its causes (undici's `fetch failed` keeps the TLS or socket reason in `cause`). */
+function describe(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && depth < 4; depth++) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(': ');
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -179,7 +189,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         if (stopped) break;
         log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
           site: o.site,
-          error: err instanceof Error ? err.message : String(err),
+          error: describe(err),
         });
       }
       connected = false;

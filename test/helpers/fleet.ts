@@ -4,6 +4,7 @@
  * test can cut to take a site off the network.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import * as assert from 'uvu/assert';
 
 export type Reply = { status: number; body: unknown; headers: Headers; text: string };
@@ -118,4 +119,37 @@ export async function startTcpProxy(targetPort: number, port = 0): Promise<TcpPr
     if (s) await new Promise<void>((r) => s.close(() => r()));
   };
   return { port: bound, cut: stop, restore: async () => void (await listen(bound)), close: stop };
+}
+
+/** A TLS-terminating proxy on 127.0.0.1 (free port) to plain 127.0.0.1:targetPort: HTTPS in front of an API process. */
+export async function startTlsProxy(
+  targetPort: number,
+  tls: { key: string; cert: string },
+): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createTlsServer({ key: tls.key, cert: tls.cert }, (inbound) => {
+    const outbound = connect(targetPort, '127.0.0.1');
+    sockets.add(inbound).add(outbound);
+    const drop = () => {
+      inbound.destroy();
+      outbound.destroy();
+    };
+    inbound.on('error', drop).on('close', drop);
+    outbound.on('error', drop).on('close', drop);
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  server.on('tlsClientError', () => undefined);
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : 0);
+    }),
+  );
+  return {
+    port,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }
