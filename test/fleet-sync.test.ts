@@ -181,4 +181,27 @@ test('a change of site labels moves the exporter away within seconds; a change o
   }, 'the exporter stopped at the site');
 });
 
+test('GET /v1/state/sites/<name>: connection, last-seen, config-version, in-sync', async () => {
+  assert.is((await admin.call('PUT', '/v1/config/sites/edge-3', { name: 'edge-3' })).status, 201);
+  type Link = { connection?: string; 'last-seen'?: string; 'config-version'?: string; 'in-sync'?: boolean };
+  const link = async (name: string) => (await admin.call('GET', `/v1/state/sites/${name}`)).body as Link;
+  await waitUntil(async () => (await link('edge-1'))['in-sync'] === true, 'edge-1 in sync');
+  const one = await link('edge-1');
+  assert.is(one.connection, 'connected');
+  assert.match(one['config-version'] ?? '', /^\d+-\d+$/);
+  assert.ok(Date.parse(one['last-seen'] ?? '') > 0, 'last-seen is a time');
+  assert.equal(await link('edge-3'), { ...(await link('edge-3')), connection: 'never-connected', 'in-sync': false });
+  assert.is((await link('edge-3'))['last-seen'], undefined);
+  assert.is((await link('edge-2')).connection, 'disconnected', 'its stream was opened once, then closed');
+  // A change the site has not applied yet is not in sync; once applied it is again.
+  assert.is((await admin.call('PATCH', '/v1/config/sites/edge-1', { labels: { tier: 'silver' } })).status, 204);
+  await waitUntil(async () => {
+    const l = await link('edge-1');
+    return l['in-sync'] === true && l['config-version'] !== one['config-version'];
+  }, 'edge-1 applied the change and acknowledged it');
+  await site!.stop();
+  site = undefined;
+  await waitUntil(async () => (await link('edge-1')).connection === 'disconnected', 'edge-1 disconnected');
+});
+
 test.run();

@@ -12,11 +12,13 @@ import type { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../model/keys.js';
+import type { JsonObject } from '../json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
+import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
 import { startSiteSync, type SiteSync } from './site-sync.js';
 
@@ -30,6 +32,8 @@ export type Fleet = {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
+  siteState(site: string): Promise<JsonObject | undefined>;
   start(): void;
   close(): Promise<void>;
 };
@@ -51,6 +55,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         managed.has(configKey(s.tenant, `system/users/${adminUser}`)) ? { ...s, adminPassword: undefined } : s,
       userRoutes: () => [],
       siteRoutes: () => [],
+      siteState: async () => undefined,
       start() {
         sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
       },
@@ -61,12 +66,14 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
   }
   const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
   let projector: Projector | undefined;
+  const presence: Presence = createPresence(store, fleetLog);
   return {
     role: 'control-plane',
     store,
     authSettings: (s) => s,
     userRoutes: (deps) => [fleetUserRoutes(deps)],
-    siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
+    siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, presence, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
+    siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
     start() {
       projector = startProjector({
         store,

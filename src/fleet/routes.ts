@@ -13,6 +13,7 @@
  *     `event: snapshot`, `id` = that version, data `{"objects": [{key, value}]}`;
  *   - then every new entry as it is appended (woken by the log's append notification, one
  *     subscription per process), and a `: keep-alive` comment after `keepAliveMs` of silence.
+ * `POST /v1/fleet/sites/<name>/ack` {version} (same guard): the site applied that version.
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
@@ -21,7 +22,10 @@ import { methodNotAllowed, options, principalOf, reply, searchParams } from '../
 import { ApiError } from '../errors.js';
 import { configKey } from '../model/keys.js';
 import { parseQuery } from '../query/params.js';
-import type { FleetLog } from './log.js';
+import { randomUUID } from 'node:crypto';
+import { isObject } from '../json.js';
+import { parseVersion, type FleetLog } from './log.js';
+import type { Presence } from './presence.js';
 import { issueSiteToken, siteOfToken } from './site-tokens.js';
 
 export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
@@ -83,7 +87,7 @@ export async function authenticateSite(deps: AppDeps, c: Context, site: string):
     });
 }
 
-export type SyncOptions = { fleetLog: FleetLog; keepAliveMs: number; batch?: number };
+export type SyncOptions = { fleetLog: FleetLog; presence: Presence; keepAliveMs: number; batch?: number };
 
 /** Per process: wakes the streams of a site when its log grows (one subscription for all). */
 function createWaker(fleetLog: FleetLog) {
@@ -127,14 +131,30 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
           parameter: name,
         });
     const start = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    const id = randomUUID();
+    const ttl = o.keepAliveMs * 3;
+    await o.presence.connected(site, id, ttl);
+    // The version a site resumes from is the last one it applied.
+    if (start !== undefined && parseVersion(start)) await o.presence.applied(site, start);
     return streamSSE(
       c,
       async (stream) => {
         let aborted = false;
         stream.onAbort(() => {
           aborted = true;
+          void o.presence.disconnected(site, id).catch(() => undefined);
         });
-        await serve(stream, site, start, () => aborted);
+        try {
+          await serve(
+            stream,
+            site,
+            start,
+            () => aborted,
+            () => o.presence.connected(site, id, ttl),
+          );
+        } finally {
+          await o.presence.disconnected(site, id).catch(() => undefined);
+        }
       },
       async () => {
         // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
@@ -145,7 +165,36 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     throw methodNotAllowed(c.req.method, c.req.path, ['GET']);
   });
 
-  async function serve(stream: SSEStreamingApi, site: string, start: string | undefined, aborted: () => boolean) {
+  // The site acknowledges each version it applied: {"version": "<id>"} → 204.
+  const ackPath = '/v1/fleet/sites/:name/ack';
+  app.post(ackPath, async (c) => {
+    const site = c.req.param('name');
+    await authenticateSite(deps, c, site);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(await c.req.text());
+    } catch {
+      doc = undefined;
+    }
+    if (!isObject(doc) || typeof doc.version !== 'string' || !parseVersion(doc.version))
+      throw new ApiError('invalid-value', 'Cannot acknowledge: send {"version": "<ms>-<seq>"}', {
+        code: 'schema-required',
+        path: 'version',
+      });
+    await o.presence.applied(site, doc.version);
+    return new Response(null, { status: 204 });
+  });
+  app.all(ackPath, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
+  });
+
+  async function serve(
+    stream: SSEStreamingApi,
+    site: string,
+    start: string | undefined,
+    aborted: () => boolean,
+    alive: () => Promise<void>,
+  ) {
     let version = start;
     while (!aborted()) {
       // Ask to be woken before reading, so an append between the read and the wait is not missed.
@@ -168,7 +217,10 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
         }
         if (entries.length >= batch) continue;
       }
-      if (!(await woken) && !aborted()) await stream.write(': keep-alive\n\n');
+      if (!(await woken) && !aborted()) {
+        await stream.write(': keep-alive\n\n');
+        await alive();
+      }
     }
   }
   return app;

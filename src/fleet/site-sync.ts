@@ -129,13 +129,39 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   let current: AbortController | undefined;
   let wakeSleep: (() => void) | undefined;
 
+  // Acknowledgements: the newest applied version, one POST at a time (older ones are skipped).
+  let ackNext: string | undefined;
+  let acking = false;
+  const ack = (version: string) => {
+    ackNext = version;
+    if (acking) return;
+    acking = true;
+    void (async () => {
+      while (ackNext !== undefined && !stopped) {
+        const v = ackNext;
+        ackNext = undefined;
+        await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ version: v }),
+          dispatcher: agent,
+        })
+          .then((r) => r.body?.cancel())
+          .catch(() => undefined); // the next reconnection reports the version as Last-Event-ID
+      }
+      acking = false;
+    })();
+  };
+
   async function handle(ev: EventSourceMessage): Promise<void> {
     if (ev.event === 'change' && ev.id) {
       const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
       if (keys) o.managed.set({ version: ev.id, keys });
+      ack(ev.id);
     } else if (ev.event === 'snapshot' && ev.id) {
       const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
       o.managed.set({ version: ev.id, keys });
+      ack(ev.id);
     }
     // `reset` only announces the snapshot that follows; unknown events are ignored.
   }
