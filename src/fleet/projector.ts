@@ -83,7 +83,10 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function projectSite(site: string, rev: number, view: Map<string, JsonObject>): Promise<void> {
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
-    const desired = applicableTo(view, site, o.root);
+    // A site whose object was deleted receives nothing more: its synced set empties.
+    const desired = view.has(`${o.root}/sites/${site}`)
+      ? applicableTo(view, site, o.root)
+      : new Map<string, JsonObject>();
     const changes: FleetChange[] = [];
     const etags = new Map<string, string>();
     for (const [key, value] of desired) {
