@@ -28,6 +28,10 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
+  // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/routes.ts),
+  // deliberately outside this one, which never accepts them.
+  for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
+  const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
   const metrics = deps.metrics ?? createMetrics();
   metrics.exporters(() => exporterSamples(deps.runtime));
   guardRoutes(
@@ -40,6 +44,7 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
       operationRoutes(deps),
       configRoutes(deps),
       historyRoutes(deps),
+      ...fleetUser,
       stateRoutes(deps),
     ],
     guard,

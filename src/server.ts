@@ -20,6 +20,7 @@ import { createMetrics } from './ops/metrics.js';
 import { applyConfigFile } from './ops/config-file.js';
 import { closeWatches } from './api/watch.js';
 import { DeliveredHistory } from './api/history.js';
+import { openFleet } from './fleet/index.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -34,7 +35,10 @@ export async function createInstance(
   opts: { runtime?: boolean; announce?: (line: string) => void } = {},
 ): Promise<Instance> {
   setLogLevel(settings.logLevel);
-  const store = await openStore(settings);
+  const rawStore = await openStore(settings);
+  // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
+  const fleet = await openFleet(settings, rawStore);
+  const store = fleet.store;
   if (!settings.redisUrl)
     log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
       dataDir: settings.dataDir,
@@ -44,7 +48,7 @@ export async function createInstance(
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
   const auth = createAuth({
-    settings,
+    settings: fleet.authSettings(settings),
     store,
     audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
     ...(opts.announce ? { announce: opts.announce } : {}),
@@ -88,8 +92,19 @@ export async function createInstance(
     });
   }
   const history = new DeliveredHistory(store, runtime).start();
-  const deps: AppDeps = { settings, store, strongbox, auth, bus, metrics, history, ...(runtime ? { runtime } : {}) };
+  const deps: AppDeps = {
+    settings,
+    store,
+    strongbox,
+    auth,
+    bus,
+    metrics,
+    history,
+    fleet,
+    ...(runtime ? { runtime } : {}),
+  };
   const app = buildApp(deps);
+  fleet.start();
   return {
     app,
     deps,
@@ -98,6 +113,7 @@ export async function createInstance(
       closeWatches(store);
       history.stop();
       await runtime?.stop(deadlineMs);
+      await fleet.close();
       auth.close();
       await bus.close();
       await store.close();

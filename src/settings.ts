@@ -1,4 +1,5 @@
 /** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
+import { readFileSync } from 'node:fs';
 import type { LogLevel } from './log.js';
 
 export type Settings = {
@@ -30,6 +31,19 @@ export type Settings = {
   metricsToken: string | undefined;
   /** A file in the shape of GET /v1/config, applied at start as one transaction. */
   configFile: string | undefined;
+  /** Fleet (src/fleet/): the edge-site role's settings; `controlPlaneUrl` undefined = a control plane. */
+  fleet: FleetSettings;
+};
+
+export type FleetSettings = {
+  /** Set at an edge site: the control plane it syncs from. */
+  controlPlaneUrl: string | undefined;
+  /** The site's sync token (SITE_TOKEN, or the content of SITE_TOKEN_FILE). */
+  siteToken: string | undefined;
+  /** PEM of the CA that signs the control plane's TLS certificate (CONTROL_PLANE_CA, a file). */
+  controlPlaneCa: string | undefined;
+  /** How long the control plane keeps each site's change history, in milliseconds. */
+  historyMs: number;
 };
 
 /** A setting that cannot be used; `setting` names the environment variable. */
@@ -57,6 +71,62 @@ function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new SettingsError(name, `${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration setting: a whole number and a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`. */
+function duration(env: NodeJS.ProcessEnv, name: string, defMs: number, minMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return defMs;
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
+  if (!m)
+    throw new SettingsError(
+      name,
+      `${name} must be a number and a unit (ms, s, m, h, d) such as 7d, got ${JSON.stringify(raw)}`,
+    );
+  const ms = Number(m[1]) * durationUnits[m[2]!]!;
+  if (ms < minMs) throw new SettingsError(name, `${name} must be at least ${minMs} ms, got ${JSON.stringify(raw)}`);
+  return ms;
+}
+
+function readSettingFile(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new SettingsError(name, `${name}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Without CONTROL_PLANE_URL a process is a control plane (and its own site SITE), as before the fleet. */
+function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
+  const historyMs = duration(env, 'FLEET_HISTORY', 7 * 86_400_000, 1000);
+  const url = env.CONTROL_PLANE_URL || undefined;
+  if (url === undefined)
+    return { controlPlaneUrl: undefined, siteToken: undefined, controlPlaneCa: undefined, historyMs };
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new SettingsError('CONTROL_PLANE_URL', `CONTROL_PLANE_URL is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new SettingsError(
+      'CONTROL_PLANE_URL',
+      `CONTROL_PLANE_URL must be http:// or https://, got ${JSON.stringify(url)}`,
+    );
+  if (!env.SITE) throw new SettingsError('SITE', 'CONTROL_PLANE_URL is set: SITE must name this edge site');
+  if (env.SITE_TOKEN && env.SITE_TOKEN_FILE)
+    throw new SettingsError('SITE_TOKEN', 'Set SITE_TOKEN or SITE_TOKEN_FILE, not both');
+  const token =
+    env.SITE_TOKEN || (env.SITE_TOKEN_FILE ? readSettingFile('SITE_TOKEN_FILE', env.SITE_TOKEN_FILE).trim() : '');
+  if (!token)
+    throw new SettingsError(
+      'SITE_TOKEN',
+      'CONTROL_PLANE_URL is set: SITE_TOKEN or SITE_TOKEN_FILE must give the site token (issue-token)',
+    );
+  const ca = env.CONTROL_PLANE_CA ? readSettingFile('CONTROL_PLANE_CA', env.CONTROL_PLANE_CA) : undefined;
+  return { controlPlaneUrl: url.replace(/\/+$/, ''), siteToken: token, controlPlaneCa: ca, historyMs };
 }
 
 const logLevels = ['debug', 'info', 'warn', 'error'] as const;
@@ -99,6 +169,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 3_600_000),
     metricsToken: env.METRICS_TOKEN || undefined,
     configFile: env.EDGEPLANE_CONFIG || undefined,
+    fleet: loadFleet(env),
   };
 }
 

@@ -8,6 +8,7 @@ import type { JsonObject } from '../json.js';
 import type { ProbeCheck } from '../ops/probes.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { DeliveredHistory } from './history.js';
+import type { Fleet } from '../fleet/index.js';
 
 /** The exporter runtime as the API sees it (absent in a process that serves only the API). */
 export type RuntimeView = {
@@ -31,6 +32,8 @@ export type AppDeps = {
   metrics?: Metrics;
   /** Samples of exporter counters for the status page (api/history.ts). */
   history?: DeliveredHistory;
+  /** The fleet role (src/fleet/): control plane or edge site. */
+  fleet?: Fleet;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };

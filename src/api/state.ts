@@ -47,6 +47,11 @@ async function extras(
     }
     return { status: 'starting' };
   }
+  // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
+  if (def.id === 'site' && tenant === deps.settings.tenant && typeof value.name === 'string') {
+    const link = await deps.fleet?.siteState(value.name);
+    if (link) return { ...value, ...link };
+  }
   if (def.id === 'deployment') {
     const placement = isObject(value.placement) ? value.placement : {};
     const expr = placement['match-site-labels'];

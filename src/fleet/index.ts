@@ -1,0 +1,92 @@
+/**
+ * The fleet: one control plane, many edge sites, in one binary (settings.fleet picks the role).
+ *
+ * Control plane (no CONTROL_PLANE_URL): the projector keeps each site's change log
+ * (projector.ts, log.ts) and the app serves issue-token and the sync route (routes.ts).
+ * Edge site: the rest of the process uses a store that refuses writes to synced objects
+ * (managed.ts), and the sync loop (site-sync.ts) applies what the control plane sends.
+ *
+ * server.ts calls openFleet right after opening the store and start() once the app exists.
+ */
+import type { Hono } from 'hono';
+import type { AppDeps, AppEnv } from '../api/deps.js';
+import { adminUser } from '../auth/bootstrap.js';
+import { configKey } from '../model/keys.js';
+import type { JsonObject } from '../json.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/store.js';
+import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
+import { ManagedKeys, readOnlySynced } from './managed.js';
+import { startProjector, type Projector } from './projector.js';
+import { createPresence, type Presence } from './presence.js';
+import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
+import { startSiteSync, type SiteSync } from './site-sync.js';
+
+export type Fleet = {
+  role: 'control-plane' | 'edge-site';
+  /** The store the rest of the process uses (at an edge site: synced objects read-only). */
+  store: Store;
+  /** The settings auth bootstraps from: a synced admin is the control plane's, not ADMIN_PASSWORD's. */
+  authSettings(settings: Settings): Settings;
+  /** Routes inside the app's user guard. */
+  userRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** Routes with their own guard (site tokens only), registered beside the user guard. */
+  siteRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
+  siteState(site: string): Promise<JsonObject | undefined>;
+  start(): void;
+  close(): Promise<void>;
+};
+
+export type FleetOptions = { keepAliveMs?: number; resyncMs?: number };
+
+export async function openFleet(settings: Settings, store: Store, opts: FleetOptions = {}): Promise<Fleet> {
+  const f = settings.fleet;
+  if (f.controlPlaneUrl !== undefined && f.siteToken !== undefined) {
+    const managed = new ManagedKeys();
+    await managed.load(store);
+    const url = f.controlPlaneUrl;
+    const token = f.siteToken;
+    let sync: SiteSync | undefined;
+    return {
+      role: 'edge-site',
+      store: readOnlySynced(store, managed),
+      authSettings: (s) =>
+        managed.has(configKey(s.tenant, `system/users/${adminUser}`)) ? { ...s, adminPassword: undefined } : s,
+      userRoutes: () => [],
+      siteRoutes: () => [],
+      siteState: async () => undefined,
+      start() {
+        sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
+      },
+      async close() {
+        await sync?.stop();
+      },
+    };
+  }
+  const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
+  let projector: Projector | undefined;
+  const presence: Presence = createPresence(store, fleetLog);
+  return {
+    role: 'control-plane',
+    store,
+    authSettings: (s) => s,
+    userRoutes: (deps) => [fleetUserRoutes(deps)],
+    siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, presence, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
+    siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    start() {
+      projector = startProjector({
+        store,
+        fleetLog,
+        root: settings.tenant,
+        ownSite: settings.site,
+        historyMs: f.historyMs,
+        ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+      });
+    },
+    async close() {
+      await projector?.stop();
+      await fleetLog.close();
+    },
+  };
+}

@@ -1,0 +1,277 @@
+/**
+ * The fleet change log: per site, an ordered history of changes to the set of objects that
+ * applies to it, and that set materialised, so a snapshot is one read. A version is a Redis
+ * stream ID (`<ms>-<seq>`), ordered like Kubernetes' resourceVersion; `0-0` is the empty
+ * start. `floor` (the log's first version, later the newest trimmed one) bounds the history: a
+ * site at a version below it, or above the head, or from another log, must take a snapshot
+ * (Kubernetes' 410-and-relist).
+ *
+ * `append` is a compare-and-set on the head: it writes only when the site's log still ends at
+ * `expectedHead` and was not projected from a newer configuration revision, so concurrent
+ * projectors (several control-plane processes) can neither interleave entries nor go back in
+ * time. The set, the entry and the head change together, atomically.
+ *
+ * Redis layout (redis-cli readable):
+ *   ep:fleet:<site>:set   hash store key → object JSON (what the site should hold now)
+ *   ep:fleet:<site>:log   stream, one entry per change of the set, field `c` = JSON changes
+ *   ep:fleet:<site>:meta  hash {head, floor, rev} (rev = configuration revision projected)
+ *   ep:fleet:sites        set of the sites that have a log
+ *   ep:fleet:appended     pub/sub: a site name, after each append (ep:fleet:appended:N on DB N)
+ * The embedded store's control plane keeps the same structures in memory: they are derived
+ * from the configuration, so a restart rebuilds them, and the new log's floor sends every
+ * site that synced before the restart a snapshot.
+ */
+import { createHash } from 'node:crypto';
+import { createClient } from 'redis';
+import { ApiError } from '../errors.js';
+import type { JsonObject } from '../json.js';
+import { log } from '../log.js';
+
+export type FleetChange = { op: 'put'; key: string; value: JsonObject } | { op: 'delete'; key: string };
+export type FleetEntry = { version: string; changes: FleetChange[] };
+export type FleetSnapshot = { version: string; rev: number; objects: Map<string, JsonObject> };
+
+export interface FleetLog {
+  snapshot(site: string): Promise<FleetSnapshot>;
+  /** Appends one entry (CAS on the head, see above): the new version, or undefined when it lost a race. */
+  append(site: string, expectedHead: string, rev: number, changes: FleetChange[]): Promise<string | undefined>;
+  /** Entries after `after`, oldest first, at most `limit`; 'reset' when `after` is outside the history. */
+  since(site: string, after: string, limit: number): Promise<FleetEntry[] | 'reset'>;
+  /** Drops entries older than `beforeMs` (their newest becomes the floor). */
+  trim(site: string, beforeMs: number): Promise<void>;
+  sites(): Promise<string[]>;
+  /** Called with a site's name after an append by any process. */
+  onAppend(listener: (site: string) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** A stream ID as a pair of bigints, or undefined when `v` is not one. */
+export function parseVersion(v: string): [bigint, bigint] | undefined {
+  const m = /^(\d{1,20})-(\d{1,20})$/.exec(v);
+  return m ? [BigInt(m[1]!), BigInt(m[2]!)] : undefined;
+}
+
+export function compareVersions(a: string, b: string): number {
+  const x = parseVersion(a) ?? [0n, 0n];
+  const y = parseVersion(b) ?? [0n, 0n];
+  return x[0] !== y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] === y[1] ? 0 : x[1] < y[1] ? -1 : 1;
+}
+
+/** True when a site at `after` can catch up by entries alone: floor ≤ after ≤ head. */
+export function withinHistory(after: string, floor: string, head: string): boolean {
+  return parseVersion(after) !== undefined && compareVersions(after, floor) >= 0 && compareVersions(after, head) <= 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// In process (the embedded store's control plane)
+
+export function createMemoryFleetLog(now: () => number = Date.now): FleetLog {
+  type SiteLog = { set: Map<string, JsonObject>; entries: FleetEntry[]; head: string; floor: string; rev: number };
+  const logs = new Map<string, SiteLog>();
+  const listeners = new Set<(site: string) => void>();
+  let last: [number, number] = [0, 0];
+
+  const siteLog = (site: string): SiteLog => {
+    let l = logs.get(site);
+    if (!l) logs.set(site, (l = { set: new Map(), entries: [], head: '0-0', floor: '0-0', rev: -1 }));
+    return l;
+  };
+  const nextId = (): string => {
+    const ms = now();
+    last = ms > last[0] ? [ms, 0] : [last[0], last[1] + 1];
+    return `${last[0]}-${last[1]}`;
+  };
+
+  return {
+    async snapshot(site) {
+      const l = siteLog(site);
+      return { version: l.head, rev: l.rev, objects: new Map(l.set) };
+    },
+    async append(site, expectedHead, rev, changes) {
+      const l = siteLog(site);
+      if (l.head !== expectedHead || l.rev > rev) return undefined;
+      const version = nextId();
+      for (const c of changes) {
+        if (c.op === 'put') l.set.set(c.key, c.value);
+        else l.set.delete(c.key);
+      }
+      // The first entry is the floor: a version from any other history (a restart, a wiped log) is outside it.
+      if (l.head === '0-0') l.floor = version;
+      l.entries.push({ version, changes });
+      l.head = version;
+      l.rev = rev;
+      for (const fn of listeners) queueMicrotask(() => fn(site));
+      return version;
+    },
+    async since(site, after, limit) {
+      const l = siteLog(site);
+      if (!withinHistory(after, l.floor, l.head)) return 'reset';
+      const out: FleetEntry[] = [];
+      for (const e of l.entries) {
+        if (compareVersions(e.version, after) <= 0) continue;
+        out.push(e);
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+    async trim(site, beforeMs) {
+      const l = siteLog(site);
+      let i = 0;
+      while (i < l.entries.length && (parseVersion(l.entries[i]!.version)?.[0] ?? 0n) < BigInt(beforeMs)) i++;
+      if (i === 0) return;
+      l.floor = l.entries[i - 1]!.version;
+      l.entries.splice(0, i);
+    },
+    async sites() {
+      return [...logs.keys()].filter((s) => logs.get(s)!.head !== '0-0');
+    },
+    onAppend(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      listeners.clear();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis
+
+const keysOf = (site: string) => ({
+  set: `ep:fleet:${site}:set`,
+  log: `ep:fleet:${site}:log`,
+  meta: `ep:fleet:${site}:meta`,
+});
+const sitesKey = 'ep:fleet:sites';
+
+function script(source: string) {
+  return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * KEYS: set, log, meta, sites. ARGV: site, expected head, rev, channel, changes JSON, n, then
+ * n × (op, key, value JSON or ''). Returns {1, id} or {0, 'conflict'|'stale'}.
+ */
+const appendScript = script(`
+local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
+if head ~= ARGV[2] then return {0, 'conflict'} end
+local prev = tonumber(redis.call('HGET', KEYS[3], 'rev') or '-1')
+if prev > tonumber(ARGV[3]) then return {0, 'stale'} end
+local id = redis.call('XADD', KEYS[2], '*', 'c', ARGV[5])
+local n = tonumber(ARGV[6])
+for i = 0, n - 1 do
+  local b = 7 + i * 3
+  if ARGV[b] == 'put' then redis.call('HSET', KEYS[1], ARGV[b + 1], ARGV[b + 2])
+  else redis.call('HDEL', KEYS[1], ARGV[b + 1]) end
+end
+redis.call('HSET', KEYS[3], 'head', id, 'rev', ARGV[3])
+if head == '0-0' then redis.call('HSET', KEYS[3], 'floor', id) end
+redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('PUBLISH', ARGV[4], ARGV[1])
+return {1, id}
+`);
+
+/** KEYS: log, meta. ARGV: cutoff ms. Moves the floor to the newest entry older than the cutoff and trims. */
+const trimScript = script(`
+local old = redis.call('XREVRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '-', 'COUNT', 1)
+if #old == 0 then return 0 end
+redis.call('HSET', KEYS[2], 'floor', old[1][1])
+return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
+`);
+
+function unavailable(err: unknown): never {
+  if (err instanceof ApiError) throw err;
+  throw new ApiError(
+    'unavailable',
+    `The fleet log on Redis is unavailable: ${err instanceof Error ? err.message : String(err)}`,
+    {
+      code: 'store-unavailable',
+    },
+  );
+}
+
+export async function openRedisFleetLog(url: string): Promise<FleetLog> {
+  const opts = {
+    url,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
+  };
+  const client = createClient({ ...opts, name: 'edgeplane-fleet' });
+  const onError = (err: unknown) =>
+    log('warn', 'redis connection error', { role: 'fleet', error: err instanceof Error ? err.message : String(err) });
+  client.on('error', onError);
+  await client.connect().catch(unavailable);
+  const db = Number(new URL(url).pathname.slice(1) || '0');
+  const channel = db > 0 ? `ep:fleet:appended:${db}` : 'ep:fleet:appended';
+  const listeners = new Set<(site: string) => void>();
+  let sub: typeof client | undefined;
+
+  async function run(s: { source: string; sha: string }, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await client.evalSha(s.sha, { keys, arguments: args });
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return client.eval(s.source, { keys, arguments: args });
+    }
+  }
+  const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      return unavailable(err);
+    }
+  };
+
+  return {
+    snapshot: (site) =>
+      guarded(async () => {
+        const k = keysOf(site);
+        const [set, meta] = (await client.multi().hGetAll(k.set).hGetAll(k.meta).exec()) as unknown as [
+          Record<string, string>,
+          Record<string, string>,
+        ];
+        const objects = new Map<string, JsonObject>();
+        for (const [key, text] of Object.entries(set)) objects.set(key, JSON.parse(text) as JsonObject);
+        return { version: meta.head ?? '0-0', rev: Number(meta.rev ?? -1), objects };
+      }),
+    append: (site, expectedHead, rev, changes) =>
+      guarded(async () => {
+        const k = keysOf(site);
+        const args = [site, expectedHead, String(rev), channel, JSON.stringify(changes), String(changes.length)];
+        for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? JSON.stringify(c.value) : '');
+        const reply = (await run(appendScript, [k.set, k.log, k.meta, sitesKey], args)) as [number, string];
+        return reply[0] === 1 ? reply[1] : undefined;
+      }),
+    since: (site, after, limit) =>
+      guarded(async () => {
+        const k = keysOf(site);
+        const meta = await client.hGetAll(k.meta);
+        if (!withinHistory(after, meta.floor ?? '0-0', meta.head ?? '0-0')) return 'reset' as const;
+        const rows = await client.xRange(k.log, `(${after}`, '+', { COUNT: limit });
+        return rows.map((r) => ({ version: r.id, changes: JSON.parse(String(r.message.c)) as FleetChange[] }));
+      }),
+    trim: (site, beforeMs) =>
+      guarded(async () => {
+        const k = keysOf(site);
+        await run(trimScript, [k.log, k.meta], [String(Math.floor(beforeMs))]);
+      }),
+    sites: () => guarded(async () => (await client.sMembers(sitesKey)).sort()),
+    onAppend(listener) {
+      listeners.add(listener);
+      if (!sub) {
+        const s = client.duplicate({ ...opts, name: 'edgeplane-fleet-sub' });
+        sub = s;
+        s.on('error', onError);
+        s.connect()
+          .then(() => s.subscribe(channel, (site) => listeners.forEach((fn) => fn(site))))
+          .catch(onError);
+      }
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      listeners.clear();
+      for (const c of sub ? [client, sub] : [client]) if (c.isOpen) await c.close().catch(() => c.destroy());
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * What the control plane knows of each site's link, in the store's kv area so that every
+ * control-plane process sharing the store answers the same (any of them may hold the stream):
+ *
+ *   fleet:conn:<site>     id of a live sync stream, expiring unless its process refreshes it
+ *   fleet:seen:<site>     last time the site was heard (connect, keep-alive, acknowledgement)
+ *   fleet:applied:<site>  last version the site applied (its Last-Event-ID, then its acks)
+ *
+ * `GET /v1/state/sites/<name>` adds `connection` (connected | disconnected | never-connected),
+ * `last-seen`, `config-version` and `in-sync` (the applied version is the log's head).
+ */
+import type { JsonObject } from '../json.js';
+import type { Store } from '../store/store.js';
+import type { FleetLog } from './log.js';
+
+const conn = 'fleet:conn:';
+const seen = 'fleet:seen:';
+const applied = 'fleet:applied:';
+
+export type Presence = {
+  connected(site: string, id: string, ttlMs: number): Promise<void>;
+  disconnected(site: string, id: string): Promise<void>;
+  applied(site: string, version: string): Promise<void>;
+  fields(site: string): Promise<JsonObject>;
+};
+
+export function createPresence(store: Store, fleetLog: FleetLog, now: () => number = Date.now): Presence {
+  const touch = (site: string) => store.kvSet(seen + site, new Date(now()).toISOString());
+  return {
+    async connected(site, id, ttlMs) {
+      await store.kvSet(conn + site, id, ttlMs);
+      await touch(site);
+    },
+    async disconnected(site, id) {
+      // Another stream of the same site (a reconnection that overtook this one) stays connected.
+      if ((await store.kvGet(conn + site)) === id) await store.kvDel(conn + site);
+      await touch(site);
+    },
+    async applied(site, version) {
+      await store.kvSet(applied + site, version);
+      await touch(site);
+    },
+    async fields(site) {
+      const [c, s, a] = await Promise.all([
+        store.kvGet(conn + site),
+        store.kvGet(seen + site),
+        store.kvGet(applied + site),
+      ]);
+      const connection = c !== undefined ? 'connected' : s !== undefined ? 'disconnected' : 'never-connected';
+      const out: JsonObject = { connection, 'in-sync': false };
+      if (s !== undefined) out['last-seen'] = s;
+      if (a !== undefined) {
+        out['config-version'] = a;
+        const behind = await fleetLog.since(site, a, 1);
+        out['in-sync'] = behind !== 'reset' && behind.length === 0;
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * The edge site's sync loop, modelled on Kubernetes' reflector (ListAndWatch): one loop, one
+ * remembered version. It dials out to the control plane's sync route (no inbound port at the
+ * edge), sending the version it has as `Last-Event-ID`; a `reset` + `snapshot` replaces every
+ * synced object, a `change` applies one entry. Each is applied together with its version in
+ * ONE local store commit (the sync record of managed.ts, guarded by its ETag), so a crash
+ * between the two cannot lose or repeat a change, and an entry at or below the recorded
+ * version is skipped. When the stream ends or fails it reconnects after an exponential
+ * back-off with jitter (half to all of min(max, base × 2^attempt)), reset after an event.
+ * While disconnected, the site keeps running on what it applied, across its own restarts.
+ */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { etagOf } from '../store/etag.js';
+import type { Store, WriteOp } from '../store/store.js';
+import { isObject, type JsonObject } from '../json.js';
+import { log } from '../log.js';
+import { compareVersions, type FleetChange } from './log.js';
+import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
+
+export type SiteSyncOptions = {
+  url: string;
+  site: string;
+  token: string;
+  /** PEM of the CA for an https control plane. */
+  ca?: string | undefined;
+  /** The site's own store (not the read-only view): sync writes synced objects. */
+  store: Store;
+  managed: ManagedKeys;
+  random?: () => number;
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+};
+
+export type SiteSync = {
+  connected(): boolean;
+  stop(): Promise<void>;
+};
+
+const maxCommitAttempts = 10;
+
+/** Applies one entry and records its version, in one commit; skips a version already applied. */
+export async function applyEntry(store: Store, version: string, changes: FleetChange[]): Promise<string[] | undefined> {
+  for (let attempt = 0; attempt < maxCommitAttempts; attempt++) {
+    const entry = await store.get(syncRecordKey, { fresh: true });
+    const rec = readSyncRecord(entry?.value);
+    if (rec && compareVersions(version, rec.version) <= 0) return undefined;
+    const keys = new Set(rec?.keys ?? []);
+    const ops: WriteOp[] = [];
+    for (const c of changes) {
+      if (c.op === 'put') {
+        ops.push({ op: 'put', key: c.key, value: c.value });
+        keys.add(c.key);
+      } else {
+        ops.push({ op: 'delete', key: c.key });
+        keys.delete(c.key);
+      }
+    }
+    const sorted = [...keys].sort();
+    ops.push({ op: 'put', key: syncRecordKey, value: { version, keys: sorted }, expect: entry ? entry.etag : null });
+    if ((await store.commit(ops)).ok) return sorted;
+  }
+  throw new Error(`could not apply change ${version}: the sync record kept changing`);
+}
+
+/** Replaces every synced object by the snapshot and records its version, in one commit. */
+export async function applySnapshot(
+  store: Store,
+  version: string,
+  objects: Map<string, JsonObject>,
+): Promise<string[]> {
+  for (let attempt = 0; attempt < maxCommitAttempts; attempt++) {
+    const entry = await store.get(syncRecordKey, { fresh: true });
+    const rec = readSyncRecord(entry?.value);
+    const ops: WriteOp[] = [];
+    for (const key of rec?.keys ?? []) if (!objects.has(key)) ops.push({ op: 'delete', key });
+    const current = await Promise.all([...objects.keys()].map((k) => store.get(k, { fresh: true })));
+    [...objects].forEach(([key, value], i) => {
+      if (current[i]?.etag !== etagOf(value)) ops.push({ op: 'put', key, value });
+    });
+    const keys = [...objects.keys()].sort();
+    ops.push({ op: 'put', key: syncRecordKey, value: { version, keys }, expect: entry ? entry.etag : null });
+    if ((await store.commit(ops)).ok) return keys;
+  }
+  throw new Error(`could not apply snapshot ${version}: the sync record kept changing`);
+}
+
+function parseChanges(data: string): FleetChange[] {
+  const doc = JSON.parse(data) as unknown;
+  const list = isObject(doc) && Array.isArray(doc.changes) ? doc.changes : [];
+  const out: FleetChange[] = [];
+  for (const c of list) {
+    if (!isObject(c) || typeof c.key !== 'string') throw new Error('malformed change');
+    if (c.op === 'put' && isObject(c.value)) out.push({ op: 'put', key: c.key, value: c.value });
+    else if (c.op === 'delete') out.push({ op: 'delete', key: c.key });
+    else throw new Error(`malformed change of ${c.key}`);
+  }
+  return out;
+}
+
+function parseSnapshot(data: string): Map<string, JsonObject> {
+  const doc = JSON.parse(data) as unknown;
+  const out = new Map<string, JsonObject>();
+  if (!isObject(doc) || !Array.isArray(doc.objects)) throw new Error('malformed snapshot');
+  for (const o of doc.objects) {
+    if (!isObject(o) || typeof o.key !== 'string' || !isObject(o.value)) throw new Error('malformed snapshot object');
+    out.set(o.key, o.value);
+  }
+  return out;
+}
+
+/** An error and its causes (undici's `fetch failed` keeps the TLS or socket reason in `cause`). */
+function describe(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && depth < 4; depth++) {
+    parts.push(e instanceof Error ? e.message : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join(': ');
+}
+
+export function startSiteSync(o: SiteSyncOptions): SiteSync {
+  const random = o.random ?? Math.random;
+  const base = o.baseBackoffMs ?? 500;
+  const max = o.maxBackoffMs ?? 30_000;
+  const agent = new Agent(o.ca ? { connect: { ca: o.ca } } : {});
+  let stopped = false;
+  let connected = false;
+  let current: AbortController | undefined;
+  let wakeSleep: (() => void) | undefined;
+
+  // Acknowledgements: the newest applied version, one POST at a time (older ones are skipped).
+  let ackNext: string | undefined;
+  let acking = false;
+  const ack = (version: string) => {
+    ackNext = version;
+    if (acking) return;
+    acking = true;
+    void (async () => {
+      while (ackNext !== undefined && !stopped) {
+        const v = ackNext;
+        ackNext = undefined;
+        await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ version: v }),
+          dispatcher: agent,
+        })
+          .then((r) => r.body?.cancel())
+          .catch(() => undefined); // the next reconnection reports the version as Last-Event-ID
+      }
+      acking = false;
+    })();
+  };
+
+  async function handle(ev: EventSourceMessage): Promise<void> {
+    if (ev.event === 'change' && ev.id) {
+      const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
+      if (keys) o.managed.set({ version: ev.id, keys });
+      ack(ev.id);
+    } else if (ev.event === 'snapshot' && ev.id) {
+      const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
+      o.managed.set({ version: ev.id, keys });
+      ack(ev.id);
+    }
+    // `reset` only announces the snapshot that follows; unknown events are ignored.
+  }
+
+  async function once(): Promise<boolean> {
+    await o.managed.load(o.store);
+    const abort = new AbortController();
+    current = abort;
+    const headers: Record<string, string> = { authorization: `Bearer ${o.token}`, accept: 'text/event-stream' };
+    if (o.managed.version) headers['last-event-id'] = o.managed.version;
+    const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
+      headers,
+      dispatcher: agent,
+      signal: abort.signal,
+    });
+    if (res.status !== 200 || !res.body) {
+      const text = await res.text().catch(() => '');
+      throw new Error(`control plane answered ${res.status}: ${text.slice(0, 300)}`);
+    }
+    connected = true;
+    let progressed = false;
+    const events: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (ev) => events.push(ev) });
+    const decoder = new TextDecoder();
+    for await (const chunk of res.body) {
+      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      while (events.length > 0) {
+        await handle(events.shift()!);
+        progressed = true;
+      }
+    }
+    return progressed;
+  }
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      wakeSleep = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+
+  const loop = (async () => {
+    let attempt = 0;
+    while (!stopped) {
+      try {
+        if (await once()) attempt = 0;
+        if (!stopped) log('info', 'fleet: the control plane closed the sync stream; reconnecting', { site: o.site });
+      } catch (err) {
+        if (stopped) break;
+        log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
+          site: o.site,
+          error: describe(err),
+        });
+      }
+      connected = false;
+      if (stopped) break;
+      const ceiling = Math.min(max, base * 2 ** Math.min(attempt, 20));
+      attempt++;
+      await sleep(ceiling / 2 + (random() * ceiling) / 2);
+    }
+  })();
+
+  return {
+    connected: () => connected,
+    async stop() {
+      stopped = true;
+      current?.abort();
+      wakeSleep?.();
+      await loop;
+      await agent.close().catch(() => undefined);
+    },
+  };
+}
