@@ -462,6 +462,46 @@ function fixedPaths(): Obj {
       },
       ...opt(['POST', 'OPTIONS']),
     },
+    '/v1/state/sites/{name}/issue-token': {
+      parameters: templateParams('{name}'),
+      post: {
+        tags: ['fleet'],
+        summary: "Issue the site's sync token (shown once; a new one revokes the previous one)",
+        responses: responses(
+          { 201: bodyOk({ type: 'object', properties: { token: { type: 'string' } }, required: ['token'] }) },
+          [400, 401, 403, 404],
+        ),
+      },
+      ...opt(['POST', 'OPTIONS']),
+    },
+    '/v1/fleet/sites/{name}/sync': {
+      parameters: templateParams('{name}'),
+      get: {
+        tags: ['fleet'],
+        summary:
+          "An edge site's change stream (Server-Sent Events; Last-Event-ID resumes; reset + snapshot when history is gone)",
+        security: [{ siteToken: [] }],
+        responses: responses(
+          {
+            200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          },
+          [401, 403, 404],
+        ),
+      },
+    },
+    '/v1/fleet/sites/{name}/ack': {
+      parameters: templateParams('{name}'),
+      post: {
+        tags: ['fleet'],
+        summary: 'An edge site reports the change version it applied',
+        security: [{ siteToken: [] }],
+        requestBody: {
+          required: true,
+          content: objectBody({ type: 'object', properties: { version: { type: 'string' } }, required: ['version'] }),
+        },
+        responses: responses({ 204: 'Recorded' }, [400, 401, 403, 404]),
+      },
+    },
     '/v1/state/volga/webhooks/{name}/history': {
       parameters: templateParams('{name}'),
       get: {
@@ -594,7 +634,10 @@ function build(): Obj {
     paths,
     components: {
       schemas,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'POST /v1/login' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'POST /v1/login' },
+        siteToken: { type: 'http', scheme: 'bearer', description: 'POST /v1/state/sites/{name}/issue-token' },
+      },
       responses: {
         Error: {
           description: 'An error',
