@@ -5,7 +5,7 @@
  * so entries and group positions survive a restart. Deliveries are logged too, so a
  * restart finds the same pending list Redis would. A large log is compacted at open.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BusError,
@@ -19,6 +19,8 @@ import {
   type TopicInfo,
 } from './bus.js';
 import { Discovery } from './discovery.js';
+import { log } from '../log.js';
+import { replayLines } from '../store/aof.js';
 
 type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };
 type Stream = { entries: StreamEntry[]; lastId: string; groups: Map<string, Group> };
@@ -29,6 +31,18 @@ type Record_ =
   | { op: 'deliver'; topic: string; group: string; consumer: string; ids: string[] }
   | { op: 'ack'; topic: string; group: string; ids: string[] }
   | { op: 'destroy'; topic: string; group: string };
+
+const ops = new Set(['add', 'group', 'deliver', 'ack', 'destroy']);
+
+/** One line of bus.jsonl, or undefined when it is not a record (a torn line). */
+function parseRecord(line: string): Record_ | undefined {
+  try {
+    const r = JSON.parse(line) as Record_ | null;
+    return r && typeof r === 'object' && ops.has(r.op) && typeof r.topic === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Index of the first entry with an ID greater than `id` (entries are sorted). */
 function firstAfter(entries: StreamEntry[], id: string): number {
@@ -109,16 +123,10 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
 
   if (file) {
     mkdirSync(dataDir!, { recursive: true });
-    if (existsSync(file)) {
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
-        if (!line) continue;
-        try {
-          apply(JSON.parse(line) as Record_);
-        } catch {
-          /* a torn last line after a crash */
-        }
-      }
-    }
+    const loaded = replayLines(file, parseRecord);
+    for (const r of loaded.records) apply(r);
+    if (loaded.tornBytes > 0)
+      log('warn', 'embedded bus: dropped a torn last record', { path: file, bytes: loaded.tornBytes });
   }
 
   if (file && existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes))
