@@ -1,6 +1,6 @@
 /**
  * One consumed topic of one exporter: its consumer group, the read cursor (own pending
- * entries first, then new ones), acks batched per tick, and recovery when the group
+ * entries first, then new ones), acks sent as soon as a message is handled, and recovery when the group
  * vanished (NOGROUP after a Redis restart without persistence): the group is recreated
  * after the last message handled in order, so nothing is skipped.
  */
@@ -9,9 +9,6 @@ import { log } from '../log.js';
 
 /** Entries pending this long for another consumer are taken over (a dead process). */
 const staleMs = 60_000;
-/** Acks are sent at most this long after a message is handled, or at once when this many wait. */
-const ackDelayMs = 5;
-const ackBatch = 128;
 
 export class TopicReader {
   /** '0'..id while reading our own pending list (redelivery after a restart), then '>'. */
@@ -20,8 +17,8 @@ export class TopicReader {
   private readonly order: Array<{ id: string; done: boolean }> = [];
   private lastHandled: string | undefined;
   private acks: string[] = [];
-  private flushing: Promise<void> | undefined;
-  private flushQueued = false;
+  private ackQueued = false;
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly bus: Bus,
@@ -78,38 +75,39 @@ export class TopicReader {
     if (item) item.done = true;
     while (this.order[0]?.done) this.lastHandled = this.order.shift()!.id;
     this.acks.push(id);
-    if (this.acks.length >= ackBatch) {
-      void this.flush();
-      return;
-    }
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      // One XACK per few milliseconds instead of one per message: per-command overhead
-      // halved the throughput at max-in-flight 1. A crash may resend what was handled in
-      // this short window (at-least-once).
-      setTimeout(() => {
-        this.flushQueued = false;
-        void this.flush();
-      }, ackDelayMs);
-    }
+    if (this.ackQueued) return;
+    this.ackQueued = true;
+    // Sent at the end of this turn, together with the acks of messages handled in the same
+    // turn, and without waiting for the previous XACK (node-redis pipelines them on the one
+    // connection): a crash can then resend only what was in flight.
+    queueMicrotask(() => {
+      this.ackQueued = false;
+      this.sendAcks();
+    });
   }
 
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  private sendAcks(): void {
     if (this.acks.length === 0) return;
     const ids = this.acks;
     this.acks = [];
-    this.flushing = this.bus
+    const p = this.bus
       .ack(this.topic, this.group, ids)
       .catch((err: unknown) => {
         // Kept for the next flush: an unacked handled message would be sent again after a restart.
         if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
         log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
       })
-      .finally(() => {
-        this.flushing = undefined;
-      });
-    await this.flushing;
+      .finally(() => this.sending.delete(p));
+    this.sending.add(p);
+  }
+
+  /** Sends the acks not sent yet and waits for every XACK under way. */
+  async flush(): Promise<void> {
+    this.sendAcks();
+    while (this.sending.size > 0) await Promise.all([...this.sending]);
+    // Acks that failed meanwhile were queued again: one more try.
+    this.sendAcks();
+    await Promise.all([...this.sending]);
   }
 
   hasUnackedHandled(): boolean {
