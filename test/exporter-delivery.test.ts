@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import type { Runtime } from '../src/exporter/index.js';
+import { stateKey, type Runtime } from '../src/exporter/index.js';
 import type { JsonObject } from '../src/json.js';
 
 let env: Env;
@@ -316,12 +316,12 @@ test('state is published to the store kv area', async () => {
   const { topic, name } = await exporter({});
   await env.produce(topic, 'k');
   const raw = await until(async () => {
-    const v = await env.store.kvGet(`state:webhook:default/${name}`);
+    const v = await env.store.kvGet(stateKey('default', name, 'local'));
     return v && JSON.parse(v).delivered === 1 ? v : undefined;
   }, 'kv state');
   const s = JSON.parse(raw);
   assert.is(s.status, 'ready');
-  assert.equal(s.topics, [{ name: topic, lag: 0 }]);
+  assert.equal(s['topic-lag'], [{ topic, lag: 0 }]);
   assert.ok(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(s['start-time']));
 });
 

@@ -63,6 +63,12 @@ export interface Bus {
   /** Takes over entries pending longer than minIdleMs for other (dead) consumers. */
   claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Entries of the topic the group has not fully handled: not yet read plus read but not
+   * acknowledged (Redis: XINFO GROUPS `lag` + `pending`). Undefined when unknown (no group,
+   * or Redis cannot count the lag after deletions).
+   */
+  backlog(topic: string, group: string): Promise<number | undefined>;
   destroyGroup(topic: string, group: string): Promise<void>;
   /** `wake` is called when the topic may have new entries (never for each entry). */
   watch(topic: string, wake: () => void): () => void;

@@ -238,6 +238,13 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
         record({ op: 'ack', topic, group: name, ids: [...ids] });
     },
 
+    async backlog(topic: string, name: string): Promise<number | undefined> {
+      const s = streams.get(topic);
+      const g = s?.groups.get(name);
+      if (!s || !g) return undefined;
+      return s.entries.length - firstAfter(s.entries, g.lastDelivered) + g.pending.size;
+    },
+
     async destroyGroup(topic: string, name: string): Promise<void> {
       if (streams.get(topic)?.groups.has(name)) record({ op: 'destroy', topic, group: name });
     },

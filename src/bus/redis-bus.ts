@@ -20,7 +20,15 @@ import {
 } from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
-import { asString, groupLag, parseAutoclaim, parseEntries, parseScan, parseStreams } from './redis-replies.js';
+import {
+  asString,
+  groupBacklog,
+  groupLag,
+  parseAutoclaim,
+  parseEntries,
+  parseScan,
+  parseStreams,
+} from './redis-replies.js';
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -164,6 +172,11 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
     async ack(topic: string, group: string, ids: readonly string[]): Promise<void> {
       if (ids.length === 0) return;
       await cmd.sendCommand(['XACK', streamPrefix + topic, group, ...ids]);
+    },
+
+    async backlog(topic: string, group: string): Promise<number | undefined> {
+      const info = await cmd.sendCommand(['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
+      return groupBacklog(info, group);
     },
 
     async destroyGroup(topic: string, group: string): Promise<void> {

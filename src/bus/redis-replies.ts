@@ -63,6 +63,18 @@ export function groupLag(raw: unknown, group: string): number | undefined {
   return undefined;
 }
 
+/** XINFO GROUPS → the group's backlog: `lag` (not yet read) plus `pending` (read, not acked). */
+export function groupBacklog(raw: unknown, group: string): number | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  for (const g of raw) {
+    const info = parsePairs(g);
+    if (str(info.name) !== group) continue;
+    const { lag, pending } = info;
+    return typeof lag === 'number' && typeof pending === 'number' ? lag + pending : undefined;
+  }
+  return undefined;
+}
+
 /** SCAN reply: [cursor, [keys...]]. */
 export function parseScan(raw: unknown): { cursor: string; keys: string[] } {
   if (!Array.isArray(raw) || raw.length < 2) return { cursor: '0', keys: [] };

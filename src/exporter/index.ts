@@ -2,13 +2,12 @@
  * The webhook exporter runtime, as the API process starts it:
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
- * the store's kv area (`kvPrefix.webhookState + '<tenant>/<name>'`, every ~500 ms when it
- * changed) so the API of any process can show it. The state carries `site`, the SITE of the
- * process that wrote it; a process where the exporter is placed elsewhere writes `stopped`
- * only over nothing, its own state or another `stopped`.
+ * the store's kv area (`stateKey`: one key per exporter and site, every ~500 ms when it
+ * changed) so the API of any process of the site can show it, and the counters go on from
+ * there after a restart. The state carries `site`, the SITE of the process that wrote it.
  */
 import type { Bus } from '../bus/bus.js';
-import { isObject, type JsonObject } from '../json.js';
+import type { JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { kvPrefix } from '../model/keys.js';
 import type { Settings } from '../settings.js';
@@ -44,7 +43,9 @@ export type Runtime = {
   readonly bus: Bus;
 };
 
-export const stateKey = (tenant: string, name: string): string => `${kvPrefix.webhookState}${tenant}/${name}`;
+/** Where the state of an exporter at one site is kept: each site keeps its own. */
+export const stateKey = (tenant: string, name: string, site: string): string =>
+  `${kvPrefix.webhookState}${tenant}/${name}/${site}`;
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
@@ -58,20 +59,19 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     clock,
     attemptTimeoutMs: opts.attemptTimeoutMs ?? 30_000,
     pollMs: opts.pollMs ?? 30_000,
+    // Counters go on from the state this site published before (a process restart).
+    loadSaved: async (tenant, name) => {
+      const raw = await opts.store.kvGet(stateKey(tenant, name, opts.settings.site)).catch(() => undefined);
+      try {
+        return raw === undefined ? undefined : (JSON.parse(raw) as unknown);
+      } catch {
+        return undefined;
+      }
+    },
   });
 
   const site = opts.settings.site;
   const withSite = (state: JsonObject): JsonObject => ({ ...state, site });
-  const mayOverwrite = async (key: string): Promise<boolean> => {
-    const raw = await opts.store.kvGet(key);
-    if (raw === undefined) return true;
-    try {
-      const prev: unknown = JSON.parse(raw);
-      return !isObject(prev) || prev.site === site || prev.status === 'stopped';
-    } catch {
-      return true;
-    }
-  };
   const published = new Map<string, number>();
   let publishing = false;
   const publish = async (): Promise<void> => {
@@ -81,18 +81,13 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       for (const [id, slot] of supervisor.slots) {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
-        const key = stateKey(slot.tenant, slot.name);
-        const state = withSite(slot.state.toJson());
-        // Processes of several sites may share one store: "stopped here" must not hide the
-        // state written by the site where the exporter runs.
-        if (state.status === 'stopped' && !(await mayOverwrite(key))) continue;
-        await opts.store.kvSet(key, JSON.stringify(state));
+        await opts.store.kvSet(stateKey(slot.tenant, slot.name, site), JSON.stringify(withSite(slot.state.toJson())));
       }
       for (const id of [...published.keys()]) {
         if (supervisor.slots.has(id)) continue;
         published.delete(id);
         const slash = id.indexOf('/');
-        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1)));
+        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1), site));
       }
     } catch (err) {
       log('debug', 'runtime: cannot publish exporter states', { error: String(err) });

@@ -30,6 +30,8 @@ export type SupervisorOptions = {
   clock: Clock;
   attemptTimeoutMs: number;
   pollMs: number;
+  /** The state this site published for the exporter before, if any (its counters are kept). */
+  loadSaved?: (tenant: string, name: string) => Promise<unknown>;
 };
 
 type Slot = {
@@ -134,7 +136,11 @@ export class Supervisor {
   ): Promise<void> {
     const oldTopics = old?.exporter?.topics() ?? [];
     if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
-    const state = old?.state ?? new ExporterState(this.o.clock.now());
+    let state = old?.state;
+    if (!state) {
+      state = new ExporterState(this.o.clock.now(), { tenant, exporter: name });
+      state.restoreCounters(await this.o.loadSaved?.(tenant, name));
+    }
     state.setStatus('starting', this.o.clock.now());
     const slot: Slot = { tenant, name, fingerprint, state, exporter: undefined, spec: undefined, secretError: false };
     this.slots.set(id, slot);
