@@ -43,6 +43,8 @@ type Slot = {
   spec: ExporterSpec | undefined;
   /** Set when the exporter could not start because of its secrets: retried periodically. */
   secretError: boolean;
+  /** The running exporter's secret values, updated in place when a secret changes. */
+  secrets: Map<string, string>;
 };
 
 const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
@@ -116,7 +118,11 @@ export class Supervisor {
       // The ETag stands for the object's content, so no re-serialisation of every object.
       const fingerprint = `${d.etag}|${JSON.stringify(placeHere(d.cfg['site-placement'], ctx))}|${text}`;
       const slot = this.slots.get(id);
-      if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) continue;
+      if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) {
+        if (slot.exporter && slot.spec && slot.spec.secretVars.length > 0)
+          changes.push(() => this.refreshSecrets(slot));
+        continue;
+      }
       this.forced.delete(id);
       changes.push(() => this.replace(id, slot, d.tenant, d.name, d.cfg, ctx, fingerprint));
     }
@@ -142,7 +148,16 @@ export class Supervisor {
       state.restoreCounters(await this.o.loadSaved?.(tenant, name));
     }
     state.setStatus('starting', this.o.clock.now());
-    const slot: Slot = { tenant, name, fingerprint, state, exporter: undefined, spec: undefined, secretError: false };
+    const slot: Slot = {
+      tenant,
+      name,
+      fingerprint,
+      state,
+      exporter: undefined,
+      spec: undefined,
+      secretError: false,
+      secrets: new Map(),
+    };
     this.slots.set(id, slot);
     if (this.closed) return;
 
@@ -177,6 +192,7 @@ export class Supervisor {
       state.setStatus('error');
       return;
     }
+    slot.secrets = secrets.values;
     const exporter = new Exporter({
       spec,
       bus: this.o.bus,
@@ -185,13 +201,27 @@ export class Supervisor {
       group: groupName(tenant, name),
       consumer: this.o.site,
       sys: ctx.vars,
-      secrets: secrets.values,
+      secrets: slot.secrets,
       state,
       pollMs: this.o.pollMs,
     });
     slot.exporter = exporter;
     exporter.start();
     log('info', 'exporter started', { tenant, exporter: name, topics: spec.topics });
+  }
+
+  /**
+   * A vault secret may have changed (any change under strongbox runs a reconcile): the running
+   * exporter sends the new values from its next message on, without a restart. A secret that
+   * cannot be read any more keeps the last values and is reported as the last error.
+   */
+  private async refreshSecrets(slot: Slot): Promise<void> {
+    const read = await readSecretVars(this.o.secrets, slot.spec?.secretVars ?? []);
+    if (!read.ok) {
+      slot.state.error(read.error, this.o.clock.now());
+      return;
+    }
+    for (const [k, v] of read.values) slot.secrets.set(k, v);
   }
 
   private async remove(id: string, slot: Slot): Promise<void> {
