@@ -80,6 +80,7 @@ function compact(file: string, streams: Map<string, Stream>): void {
 export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinBytes?: number } = {}): Bus {
   const streams = new Map<string, Stream>();
   const watchers = new Map<string, Set<() => void>>();
+  const alive = new Set<string>();
   const file = dataDir ? join(dataDir, 'bus.jsonl') : undefined;
 
   const stream = (topic: string): Stream => {
@@ -243,6 +244,48 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       const g = s?.groups.get(name);
       if (!s || !g) return undefined;
       return s.entries.length - firstAfter(s.entries, g.lastDelivered) + g.pending.size;
+    },
+
+    // One process per DATA_DIR: a consumer is alive when this process gave it a heartbeat.
+    async heartbeat(consumer: string): Promise<void> {
+      alive.add(consumer);
+    },
+
+    async retire(consumer: string): Promise<void> {
+      alive.delete(consumer);
+    },
+
+    async deadAmong(consumers: readonly string[]): Promise<string[]> {
+      return consumers.filter((c) => !alive.has(c));
+    },
+
+    async deadConsumers(): Promise<string[]> {
+      const seen = new Set<string>();
+      for (const s of streams.values())
+        for (const g of s.groups.values()) for (const p of g.pending.values()) seen.add(p.consumer);
+      return [...seen].filter((c) => !alive.has(c));
+    },
+
+    async groupConsumers(topic: string, name: string): Promise<string[]> {
+      const g = streams.get(topic)?.groups.get(name);
+      return g ? [...new Set([...g.pending.values()].map((p) => p.consumer))] : [];
+    },
+
+    async claimFrom(topic, name, from, to, minIdleMs, count) {
+      const s = stream(topic);
+      const g = group(topic, name);
+      const now = Date.now();
+      const mine = [...g.pending.entries()].filter(([, p]) => p.consumer === from);
+      const ids = mine
+        .filter(([, p]) => now - p.since >= minIdleMs)
+        .map(([id]) => id)
+        .sort(compareIds)
+        .slice(0, count);
+      if (ids.length > 0) record({ op: 'deliver', topic, group: name, consumer: to, ids });
+      const entries = ids
+        .map((id) => s.entries[firstAfter(s.entries, id) - 1])
+        .filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
+      return { entries, drained: mine.length === ids.length };
     },
 
     async destroyGroup(topic: string, name: string): Promise<void> {

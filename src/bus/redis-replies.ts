@@ -91,3 +91,15 @@ export function parseAutoclaim(raw: unknown): { cursor: string; entries: StreamE
 export function asString(v: unknown): string {
   return str(v);
 }
+
+/** XINFO CONSUMERS → the consumer names of a group. */
+export function consumerNames(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((c) => str(parsePairs(c).name)).filter((n) => n !== '');
+}
+
+/** XPENDING (extended form) → the IDs: [[id, consumer, idle, deliveries], ...]. */
+export function pendingIds(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.filter(Array.isArray).map((p: unknown[]) => str(p[0]));
+}

@@ -215,6 +215,20 @@ export class Exporter {
 
   private idle: (() => void) | undefined;
 
+  /** Takes over what dead consumers left pending on our topics, and delivers it next. */
+  async claimDead(dead: readonly string[], minIdleMs: number): Promise<void> {
+    let n = 0;
+    for (const reader of [...this.readers.values()]) {
+      if (this.stopCtl.signal.aborted) return;
+      try {
+        n += await reader.claimDead(dead, minIdleMs);
+      } catch (err) {
+        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+      }
+    }
+    if (n > 0) this.wake();
+  }
+
   /**
    * Asks the bus for each topic's backlog (unread plus unacknowledged) about every second,
    * whatever the message loop is doing (it may be blocked on a failing POST). Skipped while

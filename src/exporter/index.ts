@@ -6,6 +6,7 @@
  * changed) so the API of any process of the site can show it, and the counters go on from
  * there after a restart. The state carries `site`, the SITE of the process that wrote it.
  */
+import { hostname } from 'node:os';
 import type { Bus } from '../bus/bus.js';
 import type { JsonObject } from '../json.js';
 import { log } from '../log.js';
@@ -33,7 +34,19 @@ export type RuntimeOptions = {
   pollMs?: number;
   /** How often changed states are written to the kv area (default 500 ms). */
   publishMs?: number;
+  /** This process's consumer name in the exporters' groups (default `<SITE>:<host>:<pid>`). */
+  consumer?: string;
 };
+
+/** Heartbeats of this process's consumer: every second, valid for three. */
+const heartbeatMs = 1000;
+const heartbeatTtlMs = 3000;
+/**
+ * Entries of a dead consumer are claimed once idle this long, so that two survivors do not
+ * both take them. With the heartbeat ttl, a dead process's pending entries are taken over
+ * within about 4 s of its death (5 s at most), wherever they are read.
+ */
+export const claimMinIdleMs = 2000;
 
 export type Runtime = {
   /** Stops reading, lets running POSTs finish until the deadline, acks, publishes the states. */
@@ -49,7 +62,11 @@ export const stateKey = (tenant: string, name: string, site: string): string =>
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
+  const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
+  // Alive before the first read, so no other process takes our entries for a dead one's.
+  await opts.bus.heartbeat(consumer, heartbeatTtlMs);
   const supervisor = new Supervisor({
+    consumer,
     site: opts.settings.site,
     globalDomain: opts.settings.globalDomain,
     rootTenant: opts.settings.tenant ?? 'default',
@@ -99,6 +116,23 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const unsubscribe = opts.store.onChange((keys) => supervisor.onStoreChange(keys));
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
+  let checking = false;
+  const liveness = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void (async () => {
+      try {
+        await opts.bus.heartbeat(consumer, heartbeatTtlMs);
+        const dead = await opts.bus.deadConsumers();
+        if (dead.length > 0) await supervisor.claimDead(dead, claimMinIdleMs);
+      } catch (err) {
+        log('debug', 'runtime: heartbeat or claim failed', { error: String(err) });
+      } finally {
+        checking = false;
+      }
+    })();
+  }, heartbeatMs);
+  liveness.unref();
   const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
   // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
   const safety = setInterval(() => void supervisor.reconcile(), 30_000);
@@ -118,9 +152,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     async stop(deadlineMs) {
       unsubscribe();
       clearInterval(publisher);
+      clearInterval(liveness);
       clearInterval(secretRetry);
       clearInterval(safety);
       await supervisor.stop(deadlineMs);
+      // What we leave pending is taken over by the other processes at once.
+      await opts.bus.retire(consumer).catch(() => undefined);
       await publish();
       await closeAgents();
     },

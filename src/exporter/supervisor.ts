@@ -30,6 +30,8 @@ export type SupervisorOptions = {
   clock: Clock;
   attemptTimeoutMs: number;
   pollMs: number;
+  /** The consumer name of this process in every group (one per process). */
+  consumer: string;
   /** The state this site published for the exporter before, if any (its counters are kept). */
   loadSaved?: (tenant: string, name: string) => Promise<unknown>;
 };
@@ -199,7 +201,7 @@ export class Supervisor {
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
-      consumer: this.o.site,
+      consumer: this.o.consumer,
       sys: ctx.vars,
       secrets: slot.secrets,
       state,
@@ -230,6 +232,13 @@ export class Supervisor {
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.o.bus.destroyGroup(t, groupName(slot.tenant, slot.name));
     log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
+  }
+
+  /** Lets every running exporter take over the pending entries of dead consumers. */
+  async claimDead(dead: readonly string[], minIdleMs: number): Promise<void> {
+    const running = [...this.slots.values()].flatMap((s) => (s.exporter ? [s.exporter] : []));
+    for (let i = 0; i < running.length; i += 50)
+      await Promise.all(running.slice(i, i + 50).map((e) => e.claimDead(dead, minIdleMs)));
   }
 
   async stop(deadlineMs: number): Promise<void> {
