@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, statSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
@@ -155,6 +155,23 @@ test('embedded: entries, groups and pending entries survive a reopen', async () 
   );
   assert.equal((await two.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries, []);
   await two.close();
+});
+
+test('embedded: a torn last line is cut at open, so the record appended next survives the following restart', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const one = openEmbeddedBus(dir);
+  await one.produce('t', { payload: 'a' });
+  await one.close();
+  appendFileSync(join(dir, 'bus.jsonl'), '{"op":"add","topic":"t","id":"9-0","fie');
+  const two = openEmbeddedBus(dir);
+  assert.is((await two.topicInfo('t'))?.length, 1);
+  await two.produce('t', { payload: 'b' });
+  await two.close();
+  const three = openEmbeddedBus(dir);
+  const info = await three.topicInfo('t');
+  assert.is(info?.length, 2);
+  assert.is(info?.['last-entry']?.payload, 'b');
+  await three.close();
 });
 
 test('embedded: compaction at open keeps entries, positions and pending entries, drops the rest', async () => {

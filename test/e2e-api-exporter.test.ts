@@ -59,6 +59,74 @@ function e2e(backend: Backend): void {
     await until(async () => (await state('h1')).delivered === 1, 'delivered counter');
   });
 
+  t('state = the configuration as configured + runtime fields; content splits them; where agrees', async () => {
+    const cfg = {
+      name: 'st1',
+      topics: ['st-t1'],
+      'site-placement': { 'all-sites': true },
+      url: `${sink.url}/st1`,
+      data: '${MSG_PAYLOAD}',
+    };
+    assert.is((await api.json('POST', '/v1/config/volga/webhooks', { body: cfg })).status, 201);
+    const pat = { ...cfg, name: 'st2', topics: undefined, 'topic-patterns': ['^st-p'] };
+    assert.is((await api.json('POST', '/v1/config/volga/webhooks', { body: pat })).status, 201);
+    await until(async () => (await state('st1')).status === 'ready', 'st1 ready');
+    const all = (await api.json('GET', '/v1/state/volga/webhooks/st1')).body as Record<string, unknown>;
+    assert.equal(all.topics, ['st-t1'], 'topics as configured');
+    assert.equal(all['topic-lag'], [{ topic: 'st-t1', lag: 0 }]);
+    const config = (await api.json('GET', '/v1/config/volga/webhooks/st1')).body as Record<string, unknown>;
+    const onlyConfig = (await api.json('GET', '/v1/state/volga/webhooks/st1?content=config')).body;
+    assert.equal(onlyConfig, config);
+    const nonconfig = (await api.json('GET', '/v1/state/volga/webhooks/st1?content=nonconfig')).body as Record<
+      string,
+      unknown
+    >;
+    for (const k of Object.keys(config)) if (k !== 'name') assert.not.ok(k in nonconfig, `${k} is configuration`);
+    for (const k of ['status', 'delivered', 'in-flight', 'topic-lag']) assert.ok(k in nonconfig, k);
+    const patterns = (await api.json('GET', '/v1/state/volga/webhooks/st2')).body as Record<string, unknown>;
+    assert.not.ok('topics' in patterns, 'a patterns-only exporter has no topics');
+    const names = async (path: string) =>
+      (
+        (await api.json('GET', `${path}?where=${encodeURIComponent("topics = 'st-t1'")}`)).body as Array<{
+          name: string;
+        }>
+      )
+        .map((o) => o.name)
+        .sort();
+    assert.equal(await names('/v1/state/volga/webhooks'), await names('/v1/config/volga/webhooks'));
+    assert.equal(await names('/v1/state/volga/webhooks'), ['st1']);
+  });
+
+  t('a failing head message: retrying with last-error and the real backlog; ready and lag 0 after', async () => {
+    sink.script((_n, req) => (req.path === '/rt' ? { status: 500, body: 'down for maintenance' } : {}));
+    const created = await api.json('POST', '/v1/config/volga/webhooks', {
+      body: {
+        name: 'rt',
+        topics: ['rt-t'],
+        'site-placement': { 'all-sites': true },
+        url: `${sink.url}/rt`,
+        data: '${MSG_PAYLOAD}',
+        'retry-interval': '20ms',
+        'max-retry-interval': '50ms',
+      },
+    });
+    assert.is(created.status, 201);
+    await until(async () => (await state('rt')).status === 'ready', 'rt ready');
+    for (let i = 0; i < 5; i++) await api.json('POST', '/v1/state/volga/topics/rt-t/produce', { body: { payload: i } });
+    const lagOf = (s: Record<string, unknown>) => (s['topic-lag'] as Array<{ lag: number }>)[0]?.lag;
+    const failing = await until(async () => {
+      const s = (await state('rt')) as Record<string, unknown>;
+      return s.status === 'retrying' && lagOf(s) === 5 ? s : undefined;
+    }, 'retrying with a backlog of 5');
+    assert.match(String(failing['last-error']), /HTTP 500/);
+    sink.script([]);
+    const after = await until(async () => {
+      const s = (await state('rt')) as Record<string, unknown>;
+      return s.delivered === 5 && lagOf(s) === 0 ? s : undefined;
+    }, 'all delivered and lag 0');
+    assert.is(after.status, 'ready');
+  });
+
   t('a subtenant webhook reads a secret its parent shares, and only that', async () => {
     const setup = await api.json('PATCH', '/v1/config', {
       body: [

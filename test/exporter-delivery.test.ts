@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import type { Runtime } from '../src/exporter/index.js';
+import { stateKey, type Runtime } from '../src/exporter/index.js';
 import type { JsonObject } from '../src/json.js';
 
 let env: Env;
@@ -16,6 +16,10 @@ let rt: Runtime;
 let seq = 0;
 const clock = fakeClock();
 const uniq = (p: string) => `${p}${++seq}`;
+const vault: Record<string, Record<string, string>> = {
+  'default/v1/s1': { token: 'sekret' },
+  'default/v1/rot': { token: 'old' },
+};
 
 test.before(async () => {
   env = await openEnv(await testDbUrl(2));
@@ -29,7 +33,7 @@ test.before(async () => {
   await env.put('system/settings', { 'default-domain': 'tenant.example' });
   await env.put('system/dns-zones/internal', { name: 'internal', domain: 'int.example' });
   await env.put('strongbox/vaults/v1/secrets/s1', { name: 's1' });
-  rt = await env.start({ clock, secrets: staticSecrets({ 'default/v1/s1': { token: 'sekret' } }) });
+  rt = await env.start({ clock, secrets: staticSecrets(vault) });
 });
 test.after(async () => {
   await env.close();
@@ -316,13 +320,34 @@ test('state is published to the store kv area', async () => {
   const { topic, name } = await exporter({});
   await env.produce(topic, 'k');
   const raw = await until(async () => {
-    const v = await env.store.kvGet(`state:webhook:default/${name}`);
+    const v = await env.store.kvGet(stateKey('default', name, 'local'));
     return v && JSON.parse(v).delivered === 1 ? v : undefined;
   }, 'kv state');
   const s = JSON.parse(raw);
   assert.is(s.status, 'ready');
-  assert.equal(s.topics, [{ name: topic, lag: 0 }]);
+  assert.equal(s['topic-lag'], [{ topic, lag: 0 }]);
   assert.ok(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(s['start-time']));
+});
+
+test('a changed vault secret is sent from the next message on, without a restart', async () => {
+  await env.put('strongbox/vaults/v1/secrets/rot', { name: 'rot' });
+  const { topic, name } = await exporter({
+    data: '${TOKEN}',
+    variables: [{ name: 'TOKEN', 'value-from-vault-secret': { vault: 'v1', secret: 'rot', key: 'token' } }],
+  });
+  await env.produce(topic, 'a');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'first POST');
+  vault['default/v1/rot'] = { token: 'new' };
+  // What writing the secret does: a change under strongbox.
+  await env.put('strongbox/vaults/v1/secrets/rot', { name: 'rot', changed: 1 });
+  const started = rt.exporterState('default', name)?.['start-time'];
+  await until(async () => {
+    await env.produce(topic, 'b');
+    await new Promise((r) => setTimeout(r, 100));
+    return bodiesOf(name).some((r) => r.body === 'new');
+  }, 'the new value sent');
+  assert.equal(bodiesOf(name)[0]!.body, 'old');
+  assert.is(rt.exporterState('default', name)?.['start-time'], started, 'not restarted');
 });
 
 test.run();

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { openEnv, testDbUrl, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import type { Runtime } from '../src/exporter/index.js';
+import { stateKey, type Runtime } from '../src/exporter/index.js';
 import type { JsonObject } from '../src/json.js';
 
 let env: Env;
@@ -173,7 +173,7 @@ test('an invalid configuration is status error with the field in last-error', as
   assert.match(String(s['last-error']), /match-re\[0\]/);
 });
 
-test('a process where the exporter is placed elsewhere does not hide the state of the site running it', async () => {
+test('each site keeps its own state: one where the exporter is placed elsewhere does not hide the running one', async () => {
   await env.webhook(base('multi', 'multi-topic', { sites: ['edge1'] }));
   await env.state(rt, 'multi', (s) => s.status === 'ready', 'ready at edge1');
   const other = await env.start({ site: 'edge2' });
@@ -181,12 +181,15 @@ test('a process where the exporter is placed elsewhere does not hide the state o
   await env.produce('multi-topic', 'm');
   await hook.waitFor(() => got('multi').length === 1, 'delivered by edge1');
   const kv = await until(async () => {
-    const raw = await env.store.kvGet('state:webhook:default/multi');
+    const raw = await env.store.kvGet(stateKey('default', 'multi', 'edge1'));
     const v = raw ? JSON.parse(raw) : undefined;
     return v && v.delivered === 1 ? v : undefined;
   }, 'kv state of edge1');
   assert.is(kv.site, 'edge1');
   assert.is(kv.status, 'ready');
+  const there = JSON.parse((await env.store.kvGet(stateKey('default', 'multi', 'edge2'))) ?? '{}');
+  assert.is(there.status, 'stopped');
+  assert.is(there.site, 'edge2');
 });
 
 test.run();

@@ -9,7 +9,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { kvPrefix } from '../src/model/keys.js';
+import { stateKey } from '../src/exporter/index.js';
 import { startApi, type Backend, type TestApi } from './helpers/api.js';
 import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 
@@ -80,12 +80,14 @@ function whereSuite(backend: Backend): void {
     assert.equal(await hooks("status = 'starting'"), ['hook-a', 'hook-b']);
     // What an exporter process records for hook-a (the state an API process reads back).
     await api.instance.deps.store.kvSet(
-      `${kvPrefix.webhookState}default/hook-a`,
+      stateKey('default', 'hook-a', api.instance.deps.settings.site),
       JSON.stringify({ status: 'ready', delivered: 5, 'consumed-topics': ['t1'] }),
     );
     assert.equal(await hooks("status = 'ready' and delivered > 0"), ['hook-a']);
     assert.equal(await hooks("consumed-topics = 't1'"), ['hook-a']);
     assert.equal(await hooks("status != 'ready'"), ['hook-b']);
+    // Configuration fields read the same in the state: topics stays the configured list.
+    assert.equal(await hooks("topics = 't2'"), ['hook-b']);
   });
 
   t('state: deployments by their selected sites', async () => {

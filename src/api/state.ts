@@ -6,7 +6,8 @@
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
-import { configKey, kvPrefix } from '../model/keys.js';
+import { configKey } from '../model/keys.js';
+import { stateKey } from '../exporter/index.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';
@@ -36,7 +37,7 @@ async function extras(
   if (def.id === 'webhook' && typeof value.name === 'string') {
     const live = deps.runtime?.exporterState(tenant, value.name);
     if (live) return live;
-    const stored = await deps.store.kvGet(`${kvPrefix.webhookState}${tenant}/${value.name}`);
+    const stored = await deps.store.kvGet(stateKey(tenant, value.name, deps.settings.site));
     if (stored) {
       try {
         const v = JSON.parse(stored) as unknown;
@@ -73,6 +74,13 @@ async function extras(
 }
 
 type Entry = { key: string; value: JsonObject };
+
+/** The configuration as configured, then the runtime fields whose names it does not use. */
+function withoutOverride(config: JsonObject, runtime: JsonObject): JsonObject {
+  const out: JsonObject = { ...config };
+  for (const [k, v] of Object.entries(runtime)) if (!(k in config)) out[k] = v;
+  return out;
+}
 
 async function listCached(deps: AppDeps, prefix: string, cache: Map<string, Entry[]>): Promise<Entry[]> {
   let hit = cache.get(prefix);
@@ -111,7 +119,7 @@ async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map
     const value = redact(r.def, e.value);
     items.push({
       path: e.key.slice(tenant.length + 1),
-      value: { ...value, ...(await extras(deps, tenant, r.def, value, cache)) },
+      value: withoutOverride(value, await extras(deps, tenant, r.def, value, cache)),
       config: new Set(Object.keys(value)),
     });
   }

@@ -63,6 +63,38 @@ export interface Bus {
   /** Takes over entries pending longer than minIdleMs for other (dead) consumers. */
   claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Consumers and their liveness. Every process reads as its own consumer and calls
+   * `heartbeat` about every second; a consumer is dead when its last heartbeat is older than
+   * its ttl, when it was retired (a graceful stop), or when it names a process of this host
+   * that is gone. The pending entries of dead consumers are taken over with `claimFrom`.
+   */
+  heartbeat(consumer: string, ttlMs: number): Promise<void>;
+  retire(consumer: string): Promise<void>;
+  /** Those of `consumers` that are dead (unknown names, e.g. of older versions, are dead). */
+  deadAmong(consumers: readonly string[]): Promise<string[]>;
+  /** Consumers that sent heartbeats and are dead now (forgotten an hour after the last one). */
+  deadConsumers(): Promise<string[]>;
+  /** The consumer names of a group ([] when it does not exist). */
+  groupConsumers(topic: string, group: string): Promise<string[]>;
+  /**
+   * Moves up to `count` entries pending for `from` longer than `minIdleMs` to `to` and returns
+   * them; `drained` when `from` has nothing pending left in the group (it is then removed).
+   */
+  claimFrom(
+    topic: string,
+    group: string,
+    from: string,
+    to: string,
+    minIdleMs: number,
+    count: number,
+  ): Promise<{ entries: StreamEntry[]; drained: boolean }>;
+  /**
+   * Entries of the topic the group has not fully handled: not yet read plus read but not
+   * acknowledged (Redis: XINFO GROUPS `lag` + `pending`). Undefined when unknown (no group,
+   * or Redis cannot count the lag after deletions).
+   */
+  backlog(topic: string, group: string): Promise<number | undefined>;
   destroyGroup(topic: string, group: string): Promise<void>;
   /** `wake` is called when the topic may have new entries (never for each entry). */
   watch(topic: string, wake: () => void): () => void;

@@ -5,7 +5,7 @@
  * so entries and group positions survive a restart. Deliveries are logged too, so a
  * restart finds the same pending list Redis would. A large log is compacted at open.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BusError,
@@ -19,6 +19,8 @@ import {
   type TopicInfo,
 } from './bus.js';
 import { Discovery } from './discovery.js';
+import { log } from '../log.js';
+import { replayLines } from '../store/aof.js';
 
 type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };
 type Stream = { entries: StreamEntry[]; lastId: string; groups: Map<string, Group> };
@@ -29,6 +31,18 @@ type Record_ =
   | { op: 'deliver'; topic: string; group: string; consumer: string; ids: string[] }
   | { op: 'ack'; topic: string; group: string; ids: string[] }
   | { op: 'destroy'; topic: string; group: string };
+
+const ops = new Set(['add', 'group', 'deliver', 'ack', 'destroy']);
+
+/** One line of bus.jsonl, or undefined when it is not a record (a torn line). */
+function parseRecord(line: string): Record_ | undefined {
+  try {
+    const r = JSON.parse(line) as Record_ | null;
+    return r && typeof r === 'object' && ops.has(r.op) && typeof r.topic === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Index of the first entry with an ID greater than `id` (entries are sorted). */
 function firstAfter(entries: StreamEntry[], id: string): number {
@@ -66,6 +80,7 @@ function compact(file: string, streams: Map<string, Stream>): void {
 export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinBytes?: number } = {}): Bus {
   const streams = new Map<string, Stream>();
   const watchers = new Map<string, Set<() => void>>();
+  const alive = new Set<string>();
   const file = dataDir ? join(dataDir, 'bus.jsonl') : undefined;
 
   const stream = (topic: string): Stream => {
@@ -109,16 +124,10 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
 
   if (file) {
     mkdirSync(dataDir!, { recursive: true });
-    if (existsSync(file)) {
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
-        if (!line) continue;
-        try {
-          apply(JSON.parse(line) as Record_);
-        } catch {
-          /* a torn last line after a crash */
-        }
-      }
-    }
+    const loaded = replayLines(file, parseRecord);
+    for (const r of loaded.records) apply(r);
+    if (loaded.tornBytes > 0)
+      log('warn', 'embedded bus: dropped a torn last record', { path: file, bytes: loaded.tornBytes });
   }
 
   if (file && existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes))
@@ -228,6 +237,55 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
     async ack(topic: string, name: string, ids: readonly string[]): Promise<void> {
       if (ids.length > 0 && streams.get(topic)?.groups.has(name))
         record({ op: 'ack', topic, group: name, ids: [...ids] });
+    },
+
+    async backlog(topic: string, name: string): Promise<number | undefined> {
+      const s = streams.get(topic);
+      const g = s?.groups.get(name);
+      if (!s || !g) return undefined;
+      return s.entries.length - firstAfter(s.entries, g.lastDelivered) + g.pending.size;
+    },
+
+    // One process per DATA_DIR: a consumer is alive when this process gave it a heartbeat.
+    async heartbeat(consumer: string): Promise<void> {
+      alive.add(consumer);
+    },
+
+    async retire(consumer: string): Promise<void> {
+      alive.delete(consumer);
+    },
+
+    async deadAmong(consumers: readonly string[]): Promise<string[]> {
+      return consumers.filter((c) => !alive.has(c));
+    },
+
+    async deadConsumers(): Promise<string[]> {
+      const seen = new Set<string>();
+      for (const s of streams.values())
+        for (const g of s.groups.values()) for (const p of g.pending.values()) seen.add(p.consumer);
+      return [...seen].filter((c) => !alive.has(c));
+    },
+
+    async groupConsumers(topic: string, name: string): Promise<string[]> {
+      const g = streams.get(topic)?.groups.get(name);
+      return g ? [...new Set([...g.pending.values()].map((p) => p.consumer))] : [];
+    },
+
+    async claimFrom(topic, name, from, to, minIdleMs, count) {
+      const s = stream(topic);
+      const g = group(topic, name);
+      const now = Date.now();
+      const mine = [...g.pending.entries()].filter(([, p]) => p.consumer === from);
+      const ids = mine
+        .filter(([, p]) => now - p.since >= minIdleMs)
+        .map(([id]) => id)
+        .sort(compareIds)
+        .slice(0, count);
+      if (ids.length > 0) record({ op: 'deliver', topic, group: name, consumer: to, ids });
+      const entries = ids
+        .map((id) => s.entries[firstAfter(s.entries, id) - 1])
+        .filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
+      return { entries, drained: mine.length === ids.length };
     },
 
     async destroyGroup(topic: string, name: string): Promise<void> {

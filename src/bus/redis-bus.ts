@@ -4,6 +4,7 @@
  * commands on it) and the notifier's blocking XREAD. Commands issued while Redis is down
  * wait in node-redis's offline queue and run after the reconnect.
  */
+import { hostname } from 'node:os';
 import { createClient, type RedisClientType } from 'redis';
 import { log } from '../log.js';
 import {
@@ -20,7 +21,36 @@ import {
 } from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
-import { asString, groupLag, parseAutoclaim, parseEntries, parseScan, parseStreams } from './redis-replies.js';
+import {
+  asString,
+  consumerNames,
+  groupBacklog,
+  groupLag,
+  parseAutoclaim,
+  parseEntries,
+  parsePairs,
+  parseScan,
+  parseStreams,
+  pendingIds,
+} from './redis-replies.js';
+
+/** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
+const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
+const consumersKey = 'edgeplane:consumers';
+/** A dead consumer is looked after (its pending entries claimed) this long after its last heartbeat. */
+const forgetDeadMs = 3_600_000;
+
+/** True when a heartbeat value names a process of this host that no longer runs. */
+function goneHere(value: string): boolean {
+  try {
+    const v = JSON.parse(value) as { host?: unknown; pid?: unknown };
+    if (v.host !== hostname() || typeof v.pid !== 'number' || v.pid === process.pid) return false;
+    process.kill(v.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as { code?: unknown }).code === 'ESRCH';
+  }
+}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -164,6 +194,77 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
     async ack(topic: string, group: string, ids: readonly string[]): Promise<void> {
       if (ids.length === 0) return;
       await cmd.sendCommand(['XACK', streamPrefix + topic, group, ...ids]);
+    },
+
+    async backlog(topic: string, group: string): Promise<number | undefined> {
+      const info = await cmd.sendCommand(['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
+      return groupBacklog(info, group);
+    },
+
+    async heartbeat(consumer: string, ttlMs: number): Promise<void> {
+      const me = JSON.stringify({ host: hostname(), pid: process.pid, seen: Date.now() });
+      await Promise.all([
+        cmd.sendCommand(['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
+        cmd.sendCommand(['HSET', consumersKey, consumer, me]),
+      ]);
+    },
+
+    async retire(consumer: string): Promise<void> {
+      await cmd.sendCommand(['DEL', aliveKey(consumer)]);
+    },
+
+    async deadAmong(consumers: readonly string[]): Promise<string[]> {
+      if (consumers.length === 0) return [];
+      const raw = await cmd.sendCommand(['MGET', ...consumers.map(aliveKey)]);
+      const values = Array.isArray(raw) ? raw : [];
+      return consumers.filter((_c, i) => {
+        const v: unknown = values[i];
+        if (v === null || v === undefined) return true;
+        return goneHere(asString(v));
+      });
+    },
+
+    async deadConsumers(): Promise<string[]> {
+      const raw = await cmd.sendCommand(['HGETALL', consumersKey]);
+      const all = parsePairs(raw);
+      const names: string[] = [];
+      const forget: string[] = [];
+      for (const [name, v] of Object.entries(all)) {
+        const seen = Number((JSON.parse(asString(v) || '{}') as { seen?: unknown }).seen);
+        if (Date.now() - seen > forgetDeadMs) forget.push(name);
+        else names.push(name);
+      }
+      if (forget.length > 0) await cmd.sendCommand(['HDEL', consumersKey, ...forget]);
+      return this.deadAmong(names);
+    },
+
+    async groupConsumers(topic: string, group: string): Promise<string[]> {
+      try {
+        return consumerNames(await cmd.sendCommand(['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
+      } catch {
+        return [];
+      }
+    },
+
+    async claimFrom(topic, group, from, to, minIdleMs, count) {
+      const key = streamPrefix + topic;
+      try {
+        const ids = pendingIds(
+          await cmd.sendCommand(['XPENDING', key, group, 'IDLE', String(minIdleMs), '-', '+', String(count), from]),
+        );
+        const entries =
+          ids.length === 0
+            ? []
+            : parseEntries(await cmd.sendCommand(['XCLAIM', key, group, to, String(minIdleMs), ...ids])).filter(
+                (e) => Object.keys(e.fields).length > 0,
+              );
+        const left = pendingIds(await cmd.sendCommand(['XPENDING', key, group, '-', '+', '1', from]));
+        if (left.length > 0) return { entries, drained: false };
+        await cmd.sendCommand(['XGROUP', 'DELCONSUMER', key, group, from]);
+        return { entries, drained: true };
+      } catch (err) {
+        throw translate(err);
+      }
     },
 
     async destroyGroup(topic: string, group: string): Promise<void> {

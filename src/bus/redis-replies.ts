@@ -63,6 +63,18 @@ export function groupLag(raw: unknown, group: string): number | undefined {
   return undefined;
 }
 
+/** XINFO GROUPS → the group's backlog: `lag` (not yet read) plus `pending` (read, not acked). */
+export function groupBacklog(raw: unknown, group: string): number | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  for (const g of raw) {
+    const info = parsePairs(g);
+    if (str(info.name) !== group) continue;
+    const { lag, pending } = info;
+    return typeof lag === 'number' && typeof pending === 'number' ? lag + pending : undefined;
+  }
+  return undefined;
+}
+
 /** SCAN reply: [cursor, [keys...]]. */
 export function parseScan(raw: unknown): { cursor: string; keys: string[] } {
   if (!Array.isArray(raw) || raw.length < 2) return { cursor: '0', keys: [] };
@@ -78,4 +90,16 @@ export function parseAutoclaim(raw: unknown): { cursor: string; entries: StreamE
 
 export function asString(v: unknown): string {
   return str(v);
+}
+
+/** XINFO CONSUMERS → the consumer names of a group. */
+export function consumerNames(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((c) => str(parsePairs(c).name)).filter((n) => n !== '');
+}
+
+/** XPENDING (extended form) → the IDs: [[id, consumer, idle, deliveries], ...]. */
+export function pendingIds(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.filter(Array.isArray).map((p: unknown[]) => str(p[0]));
 }

@@ -89,12 +89,21 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   }
 
   for (let attempt = 1; ; attempt++) {
-    if (ctx.stopping.aborted) return 'aborted';
+    if (ctx.stopping.aborted) {
+      if (attempt > 1) ctx.state.retryEnded();
+      return 'aborted';
+    }
     const r = await postOnce({ target, headers, body: data.value, agent: ctx.agent });
-    if (r.ok) return 'delivered';
-    ctx.state.count('failed-attempts');
-    ctx.state.error(r.error, ctx.clock.now());
-    if (!mayRetry(spec.policy, attempt)) {
+    if (r.ok) {
+      if (attempt > 1) ctx.state.retryEnded();
+      return 'delivered';
+    }
+    const failed = { topic: msg.topic, id: msg.entry.id, attempt, error: r.error, status: r.status, body: r.body };
+    const retry = mayRetry(spec.policy, attempt);
+    // A message that will be tried again makes the status `retrying` until it is handled.
+    ctx.state.attemptFailed(failed, ctx.clock.now(), attempt === 1 && retry);
+    if (!retry) {
+      if (attempt > 1) ctx.state.retryEnded();
       log('warn', 'exporter: message dropped after its last attempt', {
         tenant: spec.tenant,
         exporter: spec.name,

@@ -32,6 +32,9 @@ export type ExporterDeps = {
   observeDelivery?: (seconds: number) => void;
 };
 
+/** How often the backlog of each consumed topic is asked for while it is not 0. */
+const lagRefreshMs = 1000;
+
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function startAt(spec: ExporterSpec): StartAt {
@@ -51,6 +54,10 @@ export class Exporter {
   private inFlight = 0;
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  /** Set when entries were read (or at start): the backlogs must be asked for again. */
+  private lagStale = true;
+  private refreshingLag = false;
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
@@ -72,6 +79,8 @@ export class Exporter {
   }
 
   start(): void {
+    this.lagTimer = setInterval(() => void this.refreshLag(), lagRefreshMs);
+    this.lagTimer.unref();
     this.loop = this.run().catch((err: unknown) => {
       this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
@@ -100,6 +109,7 @@ export class Exporter {
       }
       this.readers.set(topic, reader);
       this.d.state.addTopic(topic);
+      this.lagStale = true;
       this.cleanups.push(this.d.bus.watch(topic, this.wake));
       this.wake();
     } finally {
@@ -159,9 +169,8 @@ export class Exporter {
       return 0;
     }
     const n = batch.entries.length;
-    state.setUnread(reader.topic, batch.lag);
     if (n === 0) return 0;
-    state.unhandled(reader.topic, n);
+    this.lagStale = true;
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {
       // Awaited only when full: an await per message costs a turn of the microtask queue.
@@ -196,7 +205,6 @@ export class Exporter {
         reader.handled(msg.entry.id);
         state.count(outcome);
         if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
-        state.unhandled(reader.topic, -1);
       }
     } finally {
       this.inFlight--;
@@ -211,12 +219,51 @@ export class Exporter {
 
   private idle: (() => void) | undefined;
 
+  /** Takes over what dead consumers left pending on our topics, and delivers it next. */
+  async claimDead(dead: readonly string[], minIdleMs: number): Promise<void> {
+    let n = 0;
+    for (const reader of [...this.readers.values()]) {
+      if (this.stopCtl.signal.aborted) return;
+      try {
+        n += await reader.claimDead(dead, minIdleMs);
+      } catch (err) {
+        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+      }
+    }
+    if (n > 0) this.wake();
+  }
+
+  /**
+   * Asks the bus for each topic's backlog (unread plus unacknowledged) about every second,
+   * whatever the message loop is doing (it may be blocked on a failing POST). Skipped while
+   * every backlog is 0 and nothing was read since, so idle exporters cost nothing.
+   */
+  private async refreshLag(): Promise<void> {
+    if (!this.lagStale || this.refreshingLag) return;
+    this.refreshingLag = true;
+    this.lagStale = false;
+    try {
+      for (const reader of [...this.readers.values()]) {
+        const lag = await this.d.bus.backlog(reader.topic, this.d.group);
+        if (lag === undefined) continue;
+        this.d.state.setLag(reader.topic, lag);
+        if (lag > 0) this.lagStale = true;
+      }
+    } catch (err) {
+      this.lagStale = true;
+      log('debug', 'exporter: cannot read the backlog', { exporter: this.d.spec.name, error: String(err) });
+    } finally {
+      this.refreshingLag = false;
+    }
+  }
+
   /**
    * Stops reading, lets running POSTs finish until the deadline, acks what was handled.
    * Bounded even when Redis is unreachable (its commands would wait for the reconnect).
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
+    clearInterval(this.lagTimer);
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
     this.slotFreed?.();

@@ -2,13 +2,13 @@
  * The webhook exporter runtime, as the API process starts it:
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
- * the store's kv area (`kvPrefix.webhookState + '<tenant>/<name>'`, every ~500 ms when it
- * changed) so the API of any process can show it. The state carries `site`, the SITE of the
- * process that wrote it; a process where the exporter is placed elsewhere writes `stopped`
- * only over nothing, its own state or another `stopped`.
+ * the store's kv area (`stateKey`: one key per exporter and site, every ~500 ms when it
+ * changed) so the API of any process of the site can show it, and the counters go on from
+ * there after a restart. The state carries `site`, the SITE of the process that wrote it.
  */
+import { hostname } from 'node:os';
 import type { Bus } from '../bus/bus.js';
-import { isObject, type JsonObject } from '../json.js';
+import type { JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { kvPrefix } from '../model/keys.js';
 import type { Settings } from '../settings.js';
@@ -36,7 +36,19 @@ export type RuntimeOptions = {
   publishMs?: number;
   /** Per exporter, what to tell of each delivered message's latency in seconds (metrics). */
   deliveryObserver?: (tenant: string, name: string) => (seconds: number) => void;
+  /** This process's consumer name in the exporters' groups (default `<SITE>:<host>:<pid>`). */
+  consumer?: string;
 };
+
+/** Heartbeats of this process's consumer: every second, valid for three. */
+const heartbeatMs = 1000;
+const heartbeatTtlMs = 3000;
+/**
+ * Entries of a dead consumer are claimed once idle this long, so that two survivors do not
+ * both take them. With the heartbeat ttl, a dead process's pending entries are taken over
+ * within about 4 s of its death (5 s at most), wherever they are read.
+ */
+export const claimMinIdleMs = 2000;
 
 export type Runtime = {
   /** Stops reading, lets running POSTs finish until the deadline, acks, publishes the states. */
@@ -50,11 +62,17 @@ export type Runtime = {
   readonly bus: Bus;
 };
 
-export const stateKey = (tenant: string, name: string): string => `${kvPrefix.webhookState}${tenant}/${name}`;
+/** Where the state of an exporter at one site is kept: each site keeps its own. */
+export const stateKey = (tenant: string, name: string, site: string): string =>
+  `${kvPrefix.webhookState}${tenant}/${name}/${site}`;
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
+  const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
+  // Alive before the first read, so no other process takes our entries for a dead one's.
+  await opts.bus.heartbeat(consumer, heartbeatTtlMs);
   const supervisor = new Supervisor({
+    consumer,
     site: opts.settings.site,
     globalDomain: opts.settings.globalDomain,
     rootTenant: opts.settings.tenant ?? 'default',
@@ -65,20 +83,19 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     attemptTimeoutMs: opts.attemptTimeoutMs ?? 30_000,
     pollMs: opts.pollMs ?? 30_000,
     ...(opts.deliveryObserver ? { deliveryObserver: opts.deliveryObserver } : {}),
+    // Counters go on from the state this site published before (a process restart).
+    loadSaved: async (tenant, name) => {
+      const raw = await opts.store.kvGet(stateKey(tenant, name, opts.settings.site)).catch(() => undefined);
+      try {
+        return raw === undefined ? undefined : (JSON.parse(raw) as unknown);
+      } catch {
+        return undefined;
+      }
+    },
   });
 
   const site = opts.settings.site;
   const withSite = (state: JsonObject): JsonObject => ({ ...state, site });
-  const mayOverwrite = async (key: string): Promise<boolean> => {
-    const raw = await opts.store.kvGet(key);
-    if (raw === undefined) return true;
-    try {
-      const prev: unknown = JSON.parse(raw);
-      return !isObject(prev) || prev.site === site || prev.status === 'stopped';
-    } catch {
-      return true;
-    }
-  };
   const published = new Map<string, number>();
   const stateListeners = new Set<() => void>();
   let publishing = false;
@@ -91,19 +108,14 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
         wrote = true;
-        const key = stateKey(slot.tenant, slot.name);
-        const state = withSite(slot.state.toJson());
-        // Processes of several sites may share one store: "stopped here" must not hide the
-        // state written by the site where the exporter runs.
-        if (state.status === 'stopped' && !(await mayOverwrite(key))) continue;
-        await opts.store.kvSet(key, JSON.stringify(state));
+        await opts.store.kvSet(stateKey(slot.tenant, slot.name, site), JSON.stringify(withSite(slot.state.toJson())));
       }
       for (const id of [...published.keys()]) {
         if (supervisor.slots.has(id)) continue;
         published.delete(id);
         wrote = true;
         const slash = id.indexOf('/');
-        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1)));
+        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1), site));
       }
     } catch (err) {
       log('debug', 'runtime: cannot publish exporter states', { error: String(err) });
@@ -116,6 +128,23 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const unsubscribe = opts.store.onChange((keys) => supervisor.onStoreChange(keys));
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
+  let checking = false;
+  const liveness = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void (async () => {
+      try {
+        await opts.bus.heartbeat(consumer, heartbeatTtlMs);
+        const dead = await opts.bus.deadConsumers();
+        if (dead.length > 0) await supervisor.claimDead(dead, claimMinIdleMs);
+      } catch (err) {
+        log('debug', 'runtime: heartbeat or claim failed', { error: String(err) });
+      } finally {
+        checking = false;
+      }
+    })();
+  }, heartbeatMs);
+  liveness.unref();
   const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
   // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
   const safety = setInterval(() => void supervisor.reconcile(), 30_000);
@@ -141,9 +170,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     async stop(deadlineMs) {
       unsubscribe();
       clearInterval(publisher);
+      clearInterval(liveness);
       clearInterval(secretRetry);
       clearInterval(safety);
       await supervisor.stop(deadlineMs);
+      // What we leave pending is taken over by the other processes at once.
+      await opts.bus.retire(consumer).catch(() => undefined);
       await publish();
       await closeAgents();
     },

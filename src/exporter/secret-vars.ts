@@ -1,6 +1,7 @@
 /**
- * Secret variables (`value-from-vault-secret`) are read when an exporter starts or restarts,
- * never per message; a sealed store or a missing vault, secret or key makes the exporter
+ * Secret variables (`value-from-vault-secret`) are read when an exporter starts or restarts
+ * and again after any change under strongbox (the supervisor updates the running exporter's
+ * values in place), never per message; a sealed store or a missing vault, secret or key makes the exporter
  * status `error` with a last-error that names the variable (never the value).
  */
 import type { SecretVar } from './spec.js';

@@ -58,7 +58,21 @@ export async function closeAgents(): Promise<void> {
   await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
 }
 
-export type PostOutcome = { ok: true; status: number } | { ok: false; error: string; retryAfter: string | undefined };
+export type PostOutcome =
+  | { ok: true; status: number }
+  | { ok: false; error: string; retryAfter: string | undefined; status?: number; body?: string };
+
+/** The first `max` bytes of a (failing) response's body, as text; the rest is read and dropped. */
+async function bodyHead(body: AsyncIterable<Buffer>, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of body) {
+    if (n >= max) continue;
+    chunks.push(chunk);
+    n += chunk.length;
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
+}
 
 export type PostRequest = {
   target: Target;
@@ -87,13 +101,18 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
       headers: req.headers,
       body: req.body,
     });
-    await res.body.dump();
-    if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      await res.body.dump();
+      return { ok: true, status: res.statusCode };
+    }
+    const body = await bodyHead(res.body, 200);
     const ra = res.headers['retry-after'];
     return {
       ok: false,
       error: `POST to ${req.target.origin} answered HTTP ${res.statusCode}`,
       retryAfter: Array.isArray(ra) ? ra[0] : ra,
+      status: res.statusCode,
+      body,
     };
   } catch (err) {
     return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };

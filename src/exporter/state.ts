@@ -1,15 +1,33 @@
 /**
- * Operational state of one exporter (seed 2.3, CONTRACT §3): status, start time, consumed
- * topics, last error and counters. Per consumed topic we report `topics: [{name, lag}]`,
- * where lag is the number of entries of that topic not yet read by the exporter's group
- * (Redis's group lag after the last read) plus the read entries not yet handled.
- * `version` increases at every change so the publisher writes only changed states.
+ * Operational state of one exporter: status, start time, consumed topics, last error,
+ * counters, in-flight and `topic-lag: [{topic, lag}]`, where lag is the topic's backlog for
+ * the exporter's group (entries not yet read plus read but not acknowledged), refreshed by
+ * the exporter about every second. None of these names is a configuration field's: the API
+ * shows them beside the configuration unchanged. `version` increases at every change so the
+ * publisher writes only changed states. Failed attempts are logged here: the first at once,
+ * then at most one summary line a second; each change of status is logged too.
  */
-import type { JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../json.js';
+import { log } from '../log.js';
 
-export type Status = 'starting' | 'ready' | 'error' | 'stopped';
+export type Status = 'starting' | 'ready' | 'retrying' | 'error' | 'stopped';
 
 export type Counter = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'failed-attempts';
+const counterNames: readonly Counter[] = ['delivered', 'dropped', 'ignored', 'filtered', 'failed-attempts'];
+
+/** One failed POST attempt, as logged. */
+export type FailedAttempt = {
+  topic: string;
+  id: string;
+  attempt: number;
+  error: string;
+  status?: number;
+  /** The first 200 bytes of the response body. */
+  body?: string;
+};
+
+/** Summary lines of failed attempts are at least this far apart. */
+export const failureLogIntervalMs = 1000;
 
 export class ExporterState {
   status: Status = 'starting';
@@ -25,14 +43,30 @@ export class ExporterState {
     filtered: 0,
     'failed-attempts': 0,
   };
-  private readonly lag = new Map<string, { unread: number; unhandled: number }>();
+  private readonly lag = new Map<string, number>();
+  /** Messages whose last attempt failed and that are waiting for another. */
+  private failing = 0;
+  private lastFailureLog = -Infinity;
+  private unlogged = 0;
+  private lastUnlogged: FailedAttempt | undefined;
 
-  constructor(now: number) {
+  constructor(
+    now: number,
+    private readonly who: { tenant: string; exporter: string } = { tenant: '', exporter: '' },
+  ) {
     this.startTime = now;
   }
 
   setStatus(status: Status, now?: number): void {
+    if (status === 'starting') this.failing = 0;
     if (status === this.status) return;
+    if (this.status === 'retrying') this.flushFailures();
+    log(status === 'error' || status === 'retrying' ? 'warn' : 'info', 'exporter status changed', {
+      ...this.who,
+      from: this.status,
+      to: status,
+      ...(status === 'error' || status === 'retrying' ? { 'last-error': this.lastError ?? null } : {}),
+    });
     this.status = status;
     if (status === 'starting' && now !== undefined) this.startTime = now;
     this.version++;
@@ -49,9 +83,61 @@ export class ExporterState {
     this.version++;
   }
 
+  /** Counters of a state published before (a process restart): counting goes on from there. */
+  restoreCounters(saved: unknown): void {
+    if (!isObject(saved)) return;
+    for (const c of counterNames) {
+      const v = saved[c];
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v > this.counters[c]) this.counters[c] = v;
+    }
+    this.version++;
+  }
+
+  /** A POST attempt failed; `willRetry` when the message waits for another attempt. */
+  attemptFailed(a: FailedAttempt, now: number, first: boolean): void {
+    this.counters['failed-attempts']++;
+    this.error(a.error, now);
+    if (first) {
+      this.failing++;
+      if (this.status === 'ready') this.setStatus('retrying');
+    }
+    if (now - this.lastFailureLog >= failureLogIntervalMs) {
+      this.lastFailureLog = now;
+      const summary = this.unlogged > 0 ? { 'not-logged-since': this.unlogged } : {};
+      this.unlogged = 0;
+      this.lastUnlogged = undefined;
+      log('warn', 'exporter: POST attempt failed', { ...this.who, ...summary, ...attemptFields(a) });
+    } else {
+      this.unlogged++;
+      this.lastUnlogged = a;
+    }
+  }
+
+  /** A message that had failed is handled now (delivered, dropped or given up at a stop). */
+  retryEnded(): void {
+    if (this.failing > 0) this.failing--;
+    if (this.failing === 0 && this.status === 'retrying') {
+      this.setStatus('ready');
+      // The next outage's first failure is logged at once.
+      this.lastFailureLog = -Infinity;
+    }
+  }
+
+  /** Logs the failed attempts not logged yet, as one line. */
+  private flushFailures(): void {
+    if (this.unlogged === 0 || !this.lastUnlogged) return;
+    log('warn', 'exporter: POST attempts failed', {
+      ...this.who,
+      'failed-attempts': this.unlogged,
+      last: attemptFields(this.lastUnlogged),
+    });
+    this.unlogged = 0;
+    this.lastUnlogged = undefined;
+  }
+
   addTopic(topic: string): void {
     if (!this.lag.has(topic)) {
-      this.lag.set(topic, { unread: 0, unhandled: 0 });
+      this.lag.set(topic, 0);
       this.version++;
     }
   }
@@ -60,19 +146,10 @@ export class ExporterState {
     if (this.lag.delete(topic)) this.version++;
   }
 
-  setUnread(topic: string, unread: number | undefined): void {
-    const l = this.lag.get(topic);
-    if (!l || unread === undefined || l.unread === unread) return;
-    l.unread = unread;
+  setLag(topic: string, lag: number): void {
+    if (!this.lag.has(topic) || this.lag.get(topic) === lag) return;
+    this.lag.set(topic, lag);
     this.version++;
-  }
-
-  unhandled(topic: string, delta: number): void {
-    const l = this.lag.get(topic);
-    if (l) {
-      l.unhandled += delta;
-      this.version++;
-    }
   }
 
   consumedTopics(): string[] {
@@ -87,12 +164,19 @@ export class ExporterState {
     };
     if (this.lastError !== undefined) out['last-error'] = this.lastError;
     if (this.lastErrorTime !== undefined) out['last-error-time'] = new Date(this.lastErrorTime).toISOString();
-    for (const [k, v] of Object.entries(this.counters)) out[k] = v;
+    for (const c of counterNames) out[c] = this.counters[c];
     out['in-flight'] = this.inFlight;
-    out.topics = this.consumedTopics().map((name) => {
-      const l = this.lag.get(name)!;
-      return { name, lag: l.unread + Math.max(0, l.unhandled) };
-    });
+    out['topic-lag'] = this.consumedTopics().map((topic) => ({ topic, lag: this.lag.get(topic)! }));
     return out;
   }
+}
+
+function attemptFields(a: FailedAttempt): Record<string, unknown> {
+  return {
+    topic: a.topic,
+    id: a.id,
+    attempt: a.attempt,
+    ...(a.status !== undefined ? { status: a.status } : { error: a.error }),
+    ...(a.body !== undefined ? { body: a.body } : {}),
+  };
 }

@@ -33,6 +33,10 @@ export type SupervisorOptions = {
   pollMs: number;
   /** Per exporter, what to tell of each delivered message's latency in seconds (metrics). */
   deliveryObserver?: (tenant: string, name: string) => (seconds: number) => void;
+  /** The consumer name of this process in every group (one per process). */
+  consumer: string;
+  /** The state this site published for the exporter before, if any (its counters are kept). */
+  loadSaved?: (tenant: string, name: string) => Promise<unknown>;
 };
 
 type Slot = {
@@ -44,6 +48,8 @@ type Slot = {
   spec: ExporterSpec | undefined;
   /** Set when the exporter could not start because of its secrets: retried periodically. */
   secretError: boolean;
+  /** The running exporter's secret values, updated in place when a secret changes. */
+  secrets: Map<string, string>;
 };
 
 const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
@@ -126,7 +132,11 @@ export class Supervisor {
       // The ETag stands for the object's content, so no re-serialisation of every object.
       const fingerprint = `${d.etag}|${JSON.stringify(placeHere(d.cfg['site-placement'], ctx))}|${text}`;
       const slot = this.slots.get(id);
-      if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) continue;
+      if (slot && slot.fingerprint === fingerprint && !this.forced.has(id)) {
+        if (slot.exporter && slot.spec && slot.spec.secretVars.length > 0)
+          changes.push(() => this.refreshSecrets(slot));
+        continue;
+      }
       this.forced.delete(id);
       changes.push(() => this.replace(id, slot, d.tenant, d.name, d.cfg, ctx, fingerprint));
     }
@@ -146,9 +156,22 @@ export class Supervisor {
   ): Promise<void> {
     const oldTopics = old?.exporter?.topics() ?? [];
     if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
-    const state = old?.state ?? new ExporterState(this.o.clock.now());
+    let state = old?.state;
+    if (!state) {
+      state = new ExporterState(this.o.clock.now(), { tenant, exporter: name });
+      state.restoreCounters(await this.o.loadSaved?.(tenant, name));
+    }
     state.setStatus('starting', this.o.clock.now());
-    const slot: Slot = { tenant, name, fingerprint, state, exporter: undefined, spec: undefined, secretError: false };
+    const slot: Slot = {
+      tenant,
+      name,
+      fingerprint,
+      state,
+      exporter: undefined,
+      spec: undefined,
+      secretError: false,
+      secrets: new Map(),
+    };
     this.slots.set(id, slot);
     if (this.closed) return;
 
@@ -183,15 +206,16 @@ export class Supervisor {
       state.setStatus('error');
       return;
     }
+    slot.secrets = secrets.values;
     const exporter = new Exporter({
       spec,
       bus: this.busOf(tenant),
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
-      consumer: this.o.site,
+      consumer: this.o.consumer,
       sys: ctx.vars,
-      secrets: secrets.values,
+      secrets: slot.secrets,
       state,
       pollMs: this.o.pollMs,
       ...(this.o.deliveryObserver ? { observeDelivery: this.o.deliveryObserver(tenant, name) } : {}),
@@ -201,12 +225,33 @@ export class Supervisor {
     log('info', 'exporter started', { tenant, exporter: name, topics: spec.topics });
   }
 
+  /**
+   * A vault secret may have changed (any change under strongbox runs a reconcile): the running
+   * exporter sends the new values from its next message on, without a restart. A secret that
+   * cannot be read any more keeps the last values and is reported as the last error.
+   */
+  private async refreshSecrets(slot: Slot): Promise<void> {
+    const read = await readSecretVars(this.o.secrets, slot.spec?.secretVars ?? []);
+    if (!read.ok) {
+      slot.state.error(read.error, this.o.clock.now());
+      return;
+    }
+    for (const [k, v] of read.values) slot.secrets.set(k, v);
+  }
+
   private async remove(id: string, slot: Slot): Promise<void> {
     this.slots.delete(id);
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
     log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
+  }
+
+  /** Lets every running exporter take over the pending entries of dead consumers. */
+  async claimDead(dead: readonly string[], minIdleMs: number): Promise<void> {
+    const running = [...this.slots.values()].flatMap((s) => (s.exporter ? [s.exporter] : []));
+    for (let i = 0; i < running.length; i += 50)
+      await Promise.all(running.slice(i, i + 50).map((e) => e.claimDead(dead, minIdleMs)));
   }
 
   async stop(deadlineMs: number): Promise<void> {

@@ -1,17 +1,15 @@
 /**
  * One consumed topic of one exporter: its consumer group, the read cursor (own pending
- * entries first, then new ones), acks batched per tick, and recovery when the group
+ * entries first, then new ones), acks sent as soon as a message is handled, and recovery when the group
  * vanished (NOGROUP after a Redis restart without persistence): the group is recreated
  * after the last message handled in order, so nothing is skipped.
  */
-import { BusError, type Bus, type GroupRead, type StartAt } from '../bus/bus.js';
+import { BusError, type Bus, type GroupRead, type StartAt, type StreamEntry } from '../bus/bus.js';
 import { log } from '../log.js';
 
-/** Entries pending this long for another consumer are taken over (a dead process). */
-const staleMs = 60_000;
-/** Acks are sent at most this long after a message is handled, or at once when this many wait. */
-const ackDelayMs = 5;
-const ackBatch = 128;
+/** Claims of a dead consumer's entries are at most this large, and this many per call. */
+const claimCount = 1000;
+const claimRounds = 100;
 
 export class TopicReader {
   /** '0'..id while reading our own pending list (redelivery after a restart), then '>'. */
@@ -20,8 +18,12 @@ export class TopicReader {
   private readonly order: Array<{ id: string; done: boolean }> = [];
   private lastHandled: string | undefined;
   private acks: string[] = [];
-  private flushing: Promise<void> | undefined;
-  private flushQueued = false;
+  /** Entries taken over from dead consumers while running, read before anything else. */
+  private readonly claimed: StreamEntry[] = [];
+  /** Dead consumers with nothing left pending in this group. */
+  private readonly drainedDead = new Set<string>();
+  private ackQueued = false;
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly bus: Bus,
@@ -33,11 +35,53 @@ export class TopicReader {
 
   async open(): Promise<void> {
     await this.bus.ensureGroup(this.topic, this.group, this.start);
-    // Claimed entries join our pending list, which the first reads (cursor '0') return.
-    await this.bus.claimStale(this.topic, this.group, this.consumer, staleMs, 1000);
+    // Entries of dead consumers (a crashed or stopped process, a consumer name of an older
+    // version) join our pending list, which the first reads (cursor '0') return in order.
+    const others = (await this.bus.groupConsumers(this.topic, this.group)).filter((c) => c !== this.consumer);
+    for (const dead of await this.bus.deadAmong(others)) await this.claimFrom(dead, 0);
+  }
+
+  /**
+   * While running: takes over the entries pending for dead consumers (idle at least
+   * minIdleMs, so two survivors do not both take them); the next reads return them.
+   */
+  async claimDead(dead: readonly string[], minIdleMs: number): Promise<number> {
+    // Still reading our own pending list: claimed entries would be read twice.
+    if (this.cursor !== '>') return 0;
+    let n = 0;
+    for (const c of dead) {
+      if (c === this.consumer || this.drainedDead.has(c)) continue;
+      const entries = await this.claimFrom(c, minIdleMs);
+      this.claimed.push(...entries);
+      n += entries.length;
+    }
+    return n;
+  }
+
+  private async claimFrom(dead: string, minIdleMs: number): Promise<StreamEntry[]> {
+    const out: StreamEntry[] = [];
+    for (let i = 0; i < claimRounds; i++) {
+      const r = await this.bus.claimFrom(this.topic, this.group, dead, this.consumer, minIdleMs, claimCount);
+      out.push(...r.entries);
+      if (r.drained) this.drainedDead.add(dead);
+      if (r.drained || r.entries.length === 0) break;
+    }
+    if (out.length > 0)
+      log('info', 'exporter: took over the pending entries of a dead consumer', {
+        topic: this.topic,
+        group: this.group,
+        from: dead,
+        entries: out.length,
+      });
+    return out;
   }
 
   async read(count: number): Promise<GroupRead> {
+    if (this.claimed.length > 0) {
+      const entries = this.claimed.splice(0, count);
+      for (const e of entries) this.order.push({ id: e.id, done: false });
+      return { entries, lag: undefined };
+    }
     const r = await this.readOnce(count);
     // The pending list is drained: go on with new entries now rather than after a wake-up.
     if (r.entries.length === 0 && this.cursor === '>' && r.wasPending) return this.readOnce(count);
@@ -78,38 +122,39 @@ export class TopicReader {
     if (item) item.done = true;
     while (this.order[0]?.done) this.lastHandled = this.order.shift()!.id;
     this.acks.push(id);
-    if (this.acks.length >= ackBatch) {
-      void this.flush();
-      return;
-    }
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      // One XACK per few milliseconds instead of one per message: per-command overhead
-      // halved the throughput at max-in-flight 1. A crash may resend what was handled in
-      // this short window (at-least-once).
-      setTimeout(() => {
-        this.flushQueued = false;
-        void this.flush();
-      }, ackDelayMs);
-    }
+    if (this.ackQueued) return;
+    this.ackQueued = true;
+    // Sent at the end of this turn, together with the acks of messages handled in the same
+    // turn, and without waiting for the previous XACK (node-redis pipelines them on the one
+    // connection): a crash can then resend only what was in flight.
+    queueMicrotask(() => {
+      this.ackQueued = false;
+      this.sendAcks();
+    });
   }
 
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  private sendAcks(): void {
     if (this.acks.length === 0) return;
     const ids = this.acks;
     this.acks = [];
-    this.flushing = this.bus
+    const p = this.bus
       .ack(this.topic, this.group, ids)
       .catch((err: unknown) => {
         // Kept for the next flush: an unacked handled message would be sent again after a restart.
         if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
         log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
       })
-      .finally(() => {
-        this.flushing = undefined;
-      });
-    await this.flushing;
+      .finally(() => this.sending.delete(p));
+    this.sending.add(p);
+  }
+
+  /** Sends the acks not sent yet and waits for every XACK under way. */
+  async flush(): Promise<void> {
+    this.sendAcks();
+    while (this.sending.size > 0) await Promise.all([...this.sending]);
+    // Acks that failed meanwhile were queued again: one more try.
+    this.sendAcks();
+    await Promise.all([...this.sending]);
   }
 
   hasUnackedHandled(): boolean {

@@ -26,7 +26,7 @@ import { isObject, type JsonObject } from '../json.js';
 export type AofOp = { k: string; v: JsonObject } | { k: string; d: 1 };
 export type AofRecord = { r: number; c: AofOp[] } | { kv: string; s: string } | { kv: string; d: 1 };
 
-export type Replayed = { records: AofRecord[]; bytes: number; tornBytes: number };
+export type Replayed<T = AofRecord> = { records: T[]; bytes: number; tornBytes: number };
 
 function parseRecord(line: string): AofRecord | undefined {
   let rec: unknown;
@@ -54,34 +54,41 @@ function parseRecord(line: string): AofRecord | undefined {
 }
 
 /**
- * Reads every record. A last line that does not parse (or lacks its newline) is what a crash
- * mid-write leaves: it is dropped and cut off the file, so the next append starts on a clean
- * line. A bad line anywhere else means the file was damaged otherwise: that is an error.
+ * The recovery routine of every append-only JSON-lines file (the store's `store.aof`, the
+ * embedded bus's `bus.jsonl`): reads each line through `parse`. A last line that does not
+ * parse (or lacks its newline) is what a crash mid-write leaves: it is dropped and cut off the
+ * file, so the next append starts on a clean line (appended to the fragment, it would be lost
+ * at the following start). A bad line anywhere else means the file was damaged otherwise:
+ * that is an error.
  */
-export function replay(path: string): Replayed {
+export function replayLines<T>(path: string, parse: (line: string) => T | undefined): Replayed<T> {
   if (!existsSync(path)) return { records: [], bytes: 0, tornBytes: 0 };
   const raw = readFileSync(path);
   const text = raw.toString('utf8');
-  const records: AofRecord[] = [];
+  const records: T[] = [];
   let pos = 0;
   let lineNo = 0;
   while (pos < text.length) {
     lineNo++;
     const nl = text.indexOf('\n', pos);
     const line = nl < 0 ? text.slice(pos) : text.slice(pos, nl);
-    const rec = nl < 0 ? undefined : line.trim() === '' ? null : parseRecord(line);
+    const rec = nl < 0 ? undefined : line.trim() === '' ? null : parse(line);
     if (rec === undefined) {
       const rest = text.slice(nl < 0 ? text.length : nl + 1);
-      if (rest.trim() !== '')
-        throw new Error(`${path}: line ${lineNo} is not a valid store record; the file is damaged`);
+      if (rest.trim() !== '') throw new Error(`${path}: line ${lineNo} is not a valid record; the file is damaged`);
       const good = Buffer.byteLength(text.slice(0, pos));
       truncateSync(path, good);
       return { records, bytes: good, tornBytes: raw.length - good };
     }
-    if (rec) records.push(rec);
+    if (rec !== null) records.push(rec);
     pos = nl + 1;
   }
   return { records, bytes: raw.length, tornBytes: 0 };
+}
+
+/** The store's records (see replayLines). */
+export function replay(path: string): Replayed<AofRecord> {
+  return replayLines(path, parseRecord);
 }
 
 export class AofWriter {

@@ -19,6 +19,8 @@ export type Reply = {
   hang?: boolean;
   reset?: boolean;
   delayMs?: number;
+  /** The response body (default `ok`). */
+  body?: string;
 };
 /** `status` is what was answered (0 for hang and reset); every request is recorded. */
 export type Received = {
@@ -81,7 +83,7 @@ export async function startWebhookServer(
       const answer = () => {
         rec.status = reply.status ?? 200;
         res.writeHead(reply.status ?? 200, reply.headers ?? {});
-        res.end('ok');
+        res.end(reply.body ?? 'ok');
       };
       if (reply.delayMs) setTimeout(answer, reply.delayMs);
       else answer();
