@@ -21,6 +21,8 @@ export type ProduceInput = {
   host?: string;
   origin?: string;
   time?: string;
+  /** Other fields of the entry (dead-letter entries carry topic, seqno, reason…). */
+  [field: string]: string | undefined;
 };
 
 export type TopicInfo = {
@@ -95,5 +97,10 @@ export function produceFields(msg: ProduceInput): string[] {
     const v = msg[k];
     if (v !== undefined) out.push(k, v);
   }
+  // Further fields (a dead-letter entry's topic, seqno, reason…) follow in the given order.
+  for (const [k, v] of Object.entries(msg))
+    if (typeof v === 'string' && k !== 'payload' && !(k in fixedFields)) out.push(k, v);
   return out;
 }
+
+const fixedFields = { 'producer-name': 1, host: 1, origin: 1, time: 1 };

@@ -14,6 +14,8 @@ import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce } from './send.js';
 import { parseTarget, type ExporterSpec } from './spec.js';
 import type { ExporterState } from './state.js';
+import type { RunControls } from './controls.js';
+import { webhookId } from './signing.js';
 
 export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborted';
 
@@ -28,11 +30,22 @@ export type DeliverContext = {
   state: ExporterState;
   /** Aborted when the exporter stops: no new attempt, no further waiting. */
   stopping: AbortSignal;
+  /** Delivery controls (controls.ts). */
+  controls: RunControls;
+  /** Before waiting for an open circuit breaker: the exporter frees the slot (false: it keeps it). */
+  park(): boolean;
+  /** After that wait: takes a slot again. */
+  unpark(): Promise<void>;
 };
 
-function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
+function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome | Promise<Outcome> {
   ctx.state.error(`message ${msg.entry.id} of topic ${msg.topic} ignored: ${why}`, ctx.clock.now());
-  return 'ignored';
+  // Delivery controls: an ignored message goes to the dead-letter topic when one is set.
+  const dl = ctx.controls.deadLetter;
+  if (!dl) return 'ignored';
+  return dl
+    .append(msg, { reason: why, attempts: 0, lastStatus: undefined }, ctx.stopping)
+    .then((ok) => (ok ? 'ignored' : 'aborted'));
 }
 
 /**
@@ -88,13 +101,38 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     headers.push('content-type', 'text/plain; charset=utf-8');
   }
 
+  const { controls } = ctx;
+  const id = controls.signer ? webhookId(msg.topic, msg.entry.id) : '';
   for (let attempt = 1; ; attempt++) {
     if (ctx.stopping.aborted) return 'aborted';
-    const r = await postOnce({ target, headers, body: data.value, agent: ctx.agent });
+    // Delivery controls: an open circuit breaker of this origin holds the attempt back.
+    if (!controls.breakers.ready(target.origin)) {
+      const parked = ctx.park();
+      const admitted = await controls.breakers.admit(target.origin, ctx.stopping);
+      if (parked) await ctx.unpark();
+      if (!admitted) return 'aborted';
+    }
+    const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
+    const t0 = performance.now();
+    const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent });
+    const ms = performance.now() - t0;
+    controls.attempts.record({
+      time: ctx.clock.now(),
+      topic: msg.topic,
+      seqno: msg.entry.id,
+      attempt,
+      status: r.status,
+      error: r.ok ? undefined : r.error,
+      durationMs: ms,
+      body: r.ok ? undefined : r.body,
+    });
+    controls.breakers.record(target.origin, r.ok, r.ok ? undefined : r.error);
+    controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
     if (r.ok) return 'delivered';
     ctx.state.count('failed-attempts');
     ctx.state.error(r.error, ctx.clock.now());
-    if (!mayRetry(spec.policy, attempt)) {
+    const retryable = controls.retryOn ? controls.retryOn(r.status) : true;
+    if (!retryable || !mayRetry(spec.policy, attempt)) {
       log('warn', 'exporter: message dropped after its last attempt', {
         tenant: spec.tenant,
         exporter: spec.name,
@@ -102,6 +140,13 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
         id: msg.entry.id,
         attempts: attempt,
       });
+      // Delivery controls: a dropped message goes to the dead-letter topic when one is set.
+      const dl = controls.deadLetter;
+      if (dl) {
+        const reason = retryable ? `tries exhausted: ${r.error}` : `not retried (retry-on): ${r.error}`;
+        const info = { reason, attempts: attempt, lastStatus: r.status ?? ('connection' as const) };
+        if (!(await dl.append(msg, info, ctx.stopping))) return 'aborted';
+      }
       return 'dropped';
     }
     const wait = nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now()));

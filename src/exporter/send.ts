@@ -58,7 +58,10 @@ export async function closeAgents(): Promise<void> {
   await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
 }
 
-export type PostOutcome = { ok: true; status: number } | { ok: false; error: string; retryAfter: string | undefined };
+/** A failure's `status` is absent when no response came (connection, timeout); `body` is its first 200 bytes. */
+export type PostOutcome =
+  | { ok: true; status: number }
+  | { ok: false; error: string; retryAfter: string | undefined; status?: number; body?: string };
 
 export type PostRequest = {
   target: Target;
@@ -66,6 +69,23 @@ export type PostRequest = {
   body: string;
   agent: Agent;
 };
+
+/** The first 200 bytes of a failing response (for the attempt log); the rest is read and dropped. */
+async function bodyHead(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+  const head: Buffer[] = [];
+  let size = 0;
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (size < 200) {
+      head.push(chunk.subarray(0, 200 - size));
+      size += Math.min(chunk.length, 200 - size);
+    }
+    // A huge error page is not read to its end: the connection is dropped instead.
+    if (total > 1 << 20) break;
+  }
+  return Buffer.concat(head).toString('utf8');
+}
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -87,13 +107,17 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
       headers: req.headers,
       body: req.body,
     });
-    await res.body.dump();
-    if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      await res.body.dump();
+      return { ok: true, status: res.statusCode };
+    }
     const ra = res.headers['retry-after'];
     return {
       ok: false,
       error: `POST to ${req.target.origin} answered HTTP ${res.statusCode}`,
       retryAfter: Array.isArray(ra) ? ra[0] : ra,
+      status: res.statusCode,
+      body: await bodyHead(res.body),
     };
   } catch (err) {
     return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };

@@ -7,7 +7,7 @@
  */
 import type { JsonObject } from '../json.js';
 
-export type Status = 'starting' | 'ready' | 'error' | 'stopped';
+export type Status = 'starting' | 'ready' | 'retrying' | 'paused' | 'error' | 'stopped';
 
 export type Counter = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'failed-attempts';
 
@@ -18,6 +18,8 @@ export class ExporterState {
   lastErrorTime: number | undefined;
   inFlight = 0;
   version = 1;
+  /** Set while a circuit breaker holds attempts back (delivery controls). */
+  nextAttemptTime: number | undefined;
   readonly counters: Record<Counter, number> = {
     delivered: 0,
     dropped: 0,
@@ -41,6 +43,16 @@ export class ExporterState {
   error(text: string, now: number): void {
     this.lastError = text;
     this.lastErrorTime = now;
+    this.version++;
+  }
+
+  /** Circuit breakers: `retrying` until `next` (ms) with the reason; undefined: back to ready. */
+  nextAttempt(next: number | undefined, reason: string | undefined, now: number): void {
+    this.nextAttemptTime = next;
+    if (next !== undefined) {
+      if (reason) this.error(reason, now);
+      this.setStatus('retrying');
+    } else if (this.status === 'retrying') this.setStatus('ready');
     this.version++;
   }
 
@@ -89,6 +101,7 @@ export class ExporterState {
     if (this.lastErrorTime !== undefined) out['last-error-time'] = new Date(this.lastErrorTime).toISOString();
     for (const [k, v] of Object.entries(this.counters)) out[k] = v;
     out['in-flight'] = this.inFlight;
+    if (this.nextAttemptTime !== undefined) out['next-attempt-time'] = new Date(this.nextAttemptTime).toISOString();
     out.topics = this.consumedTopics().map((name) => {
       const l = this.lag.get(name)!;
       return { name, lag: l.unread + Math.max(0, l.unhandled) };

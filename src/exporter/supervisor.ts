@@ -17,6 +17,7 @@ import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
 import { compileSpec, type ExporterSpec } from './spec.js';
 import { ExporterState } from './state.js';
+import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
 
 export type SupervisorOptions = {
@@ -157,6 +158,11 @@ export class Supervisor {
       }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
+    // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
+    if (cfg.enabled === false && placement.placed === true) {
+      state.setStatus('paused');
+      return;
+    }
     if (placement.placed !== true) {
       if (placement.placed === 'invalid') {
         state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now());
@@ -171,6 +177,22 @@ export class Supervisor {
       state.setStatus('error');
       return;
     }
+    // Delivery controls: signing key, dead-letter topic, attempt log, breakers, adaptive limit.
+    let controls: RunControls;
+    try {
+      controls = startControls({
+        spec,
+        bus: this.o.bus,
+        store: this.o.store,
+        clock: this.o.clock,
+        state,
+        secrets: secrets.values,
+      });
+    } catch (err) {
+      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
     const exporter = new Exporter({
       spec,
       bus: this.o.bus,
@@ -182,6 +204,7 @@ export class Supervisor {
       secrets: secrets.values,
       state,
       pollMs: this.o.pollMs,
+      controls,
     });
     slot.exporter = exporter;
     exporter.start();

@@ -8,6 +8,7 @@ import { compileRegex } from './regex.js';
 import { compileTemplate, knownVariable } from '../expand/template.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { policyProblems } from '../auth/policies.js';
+import { controlProblems } from '../exporter/control-checks.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -101,6 +102,7 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
       ),
     );
   }
+  out.push(...controlProblems(obj, xPath));
   return out;
 }
 
