@@ -13,6 +13,7 @@ import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
 import { stateRoutes } from './api/state.js';
 import { operationRoutes } from './api/operations.js';
+import { webhookOpRoutes } from './api/webhook-ops.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 
@@ -21,7 +22,11 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
-  guardRoutes(app, [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), stateRoutes(deps)], guard);
+  guardRoutes(
+    app,
+    [authRoutes(deps.auth), operationRoutes(deps), configRoutes(deps), webhookOpRoutes(deps), stateRoutes(deps)],
+    guard,
+  );
   // An unknown path is still authenticated (401 before 404) and, for a write, audited.
   app.notFound(
     guard((c) => {

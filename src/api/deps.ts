@@ -10,6 +10,7 @@ import type { JsonObject } from '../json.js';
 export type RuntimeView = {
   exporterState(tenant: string, name: string): JsonObject | undefined;
   restart(tenant: string, name: string): Promise<boolean>;
+  rewind?(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
 };
 
 export type AppDeps = {

@@ -66,6 +66,12 @@ export interface Bus {
   claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
   destroyGroup(topic: string, group: string): Promise<void>;
+  /**
+   * Rewind: moves the group so its next new entry is the first after `at` (XGROUP SETID on
+   * Redis), creating the group when missing, and acks its pending entries so they are not
+   * read again from the pending list (entries after `at` are read again as new ones).
+   */
+  setGroupPosition(topic: string, group: string, at: StartAt): Promise<void>;
   /** `wake` is called when the topic may have new entries (never for each entry). */
   watch(topic: string, wake: () => void): () => void;
   /** Called with every existing topic name, now and whenever the set changes (~1.5 s). */
@@ -78,6 +84,13 @@ export function parseId(id: string): [number, number] {
   const dash = id.indexOf('-');
   if (dash < 0) return [Number(id), 0];
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
+}
+
+/** The greatest entry ID before `id` ('0' when none): a group set there reads `id` next. */
+export function idBefore(id: string): string {
+  const [ms, seq] = parseId(id);
+  if (seq > 0) return `${ms}-${seq - 1}`;
+  return ms > 0 ? `${ms - 1}-18446744073709551615` : '0';
 }
 
 export function compareIds(a: string, b: string): number {

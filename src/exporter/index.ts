@@ -41,6 +41,8 @@ export type Runtime = {
   stop(deadlineMs: number): Promise<void>;
   exporterState(tenant: string, name: string): JsonObject | undefined;
   restart(tenant: string, name: string): Promise<boolean>;
+  /** Rewind: stops the exporter if it runs here, runs `apply` with the topics it read, starts it again. */
+  rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
   readonly bus: Bus;
 };
 
@@ -120,6 +122,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       return slot ? withSite(slot.state.toJson()) : undefined;
     },
     restart: (tenant, name) => supervisor.restart(tenant, name),
+    rewind: (tenant, name, apply) => supervisor.rewind(tenant, name, apply),
     async stop(deadlineMs) {
       unsubscribe();
       clearInterval(publisher);

@@ -86,6 +86,28 @@ export class Supervisor {
     return true;
   }
 
+  /**
+   * Rewind (delivery controls): stops the exporter when it runs here, lets `apply` move its
+   * groups, and starts it again. `apply` gets the topics the running exporter read.
+   */
+  async rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void> {
+    const id = slotId(tenant, name);
+    const slot = this.slots.get(id);
+    const running = slot?.exporter?.topics() ?? [];
+    if (slot?.exporter) {
+      await slot.exporter.stop(updateDeadlineMs);
+      slot.exporter = undefined;
+    }
+    try {
+      await apply(running);
+    } finally {
+      if (slot) {
+        this.forced.add(id);
+        await this.reconcile();
+      }
+    }
+  }
+
   retrySecretErrors(): void {
     let any = false;
     for (const [id, s] of this.slots)
