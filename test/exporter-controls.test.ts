@@ -14,6 +14,7 @@ import { startWebhookServer, type WebhookServer } from './helpers/webhook-server
 import { startApi } from './helpers/api.js';
 import type { Runtime } from '../src/exporter/index.js';
 import type { JsonObject } from '../src/json.js';
+import { Breakers, breakerThreshold } from '../src/exporter/breaker.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -217,6 +218,120 @@ test('signing with a vault value that is not a whsec_ key: status error without 
   const s = await env.state(rt, name, (x) => x.status === 'error', 'error status');
   assert.match(String(s['last-error']), /whsec_/);
   assert.not.ok(String(s['last-error']).includes('not-a-whsec-value'));
+});
+
+test('circuit breaker: a failing origin is probed one at a time; another origin of the exporter is not held up', async () => {
+  const other = await startWebhookServer();
+  try {
+    let aDown = true;
+    let active = 0;
+    const concurrency: number[] = [];
+    hook.script((_n, req) => {
+      if (!req.path.startsWith('/cb-a')) return {};
+      active++;
+      concurrency.push(active);
+      setTimeout(() => active--, 15);
+      return aDown ? { status: 503, delayMs: 15 } : { delayMs: 15 };
+    });
+    const { topic, name } = await exporter({
+      url: '${MSG_PAYLOAD}',
+      'max-in-flight': 4,
+      'retry-interval': '10ms',
+      'max-retry-interval': '80ms',
+    });
+    for (let i = 0; i < 6; i++) {
+      await env.produce(topic, `${hook.url}/cb-a/${i}`);
+      await env.produce(topic, `${other.url}/cb-b/${i}`);
+    }
+    for (let i = 6; i < 12; i++) await env.produce(topic, `${other.url}/cb-b/${i}`);
+    // Every message to the healthy origin is delivered while the other is down.
+    await other.waitFor((r) => r.length === 12, 'all twelve to origin B');
+    const s = await env.state(
+      rt,
+      name,
+      (x) => x.status === 'retrying' && typeof x['next-attempt-time'] === 'string',
+      'retrying',
+    );
+    assert.match(String(s['last-error']), /circuit open|503/);
+    await hook.waitFor(() => concurrency.length >= 25, 'probes to origin A');
+    // Past the trip (threshold failures, plus those already in flight), one probe at a time.
+    assert.ok(Math.max(...concurrency.slice(breakerThreshold + 8)) === 1, JSON.stringify(concurrency));
+    aDown = false;
+    await env.state(rt, name, (x) => x.delivered === 18, 'all delivered after recovery');
+    const after = await env.state(rt, name, (x) => x.status === 'ready', 'ready again');
+    assert.is(after['next-attempt-time'], undefined);
+    assert.is(
+      new Set(
+        hook
+          .delivered()
+          .filter((r) => r.path.startsWith('/cb-a'))
+          .map((r) => r.path),
+      ).size,
+      6,
+    );
+  } finally {
+    hook.script([]);
+    await other.close();
+  }
+});
+
+test('circuit breaker: cool-downs double per failed probe up to the maximum; a success closes it', async () => {
+  const sleeps: number[] = [];
+  const wakes: Array<() => void> = [];
+  const manual = {
+    now: () => 1_000_000,
+    sleep: (ms: number) => {
+      sleeps.push(ms);
+      return new Promise<void>((r) => wakes.push(r));
+    },
+  };
+  const changes: Array<number | undefined> = [];
+  const b = new Breakers(manual, 100, 350, { onChange: (next) => changes.push(next) });
+  const stop = new AbortController();
+  for (let i = 0; i < breakerThreshold; i++) {
+    assert.is(await b.admit('http://a', stop.signal), 'go');
+    b.record('http://a', false, 'HTTP 503');
+  }
+  assert.equal(sleeps, [100]);
+  assert.not.ok(b.ready('http://a'));
+  assert.ok(b.ready('http://b'));
+  const tick = () => new Promise((r) => setImmediate(r));
+  const waiting: Array<{ done: boolean; p: Promise<string> }> = [];
+  const admit = () => {
+    const w = { done: false, p: b.admit('http://a', stop.signal) };
+    void w.p.then(() => (w.done = true));
+    waiting.push(w);
+  };
+  admit();
+  for (const [i, expected] of [200, 350, 350].entries()) {
+    admit();
+    await tick();
+    assert.ok(
+      waiting.every((w) => !w.done),
+      'all wait during the cool-down',
+    );
+    wakes.shift()!();
+    await tick();
+    await tick();
+    assert.is(waiting.filter((w) => w.done).length, 1, 'one probe at a time');
+    waiting.splice(
+      waiting.findIndex((w) => w.done),
+      1,
+    );
+    // A late failure of an attempt that is not the probe changes nothing.
+    b.record('http://a', false, 'HTTP 503');
+    assert.is(sleeps.length, i + 1);
+    b.record('http://a', false, 'HTTP 503', true);
+    assert.is(sleeps[sleeps.length - 1], expected);
+  }
+  wakes.shift()!();
+  assert.is(await waiting[0]!.p, 'probe');
+  b.record('http://a', true, undefined, true);
+  assert.ok(b.ready('http://a'));
+  assert.is(changes[changes.length - 1], undefined);
+  assert.equal(changes.slice(0, 4), [1_000_100, 1_000_200, 1_000_350, 1_000_350]);
+  stop.abort();
+  b.close();
 });
 
 test('writes validate each control: bad values are 400s naming the field', async () => {

@@ -44,17 +44,18 @@ export class Breakers {
   }
 
   /**
-   * Waits until an attempt to `origin` may go: at once when closed; when open, until the
-   * cool-down ended and this caller is the single probe. False when `stopping` aborted.
+   * Waits until an attempt to `origin` may go: 'go' at once when closed; when open, 'probe'
+   * once the cool-down ended and this caller is the single probe. 'stopped' when `stopping`
+   * aborted.
    */
-  async admit(origin: string, stopping: AbortSignal): Promise<boolean> {
+  async admit(origin: string, stopping: AbortSignal): Promise<'go' | 'probe' | 'stopped'> {
     for (;;) {
-      if (stopping.aborted) return false;
+      if (stopping.aborted) return 'stopped';
       const o = this.origins.get(origin);
-      if (!o || o.state === 'closed') return true;
+      if (!o || o.state === 'closed') return 'go';
       if (o.state === 'half-open' && !o.probing) {
         o.probing = true;
-        return true;
+        return 'probe';
       }
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -67,8 +68,11 @@ export class Breakers {
     }
   }
 
-  /** The outcome of an attempt admitted by `admit`. */
-  record(origin: string, ok: boolean, reason?: string): void {
+  /**
+   * The outcome of an attempt; `probe` when `admit` made it the probe. Failures of attempts
+   * that started before the breaker opened do not count as a failed probe.
+   */
+  record(origin: string, ok: boolean, reason?: string, probe = false): void {
     let o = this.origins.get(origin);
     if (ok) {
       if (!o) return;
@@ -89,7 +93,7 @@ export class Breakers {
       this.origins.set(origin, o);
     }
     o.failures++;
-    if (o.state === 'half-open' && o.probing) {
+    if (probe && o.state === 'half-open' && o.probing) {
       o.probing = false;
       this.open(origin, o, Math.min(this.maxMs, Math.max(1, o.cooldownMs * 2)), reason);
     } else if (o.state === 'closed' && o.failures >= breakerThreshold) {

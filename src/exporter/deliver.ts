@@ -106,11 +106,13 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   for (let attempt = 1; ; attempt++) {
     if (ctx.stopping.aborted) return 'aborted';
     // Delivery controls: an open circuit breaker of this origin holds the attempt back.
+    let probe = false;
     if (!controls.breakers.ready(target.origin)) {
       const parked = ctx.park();
       const admitted = await controls.breakers.admit(target.origin, ctx.stopping);
       if (parked) await ctx.unpark();
-      if (!admitted) return 'aborted';
+      if (admitted === 'stopped') return 'aborted';
+      probe = admitted === 'probe';
     }
     const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
     const t0 = performance.now();
@@ -126,7 +128,7 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
       durationMs: ms,
       body: r.ok ? undefined : r.body,
     });
-    controls.breakers.record(target.origin, r.ok, r.ok ? undefined : r.error);
+    controls.breakers.record(target.origin, r.ok, r.ok ? undefined : r.error, probe);
     controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
     if (r.ok) return 'delivered';
     ctx.state.count('failed-attempts');
