@@ -15,6 +15,7 @@ import { startApi } from './helpers/api.js';
 import type { Runtime } from '../src/exporter/index.js';
 import type { JsonObject } from '../src/json.js';
 import { Breakers, breakerThreshold } from '../src/exporter/breaker.js';
+import { AdaptiveLimit } from '../src/exporter/adaptive.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -332,6 +333,68 @@ test('circuit breaker: cool-downs double per failed probe up to the maximum; a s
   assert.equal(changes.slice(0, 4), [1_000_100, 1_000_200, 1_000_350, 1_000_350]);
   stop.abort();
   b.close();
+});
+
+test('max-in-flight auto: grows while round trips stay flat, backs off on 503s and on growing round trips', () => {
+  let now = 0;
+  const a = new AdaptiveLimit(() => now);
+  // Flat 10 ms round trips with the limit in use: +1 per window.
+  for (let i = 0; i < 200; i++) {
+    a.started(a.limit);
+    now += 10;
+    a.done(10, false);
+  }
+  const grown = a.limit;
+  assert.ok(grown > 20, String(grown));
+  // Back-pressure: multiplicative decrease.
+  a.started(a.limit);
+  now += 10;
+  a.done(10, true);
+  now += 10;
+  a.done(10, false);
+  assert.is(a.limit, Math.floor(grown * 0.9));
+  // Round trips ten times longer: decrease again.
+  const before = a.limit;
+  for (let i = 0; i < 3; i++) {
+    now += 100;
+    a.done(100, false);
+  }
+  assert.ok(a.limit < before, `${a.limit} < ${before}`);
+});
+
+test('max-in-flight auto end to end: every message delivered against a sink that sheds load', async () => {
+  let active = 0;
+  let peak = 0;
+  hook.script((_n, req) => {
+    if (!req.path.startsWith('/arc')) return {};
+    if (active >= 3) return { status: 503 };
+    active++;
+    peak = Math.max(peak, active);
+    setTimeout(() => active--, 10);
+    return { delayMs: 10 };
+  });
+  try {
+    const { topic, name } = await exporter({
+      url: `${hook.url}/arc`,
+      'max-in-flight': 'auto',
+      'retry-interval': '10ms',
+    });
+    for (let i = 0; i < 60; i++) await env.produce(topic, `m${i}`);
+    const s = await env.state(rt, name, (x) => x.delivered === 60, 'all delivered');
+    assert.ok(typeof s['in-flight-limit'] === 'number' && s['in-flight-limit'] >= 1);
+    assert.is(
+      new Set(
+        hook
+          .delivered()
+          .filter((r) => r.path === '/arc')
+          .map((r) => r.body),
+      ).size,
+      60,
+    );
+    assert.ok(peak <= 3);
+  } finally {
+    hook.script([]);
+  }
 });
 
 test('writes validate each control: bad values are 400s naming the field', async () => {

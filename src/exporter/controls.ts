@@ -73,6 +73,8 @@ export function startControls(o: {
     },
   });
   const attempts = new AttemptLog(o.store, attemptsKey(o.spec.tenant, o.spec.name));
+  const limiter = c.adaptive ? new AdaptiveLimit() : undefined;
+  o.state.inFlightLimit = limiter ? () => limiter.limit : undefined;
   return {
     // Throws (the exporter goes to status error) when the vault value is not a whsec_ key.
     signer: secret !== undefined ? new Signer(secret) : undefined,
@@ -80,7 +82,7 @@ export function startControls(o: {
     retryOn: c.retryOn,
     breakers,
     attempts,
-    limiter: c.adaptive ? new AdaptiveLimit() : undefined,
+    limiter,
     async close() {
       breakers.close();
       await attempts.close();

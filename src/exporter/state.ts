@@ -18,6 +18,8 @@ export class ExporterState {
   lastErrorTime: number | undefined;
   inFlight = 0;
   version = 1;
+  /** The adaptive in-flight limit with max-in-flight auto (delivery controls). */
+  inFlightLimit: (() => number) | undefined;
   /** Set while a circuit breaker holds attempts back (delivery controls). */
   nextAttemptTime: number | undefined;
   readonly counters: Record<Counter, number> = {
@@ -101,6 +103,7 @@ export class ExporterState {
     if (this.lastErrorTime !== undefined) out['last-error-time'] = new Date(this.lastErrorTime).toISOString();
     for (const [k, v] of Object.entries(this.counters)) out[k] = v;
     out['in-flight'] = this.inFlight;
+    if (this.inFlightLimit) out['in-flight-limit'] = this.inFlightLimit();
     if (this.nextAttemptTime !== undefined) out['next-attempt-time'] = new Date(this.nextAttemptTime).toISOString();
     out.topics = this.consumedTopics().map((name) => {
       const l = this.lag.get(name)!;
