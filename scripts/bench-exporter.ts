@@ -201,7 +201,20 @@ async function floorRun(url: string, sink: string, inFlight: number, path: strin
   return rate;
 }
 
-type Product = { api: string; token: string; child: ChildProcess };
+type Product = { api: string; child: ChildProcess };
+
+/** A fresh token per run: tokens expire after 10 minutes, longer than a whole bench. */
+async function login(api: string): Promise<string> {
+  const r = await fetch(`${api}/v1/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const body = (await r.json()) as { token?: string };
+  if (!body.token) throw new Error(`login failed: ${r.status}`);
+  return body.token;
+}
 
 /** The built bundle in its own process, API and exporter runtime, as a user starts it. */
 async function startProduct(redisUrl: string): Promise<Product> {
@@ -227,13 +240,7 @@ async function startProduct(redisUrl: string): Promise<Product> {
   });
   const m = await waitLine(child, /listening on (http:\/\/[^ ]+) /, 'edgeplane');
   const api = m[1]!.replace('localhost', '127.0.0.1');
-  const login = await fetch(`${api}/v1/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
-  });
-  const token = (await login.json()) as { token?: string; 'access-token'?: string };
-  return { api, token: token.token ?? token['access-token'] ?? '', child };
+  return { api, child };
 }
 
 async function productRun(
@@ -243,10 +250,11 @@ async function productRun(
   name: string,
   arcRun?: { topic: string; count: number },
 ): Promise<number> {
-  const headers = { authorization: `Bearer ${p.token}`, 'content-type': 'application/json' };
+  const headers = { authorization: `Bearer ${await login(p.api)}`, 'content-type': 'application/json' };
   const put = await fetch(`${p.api}/v1/config/volga/webhooks/${name}`, {
     method: 'PUT',
     headers,
+    signal: AbortSignal.timeout(30_000),
     body: JSON.stringify({
       name,
       topics: [arcRun?.topic ?? topic],
@@ -265,7 +273,12 @@ async function productRun(
   });
   if (put.status !== 201) throw new Error(`PUT ${name}: ${put.status} ${await put.text()}`);
   const rate = await rateAt(sink, `/${name}`, arcRun?.count ?? messages);
-  await fetch(`${p.api}/v1/config/volga/webhooks/${name}`, { method: 'DELETE', headers });
+  const del = await fetch(`${p.api}/v1/config/volga/webhooks/${name}`, {
+    method: 'DELETE',
+    headers: { ...headers, authorization: `Bearer ${await login(p.api)}` },
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (del.status !== 204) throw new Error(`DELETE ${name}: ${del.status}`);
   return rate;
 }
 
