@@ -196,8 +196,10 @@ async function floorRun(url: string, sink: string, inFlight: number, path: strin
       stdio: ['ignore', 'inherit', 'inherit'],
     },
   );
+  // Listened for at once: the floor may finish before the sink has been polled.
+  const exited = new Promise((r) => child.once('exit', r));
   const rate = await rateAt(sink, path);
-  await new Promise((r) => child.once('exit', r));
+  await exited;
   return rate;
 }
 
