@@ -374,7 +374,12 @@ async function main(): Promise<void> {
       await idleStore.close();
     }
   } finally {
-    product?.child.kill();
+    // Waited for: the product logs while stopping, into the pipe this process holds.
+    if (product && product.child.exitCode === null) {
+      const exited = new Promise((r) => product!.child.once('exit', r));
+      product.child.kill('SIGTERM');
+      await exited;
+    }
     sink.child.kill();
     await redis.stop();
   }
@@ -417,7 +422,12 @@ async function arcMain(): Promise<void> {
         ` msg/s (best of ${rounds}); auto ÷ best fixed (${bestName}) = ${(auto / best).toFixed(2)} (goal ≥ 0.9)\n`,
     );
   } finally {
-    product?.child.kill();
+    // Waited for: the product logs while stopping, into the pipe this process holds.
+    if (product && product.child.exitCode === null) {
+      const exited = new Promise((r) => product!.child.once('exit', r));
+      product.child.kill('SIGTERM');
+      await exited;
+    }
     sink.child.kill();
     await redis.stop();
   }
