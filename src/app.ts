@@ -20,6 +20,7 @@ import { createMetrics, metricsRoutes } from './ops/metrics.js';
 import { exporterSamples } from './ops/exporter-source.js';
 import { routeLabel } from './ops/route-names.js';
 import { openApiRoutes } from './ops/openapi.js';
+import { webhookOpRoutes } from './api/webhook-ops.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 
@@ -44,6 +45,7 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
       operationRoutes(deps),
       configRoutes(deps),
       historyRoutes(deps),
+      webhookOpRoutes(deps),
       ...fleetUser,
       stateRoutes(deps),
     ],

@@ -237,6 +237,8 @@ function rows(): Row[] {
     { method: 'GET', path: '/v1/state/volga/webhooks/roothook', other: 404 },
     { method: 'POST', path: '/v1/state/volga/webhooks/roothook/restart', other: 404 },
     { method: 'GET', path: '/v1/state/volga/webhooks/roothook/history', other: 404 },
+    { method: 'POST', path: '/v1/state/volga/webhooks/roothook/rewind', body: { to: 'end' }, other: 'own' },
+    { method: 'GET', path: '/v1/state/volga/webhooks/roothook/attempts', other: 404 },
     { method: 'GET', path: '/v1/state/strongbox/vaults/rootvault/secrets/rootsecret', other: 404 },
     { method: 'GET', path: '/v1/state/system/settings', other: 'read' },
     // Topics are each tenant's own: another tenant sees its own list, not the root's topics.

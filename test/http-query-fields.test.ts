@@ -193,6 +193,7 @@ function fieldsSuite(backend: Backend): void {
     'max-in-flight': 1,
     'retry-interval': '1s',
     'max-retry-interval': '60s',
+    enabled: true,
   };
   const withDefaults = [
     ['', hookBDefaults, { name: 'xeno', type: 'edge' }],

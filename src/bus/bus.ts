@@ -21,6 +21,8 @@ export type ProduceInput = {
   host?: string;
   origin?: string;
   time?: string;
+  /** Other fields of the entry (dead-letter entries carry topic, seqno, reason…). */
+  [field: string]: string | undefined;
 };
 
 export type TopicInfo = {
@@ -96,6 +98,12 @@ export interface Bus {
    */
   backlog(topic: string, group: string): Promise<number | undefined>;
   destroyGroup(topic: string, group: string): Promise<void>;
+  /**
+   * Rewind: moves the group so its next new entry is the first after `at` (XGROUP SETID on
+   * Redis), creating the group when missing, and acks its pending entries so they are not
+   * read again from the pending list (entries after `at` are read again as new ones).
+   */
+  setGroupPosition(topic: string, group: string, at: StartAt): Promise<void>;
   /** `wake` is called when the topic may have new entries (never for each entry). */
   watch(topic: string, wake: () => void): () => void;
   /** Called with every existing topic name, now and whenever the set changes (~1.5 s). */
@@ -108,6 +116,13 @@ export function parseId(id: string): [number, number] {
   const dash = id.indexOf('-');
   if (dash < 0) return [Number(id), 0];
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
+}
+
+/** The greatest entry ID before `id` ('0' when none): a group set there reads `id` next. */
+export function idBefore(id: string): string {
+  const [ms, seq] = parseId(id);
+  if (seq > 0) return `${ms}-${seq - 1}`;
+  return ms > 0 ? `${ms - 1}-18446744073709551615` : '0';
 }
 
 export function compareIds(a: string, b: string): number {
@@ -127,5 +142,10 @@ export function produceFields(msg: ProduceInput): string[] {
     const v = msg[k];
     if (v !== undefined) out.push(k, v);
   }
+  // Further fields (a dead-letter entry's topic, seqno, reason…) follow in the given order.
+  for (const [k, v] of Object.entries(msg))
+    if (typeof v === 'string' && k !== 'payload' && !(k in fixedFields)) out.push(k, v);
   return out;
 }
+
+const fixedFields = { 'producer-name': 1, host: 1, origin: 1, time: 1 };

@@ -30,7 +30,8 @@ type Record_ =
   | { op: 'group'; topic: string; group: string; last: string }
   | { op: 'deliver'; topic: string; group: string; consumer: string; ids: string[] }
   | { op: 'ack'; topic: string; group: string; ids: string[] }
-  | { op: 'destroy'; topic: string; group: string };
+  | { op: 'destroy'; topic: string; group: string }
+  | { op: 'setid'; topic: string; group: string; last: string };
 
 const ops = new Set(['add', 'group', 'deliver', 'ack', 'destroy']);
 
@@ -119,6 +120,11 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       case 'destroy':
         s.groups.delete(r.group);
         break;
+      case 'setid': {
+        // Rewind: the new position, and no pending entries (acked, as Redis's script does).
+        s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() });
+        break;
+      }
     }
   };
 
@@ -290,6 +296,12 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
 
     async destroyGroup(topic: string, name: string): Promise<void> {
       if (streams.get(topic)?.groups.has(name)) record({ op: 'destroy', topic, group: name });
+    },
+
+    async setGroupPosition(topic: string, name: string, at: StartAt): Promise<void> {
+      const s = stream(topic);
+      const last = at.at === 'end' ? s.lastId : at.at === 'beginning' ? '0-0' : at.id;
+      record({ op: 'setid', topic, group: name, last });
     },
 
     watch(topic: string, wake: () => void): () => void {

@@ -63,6 +63,20 @@ function translate(err: unknown): Error {
   return err instanceof Error ? err : new BusError('unavailable', text);
 }
 
+/** XGROUP SETID (creating the group when missing), then XACK of every pending entry, atomically. */
+const setIdScript = `
+local key, group, id = KEYS[1], ARGV[1], ARGV[2]
+local ok = pcall(redis.call, 'XGROUP', 'CREATE', key, group, id, 'MKSTREAM')
+if not ok then redis.call('XGROUP', 'SETID', key, group, id) end
+while true do
+  local p = redis.call('XPENDING', key, group, '-', '+', 1000)
+  if #p == 0 then break end
+  local ids = {}
+  for i, e in ipairs(p) do ids[i] = e[1] end
+  redis.call('XACK', key, group, unpack(ids))
+end
+return 1`;
+
 export async function openRedisBus(url: string): Promise<Bus & { connectionNames(): string[] }> {
   const options = {
     url,
@@ -271,6 +285,11 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       await cmd.sendCommand(['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
         log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
       });
+    },
+
+    async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
+      const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
+      await cmd.sendCommand(['EVAL', setIdScript, '1', streamPrefix + topic, group, id]);
     },
 
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),

@@ -14,6 +14,8 @@ import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce } from './send.js';
 import { parseTarget, type ExporterSpec } from './spec.js';
 import type { ExporterState } from './state.js';
+import type { RunControls } from './controls.js';
+import { webhookId } from './signing.js';
 
 export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborted';
 
@@ -28,11 +30,22 @@ export type DeliverContext = {
   state: ExporterState;
   /** Aborted when the exporter stops: no new attempt, no further waiting. */
   stopping: AbortSignal;
+  /** Delivery controls (controls.ts). */
+  controls: RunControls;
+  /** Before waiting for an open circuit breaker: the exporter frees the slot (false: it keeps it). */
+  park(): boolean;
+  /** After that wait: takes a slot again. */
+  unpark(): Promise<void>;
 };
 
-function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome {
+function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome | Promise<Outcome> {
   ctx.state.error(`message ${msg.entry.id} of topic ${msg.topic} ignored: ${why}`, ctx.clock.now());
-  return 'ignored';
+  // Delivery controls: an ignored message goes to the dead-letter topic when one is set.
+  const dl = ctx.controls.deadLetter;
+  if (!dl) return 'ignored';
+  return dl
+    .append(msg, { reason: why, attempts: 0, lastStatus: undefined }, ctx.stopping)
+    .then((ok) => (ok ? 'ignored' : 'aborted'));
 }
 
 /**
@@ -46,6 +59,12 @@ function lookupIn(
   fromMessage: Map<string, string> | undefined,
 ): (name: string) => string | undefined {
   return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+}
+
+/** A message that failed before (attempt > 1) counted as failing: every way out ends that. */
+function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome: T): T {
+  if (attempt > 1) ctx.state.retryEnded();
+  return outcome;
 }
 
 export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
@@ -88,22 +107,42 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     headers.push('content-type', 'text/plain; charset=utf-8');
   }
 
+  const { controls } = ctx;
+  const id = controls.signer ? webhookId(msg.topic, msg.entry.id) : '';
   for (let attempt = 1; ; attempt++) {
-    if (ctx.stopping.aborted) {
-      if (attempt > 1) ctx.state.retryEnded();
-      return 'aborted';
+    if (ctx.stopping.aborted) return finish(ctx, attempt, 'aborted');
+    // Delivery controls: an open circuit breaker of this origin holds the attempt back.
+    let probe = false;
+    if (!controls.breakers.ready(target.origin)) {
+      const parked = ctx.park();
+      const admitted = await controls.breakers.admit(target.origin, ctx.stopping);
+      if (parked) await ctx.unpark();
+      if (admitted === 'stopped') return finish(ctx, attempt, 'aborted');
+      probe = admitted === 'probe';
     }
-    const r = await postOnce({ target, headers, body: data.value, agent: ctx.agent });
-    if (r.ok) {
-      if (attempt > 1) ctx.state.retryEnded();
-      return 'delivered';
-    }
+    const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
+    const t0 = performance.now();
+    const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent });
+    const ms = performance.now() - t0;
+    controls.attempts.record({
+      time: ctx.clock.now(),
+      topic: msg.topic,
+      seqno: msg.entry.id,
+      attempt,
+      status: r.status,
+      error: r.ok ? undefined : r.error,
+      durationMs: ms,
+      body: r.ok ? undefined : r.body,
+    });
+    controls.breakers.record(target.origin, r.ok, r.ok ? undefined : r.error, probe);
+    controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
+    if (r.ok) return finish(ctx, attempt, 'delivered');
+    const retryable = controls.retryOn ? controls.retryOn(r.status) : true;
+    const retry = retryable && mayRetry(spec.policy, attempt);
     const failed = { topic: msg.topic, id: msg.entry.id, attempt, error: r.error, status: r.status, body: r.body };
-    const retry = mayRetry(spec.policy, attempt);
     // A message that will be tried again makes the status `retrying` until it is handled.
     ctx.state.attemptFailed(failed, ctx.clock.now(), attempt === 1 && retry);
     if (!retry) {
-      if (attempt > 1) ctx.state.retryEnded();
       log('warn', 'exporter: message dropped after its last attempt', {
         tenant: spec.tenant,
         exporter: spec.name,
@@ -111,7 +150,14 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
         id: msg.entry.id,
         attempts: attempt,
       });
-      return 'dropped';
+      // Delivery controls: a dropped message goes to the dead-letter topic when one is set.
+      const dl = controls.deadLetter;
+      if (dl) {
+        const reason = retryable ? `tries exhausted: ${r.error}` : `not retried (retry-on): ${r.error}`;
+        const info = { reason, attempts: attempt, lastStatus: r.status ?? ('connection' as const) };
+        if (!(await dl.append(msg, info, ctx.stopping))) return finish(ctx, attempt, 'aborted');
+      }
+      return finish(ctx, attempt, 'dropped');
     }
     const wait = nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now()));
     await ctx.clock.sleep(wait, ctx.stopping);

@@ -14,6 +14,7 @@ import type { Clock } from './clock.js';
 import { deliver, type DeliverContext } from './deliver.js';
 import { Message } from './message.js';
 import type { ExporterSpec } from './spec.js';
+import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
 
@@ -30,6 +31,7 @@ export type ExporterDeps = {
   pollMs: number;
   /** Told the seconds from dispatch to delivery (retries included) of each delivered message. */
   observeDelivery?: (seconds: number) => void;
+  controls: RunControls;
 };
 
 /** How often the backlog of each consumed topic is asked for while it is not 0. */
@@ -70,8 +72,37 @@ export class Exporter {
       secrets: d.secrets,
       state: d.state,
       stopping: this.stopCtl.signal,
+      controls: d.controls,
+      park: this.park,
+      unpark: this.unpark,
     };
   }
+
+  /** The in-flight bound: fixed, or the adaptive limit with max-in-flight auto (delivery controls). */
+  private limit(): number {
+    return this.d.controls.limiter?.limit ?? this.d.spec.maxInFlight;
+  }
+
+  /**
+   * Delivery controls: a message waiting for an open circuit breaker gives its slot up, so
+   * messages to other origins go on (up to 1000 or 16 × max-in-flight waiting messages); it takes a slot
+   * again before its attempt.
+   */
+  private parked = 0;
+  private park = (): boolean => {
+    if (this.parked >= Math.max(1000, 16 * this.d.spec.maxInFlight)) return false;
+    this.parked++;
+    this.inFlight--;
+    this.d.state.inFlight = this.inFlight;
+    this.freeSlot();
+    return true;
+  };
+  private unpark = async (): Promise<void> => {
+    this.parked--;
+    while (this.inFlight >= this.limit() && !this.stopCtl.signal.aborted) await this.waitSlot();
+    this.inFlight++;
+    this.d.state.inFlight = this.inFlight;
+  };
 
   /** Topics this exporter reads now (named ones and those found by topic-patterns). */
   topics(): string[] {
@@ -174,7 +205,7 @@ export class Exporter {
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {
       // Awaited only when full: an await per message costs a turn of the microtask queue.
-      if (this.inFlight >= this.d.spec.maxInFlight) await this.slot();
+      if (this.inFlight >= this.limit()) await this.slot();
       // Entries not dispatched stay in our pending list and are read again at the next start.
       if (this.stopCtl.signal.aborted) break;
       const msg = new Message(reader.topic, batch.entries[i]!, n - 1 - i + lagAfter);
@@ -184,11 +215,21 @@ export class Exporter {
   }
 
   private async slot(): Promise<void> {
-    while (this.inFlight >= this.d.spec.maxInFlight && !this.stopCtl.signal.aborted) {
-      await new Promise<void>((resolve) => {
-        this.slotFreed = resolve;
-      });
-    }
+    while (this.inFlight >= this.limit() && !this.stopCtl.signal.aborted) await this.waitSlot();
+  }
+
+  private readonly slotWaiters: Array<() => void> = [];
+  private waitSlot(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.slotFreed) this.slotWaiters.push(resolve);
+      else this.slotFreed = resolve;
+    });
+  }
+
+  private freeSlot(): void {
+    const freed = this.slotFreed;
+    this.slotFreed = this.slotWaiters.shift();
+    freed?.();
   }
 
   private async handle(reader: TopicReader, msg: Message): Promise<void> {
@@ -196,6 +237,7 @@ export class Exporter {
     this.inFlight++;
     state.inFlight = this.inFlight;
     const started = this.d.observeDelivery ? this.d.clock.now() : 0;
+    this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
         state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
@@ -210,10 +252,8 @@ export class Exporter {
       this.inFlight--;
       state.inFlight = this.inFlight;
       state.version++;
-      const freed = this.slotFreed;
-      this.slotFreed = undefined;
-      freed?.();
-      if (this.inFlight === 0) this.idle?.();
+      this.freeSlot();
+      if (this.inFlight === 0 && this.parked === 0) this.idle?.();
     }
   }
 
@@ -266,13 +306,14 @@ export class Exporter {
     clearInterval(this.lagTimer);
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
-    this.slotFreed?.();
+    while (this.slotFreed) this.freeSlot();
+    this.d.controls.breakers.close();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, deadlineMs);
     });
     const idle = async () => {
-      while (this.inFlight > 0)
+      while (this.inFlight > 0 || this.parked > 0)
         await new Promise<void>((resolve) => {
           this.idle = resolve;
         });
@@ -291,5 +332,6 @@ export class Exporter {
       }),
     ]);
     clearTimeout(ackTimer);
+    await this.d.controls.close();
   }
 }

@@ -59,6 +59,8 @@ export type Runtime = {
   restart(tenant: string, name: string): Promise<boolean>;
   /** Calls `listener` after a publication that wrote changed states. */
   onStateChange(listener: () => void): () => void;
+  /** Rewind: stops the exporter if it runs here, runs `apply` with the topics it read, starts it again. */
+  rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
   readonly bus: Bus;
 };
 
@@ -167,6 +169,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       stateListeners.add(listener);
       return () => stateListeners.delete(listener);
     },
+    rewind: (tenant, name, apply) => supervisor.rewind(tenant, name, apply),
     async stop(deadlineMs) {
       unsubscribe();
       clearInterval(publisher);

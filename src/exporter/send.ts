@@ -62,24 +62,29 @@ export type PostOutcome =
   | { ok: true; status: number }
   | { ok: false; error: string; retryAfter: string | undefined; status?: number; body?: string };
 
-/** The first `max` bytes of a (failing) response's body, as text; the rest is read and dropped. */
-async function bodyHead(body: AsyncIterable<Buffer>, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const chunk of body) {
-    if (n >= max) continue;
-    chunks.push(chunk);
-    n += chunk.length;
-  }
-  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
-}
-
 export type PostRequest = {
   target: Target;
   headers: string[];
   body: string;
   agent: Agent;
 };
+
+/** The first 200 bytes of a failing response (for the attempt log); the rest is read and dropped. */
+async function bodyHead(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+  const head: Buffer[] = [];
+  let size = 0;
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (size < 200) {
+      head.push(chunk.subarray(0, 200 - size));
+      size += Math.min(chunk.length, 200 - size);
+    }
+    // A huge error page is not read to its end: the connection is dropped instead.
+    if (total > 1 << 20) break;
+  }
+  return Buffer.concat(head).toString('utf8');
+}
 
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -105,7 +110,7 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
       await res.body.dump();
       return { ok: true, status: res.statusCode };
     }
-    const body = await bodyHead(res.body, 200);
+    const body = await bodyHead(res.body);
     const ra = res.headers['retry-after'];
     return {
       ok: false,

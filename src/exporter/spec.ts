@@ -13,6 +13,8 @@ import { compileFilters, type MessageFilter } from './filters.js';
 import { parsePointer } from './message.js';
 import { parseDuration, type RetryPolicy } from './retry.js';
 import type { TlsProfile } from './send.js';
+import { adaptiveMax } from './adaptive.js';
+import { controlsOf, type ControlsSpec } from './controls.js';
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
@@ -48,6 +50,8 @@ export type ExporterSpec = {
   policy: RetryPolicy;
   maxInFlight: number;
   tls: TlsProfile;
+  /** Delivery controls (controls.ts). */
+  controls: ControlsSpec;
 };
 
 function bad(path: string, message: string): ApiError {
@@ -161,6 +165,8 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   );
   const ca = cfg['ca-cert'];
   const sni = cfg['server-name-indication'];
+  const controls = controlsOf(cfg, tenant, rootTenant);
+  if (controls.signing) secretVars.push(controls.signing);
   return {
     tenant,
     name,
@@ -183,13 +189,14 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     messageVars,
     secretVars,
     policy: { tries: uint(cfg.tries, 'tries', 0), baseMs, maxMs: Math.max(maxMs, baseMs) },
-    maxInFlight: Math.max(1, uint(cfg['max-in-flight'], 'max-in-flight', 1)),
+    maxInFlight: controls.adaptive ? adaptiveMax : Math.max(1, uint(cfg['max-in-flight'], 'max-in-flight', 1)),
     tls: {
       verify: cfg['tls-verify'] !== false,
       ca: typeof ca === 'string' && ca.trim() ? ca : undefined,
       useRootCerts: cfg['use-root-ca-certs'] !== false,
       serverName: typeof sni === 'string' && sni ? sni : undefined,
     },
+    controls,
   };
 }
 

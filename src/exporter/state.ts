@@ -10,7 +10,7 @@
 import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 
-export type Status = 'starting' | 'ready' | 'retrying' | 'error' | 'stopped';
+export type Status = 'starting' | 'ready' | 'retrying' | 'paused' | 'error' | 'stopped';
 
 export type Counter = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'failed-attempts';
 const counterNames: readonly Counter[] = ['delivered', 'dropped', 'ignored', 'filtered', 'failed-attempts'];
@@ -36,6 +36,10 @@ export class ExporterState {
   lastErrorTime: number | undefined;
   inFlight = 0;
   version = 1;
+  /** The adaptive in-flight limit with max-in-flight auto (delivery controls). */
+  inFlightLimit: (() => number) | undefined;
+  /** Set while a circuit breaker holds attempts back (delivery controls). */
+  nextAttemptTime: number | undefined;
   readonly counters: Record<Counter, number> = {
     delivered: 0,
     dropped: 0,
@@ -75,6 +79,16 @@ export class ExporterState {
   error(text: string, now: number): void {
     this.lastError = text;
     this.lastErrorTime = now;
+    this.version++;
+  }
+
+  /** Circuit breakers: `retrying` until `next` (ms) with the reason; undefined: back to ready. */
+  nextAttempt(next: number | undefined, reason: string | undefined, now: number): void {
+    this.nextAttemptTime = next;
+    if (next !== undefined) {
+      if (reason) this.error(reason, now);
+      this.setStatus('retrying');
+    } else if (this.status === 'retrying' && this.failing === 0) this.setStatus('ready');
     this.version++;
   }
 
@@ -166,6 +180,8 @@ export class ExporterState {
     if (this.lastErrorTime !== undefined) out['last-error-time'] = new Date(this.lastErrorTime).toISOString();
     for (const c of counterNames) out[c] = this.counters[c];
     out['in-flight'] = this.inFlight;
+    if (this.inFlightLimit) out['in-flight-limit'] = this.inFlightLimit();
+    if (this.nextAttemptTime !== undefined) out['next-attempt-time'] = new Date(this.nextAttemptTime).toISOString();
     out['topic-lag'] = this.consumedTopics().map((topic) => ({ topic, lag: this.lag.get(topic)! }));
     return out;
   }

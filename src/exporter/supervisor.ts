@@ -18,6 +18,7 @@ import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
 import { compileSpec, type ExporterSpec } from './spec.js';
 import { ExporterState } from './state.js';
+import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
 
 export type SupervisorOptions = {
@@ -101,6 +102,28 @@ export class Supervisor {
     this.forced.add(slotId(tenant, name));
     await this.reconcile();
     return true;
+  }
+
+  /**
+   * Rewind (delivery controls): stops the exporter when it runs here, lets `apply` move its
+   * groups, and starts it again. `apply` gets the topics the running exporter read.
+   */
+  async rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void> {
+    const id = slotId(tenant, name);
+    const slot = this.slots.get(id);
+    const running = slot?.exporter?.topics() ?? [];
+    if (slot?.exporter) {
+      await slot.exporter.stop(updateDeadlineMs);
+      slot.exporter = undefined;
+    }
+    try {
+      await apply(running);
+    } finally {
+      if (slot) {
+        this.forced.add(id);
+        await this.reconcile();
+      }
+    }
   }
 
   retrySecretErrors(): void {
@@ -192,6 +215,11 @@ export class Supervisor {
       }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
+    // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
+    if (cfg.enabled === false && placement.placed === true) {
+      state.setStatus('paused');
+      return;
+    }
     if (placement.placed !== true) {
       if (placement.placed === 'invalid') {
         state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now());
@@ -207,6 +235,22 @@ export class Supervisor {
       return;
     }
     slot.secrets = secrets.values;
+    // Delivery controls: signing key, dead-letter topic, attempt log, breakers, adaptive limit.
+    let controls: RunControls;
+    try {
+      controls = startControls({
+        spec,
+        bus: this.busOf(tenant),
+        store: this.o.store,
+        clock: this.o.clock,
+        state,
+        secrets: slot.secrets,
+      });
+    } catch (err) {
+      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
     const exporter = new Exporter({
       spec,
       bus: this.busOf(tenant),
@@ -219,6 +263,7 @@ export class Supervisor {
       state,
       pollMs: this.o.pollMs,
       ...(this.o.deliveryObserver ? { observeDelivery: this.o.deliveryObserver(tenant, name) } : {}),
+      controls,
     });
     slot.exporter = exporter;
     exporter.start();

@@ -13,6 +13,7 @@ import { compileLabelExpr } from '../query/labels.js';
 import { policyProblems } from '../auth/policies.js';
 import { duplicateKeys } from './merge.js';
 import { listRulesOf, resourceById, type ResourceDef } from './resources.js';
+import { controlProblems } from '../exporter/control-checks.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -113,6 +114,7 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
       ),
     );
   }
+  out.push(...controlProblems(obj, xPath));
   return out;
 }
 

@@ -78,9 +78,23 @@ export const webhookSchema = object(
         maxProperties: 2,
       },
     },
-    'max-in-flight': { type: 'integer', minimum: 1, maximum: 4096, default: 1 },
+    'max-in-flight': { anyOf: [{ type: 'integer', minimum: 1, maximum: 4096 }, { const: 'auto' }], default: 1 },
     'retry-interval': { ...duration, default: '1s' },
     'max-retry-interval': { ...duration, default: '60s' },
+    // Delivery controls (exporter/README "Delivery controls").
+    enabled: { type: 'boolean', default: true },
+    'dead-letter-topic': topic,
+    'retry-on': {
+      type: 'array',
+      items: {
+        anyOf: [
+          { type: 'string', pattern: '^([1-5]xx|[1-5][0-9]{2}|connection)$' },
+          { type: 'integer', minimum: 100, maximum: 599 },
+        ],
+      },
+      uniqueItems: true,
+    },
+    signing: object({ vault: name, secret: name, key: { type: 'string', minLength: 1 } }, ['vault', 'secret', 'key']),
   },
   ['name', 'site-placement', 'url', 'data'],
 );

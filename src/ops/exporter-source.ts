@@ -24,10 +24,9 @@ const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v)
 export function toSample(tenant: string, exporter: string, state: JsonObject): ExporterSample {
   const counters = {} as Record<ExporterCounter, number>;
   for (const c of exporterCounters) counters[c] = num(state[c]);
-  const topics = Array.isArray(state.topics)
-    ? state.topics.flatMap((t) =>
-        isObject(t) && typeof t.name === 'string' ? [{ topic: t.name, lag: num(t.lag) }] : [],
-      )
+  const lag = state['topic-lag'];
+  const topics = Array.isArray(lag)
+    ? lag.flatMap((t) => (isObject(t) && typeof t.topic === 'string' ? [{ topic: t.topic, lag: num(t.lag) }] : []))
     : [];
   return {
     tenant,

@@ -1,0 +1,73 @@
+/**
+ * Delivery-control operations of one webhook exporter:
+ * - `POST /v1/state/volga/webhooks/<name>/rewind {"to": …}` → 204 (exporter/rewind.ts);
+ * - `GET /v1/state/volga/webhooks/<name>/attempts` → its last 100 POST attempts, newest first
+ *   (exporter/attempts.ts), from the store, so any process of the site can answer.
+ */
+import { Hono } from 'hono';
+import { ApiError } from '../errors.js';
+import { configKey } from '../model/keys.js';
+import { readAttempts } from '../exporter/attempts.js';
+import { groupName } from '../exporter/supervisor.js';
+import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';
+import { tenantBus } from '../bus/tenant-topics.js';
+import type { AppDeps, AppEnv } from './deps.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { parseQuery } from '../query/params.js';
+
+const BASE = '/v1/state/volga/webhooks/:name';
+
+export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const exporterConfig = async (tenant: string, name: string) => {
+    const entry = await deps.store.get(configKey(tenant, `volga/webhooks/${name}`));
+    if (!entry)
+      throw new ApiError('not-found', `No webhook exporter ${name}`, {
+        code: 'missing',
+        'x-path': `/v1/config/volga/webhooks/${name}`,
+      });
+    return entry.value;
+  };
+
+  app.post(`${BASE}/rewind`, async (c) => {
+    const p = principalOf(c);
+    const name = c.req.param('name');
+    parseQuery(searchParams(c), []);
+    deps.auth.authorize(p, c.req.path, 'execute');
+    const cfg = await exporterConfig(p.tenant, name);
+    const body = await readBody(c, deps.settings.maxBodyBytes);
+    if (body.docs.length !== 1)
+      throw new ApiError('invalid-document', 'Cannot rewind: send one object {"to": …}', { code: 'not-an-object' });
+    const at = parseRewindTo(body.docs[0]);
+    const group = groupName(p.tenant, name);
+    // The tenant's own topics: a subtenant's topic T is its own stream (bus/tenant-topics.ts).
+    const bus = tenantBus(deps.bus, p.tenant, deps.settings.tenant);
+    const apply = async (running: string[]) => {
+      const topics = new Set([...running, ...(await consumedTopics(bus, p.tenant, cfg, deps.settings.tenant))]);
+      for (const t of topics) await bus.setGroupPosition(t, group, at);
+    };
+    if (deps.runtime?.rewind) await deps.runtime.rewind(p.tenant, name, apply);
+    else await apply([]);
+    return new Response(null, { status: 204 });
+  });
+
+  app.get(`${BASE}/attempts`, async (c) => {
+    const p = principalOf(c);
+    const name = c.req.param('name');
+    parseQuery(searchParams(c), []);
+    deps.auth.authorize(p, c.req.path, 'read');
+    await exporterConfig(p.tenant, name);
+    return reply(c, 200, await readAttempts(deps.store, p.tenant, name));
+  });
+
+  for (const [path, allow] of [
+    [`${BASE}/rewind`, ['POST', 'OPTIONS']],
+    [`${BASE}/attempts`, ['GET', 'OPTIONS']],
+  ] as const) {
+    app.options(path, () => options(allow, false));
+    app.all(path, (c) => {
+      throw methodNotAllowed(c.req.method, c.req.path, allow);
+    });
+  }
+  return app;
+}

@@ -1,0 +1,47 @@
+/**
+ * `dead-letter-topic`: a message that is dropped (tries exhausted, or a failure `retry-on` does
+ * not list) or ignored (URL or expansion failed) is appended to this topic of the same bus
+ * with the fields `payload` (the original message's payload), `topic`, `seqno`, `reason`,
+ * `attempts` and `last-status` (an HTTP status, `connection`, or empty when no POST was made).
+ * The original message is acked only once the append succeeded: a failing append is retried
+ * until it works or the exporter stops (then the message stays pending and comes again).
+ */
+import type { Bus } from '../bus/bus.js';
+import { log } from '../log.js';
+import type { Clock } from './clock.js';
+import type { Message } from './message.js';
+
+export type DeadLetterInfo = { reason: string; attempts: number; lastStatus: number | 'connection' | undefined };
+
+export class DeadLetter {
+  constructor(
+    private readonly bus: Bus,
+    readonly topic: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /** False when the exporter stopped before the append succeeded (the message must not be acked). */
+  async append(msg: Message, info: DeadLetterInfo, stopping: AbortSignal): Promise<boolean> {
+    const fields = {
+      payload: msg.entry.fields.payload ?? '',
+      topic: msg.topic,
+      seqno: msg.entry.id,
+      reason: info.reason,
+      attempts: String(info.attempts),
+      'last-status': info.lastStatus === undefined ? '' : String(info.lastStatus),
+    };
+    for (let i = 0; !stopping.aborted; i++) {
+      try {
+        await this.bus.produce(this.topic, fields);
+        return true;
+      } catch (err) {
+        log('warn', 'exporter: cannot append to the dead-letter topic, retrying', {
+          topic: this.topic,
+          error: String(err),
+        });
+        await this.clock.sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)), stopping);
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * `signing: {vault, secret, key}`: Standard Webhooks signatures (https://www.standardwebhooks.com).
+ * The vault value is `whsec_<base64 key>`; every POST carries `webhook-id` (the same for every
+ * attempt of one message), `webhook-timestamp` (seconds) and
+ * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. The key is never logged
+ * and never part of an error text.
+ */
+import { createHmac } from 'node:crypto';
+import type { SecretVar } from './spec.js';
+
+/** The secret variable name the signing key is read under: not a valid template name, so no clash. */
+export const signingVar = 'signing.secret';
+
+export function signingSecretVar(cfg: unknown, tenant: string): SecretVar | undefined {
+  if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) return undefined;
+  const o = cfg as Record<string, unknown>;
+  if (typeof o.vault !== 'string' || typeof o.secret !== 'string' || typeof o.key !== 'string') return undefined;
+  return { name: signingVar, tenant, vault: o.vault, secret: o.secret, key: o.key };
+}
+
+export class Signer {
+  private readonly key: Buffer;
+
+  /** Throws an error that describes the problem without the value. */
+  constructor(secret: string) {
+    const m = /^whsec_([A-Za-z0-9+/=_-]+)$/.exec(secret.trim());
+    const key = m ? Buffer.from(m[1]!, 'base64') : undefined;
+    if (!key || key.length < 16)
+      throw new Error('signing: the vault value must be whsec_ followed by a base64 key of at least 16 bytes');
+    this.key = key;
+  }
+
+  /** The three headers as name, value pairs, to append to the request's header list. */
+  headers(id: string, nowMs: number, body: string): string[] {
+    const ts = String(Math.floor(nowMs / 1000));
+    const sig = createHmac('sha256', this.key).update(`${id}.${ts}.${body}`).digest('base64');
+    return ['webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`];
+  }
+}
+
+/** A message's id for webhook-id: stable across attempts and unique per topic entry. */
+export function webhookId(topic: string, seqno: string): string {
+  return `msg_${topic}_${seqno}`;
+}
