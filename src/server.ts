@@ -91,7 +91,7 @@ export async function createInstance(
       },
     });
   }
-  const history = new DeliveredHistory(store, runtime).start();
+  const history = new DeliveredHistory(store, settings.site, runtime).start();
   const deps: AppDeps = {
     settings,
     store,

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { DeliveredHistory } from '../src/api/history.js';
-import { kvPrefix } from '../src/model/keys.js';
+import { stateKey } from '../src/exporter/index.js';
 import { startApi, freshRedisDb, type Backend } from './helpers/api.js';
 import { spawnApiProc, type ApiProc } from './helpers/api-proc.js';
 import { ensureCommand } from './helpers/apt.js';
@@ -54,11 +54,11 @@ function historySuite(backend: Backend): void {
     try {
       const store = api.instance.deps.store;
       let now = Date.parse('2026-01-01T00:00:00Z');
-      const h = new DeliveredHistory(store, undefined, 5000, 15_000, () => now);
+      const h = new DeliveredHistory(store, 'local', undefined, 5000, 15_000, () => now);
       assert.is(h.points, 3);
       const put = (delivered: number, error?: string, errorTime?: string) =>
         store.kvSet(
-          `${kvPrefix.webhookState}default/hx`,
+          stateKey('default', 'hx', 'local'),
           JSON.stringify({
             status: 'ready',
             delivered,
@@ -83,7 +83,7 @@ function historySuite(backend: Backend): void {
       assert.is(got.samples[2]?.time, '2026-01-01T00:00:15.000Z');
       assert.equal(got.errors, [{ time: '2026-01-01T00:00:09.000Z', error: 'HTTP 503 from http://sink/' }]);
       assert.equal((h.of('default', 'other') as { samples: unknown[] }).samples, []);
-      await store.kvDel(`${kvPrefix.webhookState}default/hx`);
+      await store.kvDel(stateKey('default', 'hx', 'local'));
       await h.sample();
       assert.equal((h.of('default', 'hx') as { samples: unknown[] }).samples, [], 'a removed exporter is forgotten');
     } finally {
@@ -105,7 +105,7 @@ function historySuite(backend: Backend): void {
         },
       });
       assert.is(created.status, 201);
-      await api.instance.deps.store.kvSet(`${kvPrefix.webhookState}default/hr`, JSON.stringify({ delivered: 7 }));
+      await api.instance.deps.store.kvSet(stateKey('default', 'hr', 'local'), JSON.stringify({ delivered: 7 }));
       await api.instance.deps.history?.sample();
       const r = await api.json('GET', '/v1/state/volga/webhooks/hr/history');
       assert.is(r.status, 200);

@@ -14,6 +14,7 @@ import { ApiError } from '../errors.js';
 import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { configKey, kvPrefix } from '../model/keys.js';
+import { parseStateKey } from '../exporter/index.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
@@ -30,6 +31,8 @@ export class DeliveredHistory {
 
   constructor(
     private readonly store: Store,
+    /** The SITE of this process: the states it samples are this site's. */
+    private readonly site: string,
     private readonly runtime: RuntimeView | undefined,
     readonly intervalMs = 5000,
     windowMs = 15 * 60_000,
@@ -58,11 +61,10 @@ export class DeliveredHistory {
       const time = this.now();
       const seen = new Set<string>();
       for (const key of await this.store.kvKeys(kvPrefix.webhookState)) {
-        const id = key.slice(kvPrefix.webhookState.length);
-        const slash = id.indexOf('/');
-        if (slash < 0) continue;
-        const state =
-          this.runtime?.exporterState(id.slice(0, slash), id.slice(slash + 1)) ?? parse(await this.store.kvGet(key));
+        const k = parseStateKey(key);
+        if (!k || k.site !== this.site) continue;
+        const id = `${k.tenant}/${k.name}`;
+        const state = this.runtime?.exporterState(k.tenant, k.name) ?? parse(await this.store.kvGet(key));
         if (!state) continue;
         seen.add(id);
         this.add(id, time, state);
@@ -135,7 +137,7 @@ export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
         code: 'missing',
         'x-path': `/v1/config/volga/webhooks/${name}`,
       });
-    const history = deps.history ?? new DeliveredHistory(deps.store, deps.runtime);
+    const history = deps.history ?? new DeliveredHistory(deps.store, deps.settings.site, deps.runtime);
     return reply(c, 200, history.of(p.tenant, name));
   });
   app.options(PATH, () => options(['GET', 'OPTIONS'], false));

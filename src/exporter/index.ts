@@ -68,6 +68,13 @@ export type Runtime = {
 export const stateKey = (tenant: string, name: string, site: string): string =>
   `${kvPrefix.webhookState}${tenant}/${name}/${site}`;
 
+/** The parts of a `stateKey` (tenant and exporter names have no '/'; a site name neither). */
+export function parseStateKey(key: string): { tenant: string; name: string; site: string } | undefined {
+  if (!key.startsWith(kvPrefix.webhookState)) return undefined;
+  const [tenant, name, site, ...rest] = key.slice(kvPrefix.webhookState.length).split('/');
+  return tenant && name && site && rest.length === 0 ? { tenant, name, site } : undefined;
+}
+
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
