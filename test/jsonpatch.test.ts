@@ -15,9 +15,9 @@ function failure(doc: Json, ops: unknown): ApiError {
   throw new Error('expected the patch to fail');
 }
 
-// ---- conformance: the public json-patch-tests suite (../shared/conformance/json-patch) ----
+// ---- conformance: the public json-patch-tests suite (test/fixtures/json-patch, see its NOTICE) ----
 
-const dir = new URL('../../shared/conformance/json-patch/', import.meta.url);
+const dir = new URL('./fixtures/json-patch/', import.meta.url);
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .sort();
