@@ -158,7 +158,7 @@ const cases: Case[] = [
     name: 'schema: unknown field',
     body: { ...hook, colour: 'red' },
     status: 400,
-    code: 'schema-false',
+    code: 'unknown-field',
     at: { path: 'colour' },
   },
   {

@@ -71,6 +71,17 @@ function extras(backend: Backend): void {
     assert.is(code(refresh.body), 'unknown-parameter');
   });
 
+  t('dry-run or validate on any operation gives one code: no-dry-run', async () => {
+    const operations = ['/v1/login', '/v1/state/strongbox/token/refresh', '/v1/strongbox/unseal'];
+    for (const path of operations) {
+      for (const name of ['dry-run', 'validate']) {
+        const res = await api.json('POST', `${path}?${name}`, { body: { key: 'k' } });
+        assert.is(res.status, 400, `${path}?${name}`);
+        assert.is(code(res.body), 'no-dry-run', `${path}?${name}`);
+      }
+    }
+  });
+
   t.run();
 }
 

@@ -133,7 +133,7 @@ function whereSuite(backend: Backend): void {
     ["(type = 'edge'", 'syntax', 14],
     ['type = edge)', 'syntax', 11],
     ['foo(name)', 'unknown-function', 0],
-    ['starts-with(name)', 'arity', 0],
+    ['starts-with(name)', 'wrong-arity', 0],
     ['re-match(name, name)', 'literal-required', 15],
     ["re-match(name, 'a(?=b)')", 'regex-unsupported', 17],
     ["re-match(name, '(a)\\1')", 'regex-unsupported', 19],

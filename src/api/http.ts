@@ -71,7 +71,7 @@ export function principalOf(c: Ctx): Principal {
   const p = c.get('principal');
   if (!p)
     throw new ApiError('unauthorized', 'Authentication required: send Authorization: Bearer <token> (POST /v1/login)', {
-      code: 'no-token',
+      code: 'missing-token',
     });
   return p;
 }

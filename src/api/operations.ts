@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
-import { parseQuery } from '../query/params.js';
+import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, searchParams } from './http.js';
 
@@ -11,11 +11,7 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const path = '/v1/strongbox/unseal';
   app.post(path, async (c) => {
     const params = searchParams(c);
-    if (params.has('dry-run'))
-      throw new ApiError('invalid-query', 'Cannot use dry-run on /v1/strongbox/unseal: this operation has no dry-run', {
-        code: 'no-dry-run',
-        parameter: 'dry-run',
-      });
+    refuseDryRun(params, path);
     parseQuery(params, []);
     deps.auth.authorize(principalOf(c), path, 'execute');
     const body = await readBody(c, 16 * 1024);

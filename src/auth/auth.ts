@@ -3,7 +3,7 @@
  * built on the Store (kv area for tokens and throttles, config objects for users, policies
  * and tenants). Time is injectable so tests expire tokens without sleeping.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import type { JsonObject } from '../json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
@@ -81,7 +81,7 @@ export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**', '/v
 
 const PRINCIPAL_CACHE_MS = 1000;
 
-function unauthorized(message: string, code: string): ApiError {
+function unauthorized(message: string, code: DetailFor<'unauthorized'>): ApiError {
   return new ApiError(
     'unauthorized',
     message,

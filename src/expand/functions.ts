@@ -49,7 +49,7 @@ function regexArg(arg: Arg, field: string): ReturnType<typeof compileRegex> {
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     const inPattern = typeof err.info?.position === 'number' ? err.info.position : 0;
-    throw new ApiError(err.code, err.message, { ...err.info, position: arg.start + inPattern, path: field });
+    throw err.rewrap(err.message, { position: arg.start + inPattern, path: field });
   }
 }
 

@@ -13,7 +13,7 @@
  * escapes and any other backslash is kept as is (so `"\d+"` is the regex `\d+`); single-quoted,
  * where `''` is one quote and nothing else is special.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 
 export type SyntaxCode =
   | 'unterminated-expression'
@@ -42,7 +42,12 @@ const functionChar = /[A-Za-z0-9_-]/;
 const indexChar = /[A-Za-z0-9_.\/:@-]/;
 const space = /[ \t\r\n]/;
 
-export function syntaxError(code: string, message: string, position: number, field: string): ApiError {
+export function syntaxError(
+  code: DetailFor<'invalid-value'>,
+  message: string,
+  position: number,
+  field: string,
+): ApiError {
   return new ApiError(
     'invalid-value',
     `Cannot use the value of ${field} as a variable expression: ${message} at position ${position}`,

@@ -20,8 +20,7 @@ function attempt(out: ApiError[], xPath: string, field: string, fn: () => void):
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     out.push(
-      new ApiError(err.code, `${err.message} (${xPath})`, {
-        ...err.info,
+      err.rewrap(`${err.message} (${xPath})`, {
         path: err.info?.path ?? field,
         'x-path': xPath,
       }),
@@ -121,9 +120,7 @@ function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
 
 /** Policy rules: path patterns and operations, with positions (auth/policies.ts). */
 function checkPolicy(obj: JsonObject, xPath: string): ApiError[] {
-  return policyProblems(obj).map(
-    (e) => new ApiError(e.code, `${e.message} (${xPath})`, { ...e.info, 'x-path': xPath }),
-  );
+  return policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath }));
 }
 
 const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {

@@ -4,7 +4,7 @@
  * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept.
  */
 import { Validator, type OutputUnit } from '@cfworker/json-schema';
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import type { JsonObject } from '../json.js';
 import type { ResourceDef } from './resources.js';
 import type { Schema } from './schemas.js';
@@ -44,6 +44,24 @@ function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
   }
   return typeof node === 'object' && node !== null ? (node as Schema) : undefined;
 }
+
+/** The detail code of each schema keyword that can fail; an unknown field is `unknown-field`. */
+const schemaCodes: Partial<Record<string, DetailFor<'invalid-value'>>> = {
+  false: 'unknown-field',
+  required: 'schema-required',
+  type: 'schema-type',
+  pattern: 'schema-pattern',
+  enum: 'schema-enum',
+  const: 'schema-const',
+  minimum: 'schema-minimum',
+  maximum: 'schema-maximum',
+  minLength: 'schema-minLength',
+  maxLength: 'schema-maxLength',
+  minItems: 'schema-minItems',
+  uniqueItems: 'schema-uniqueItems',
+  minProperties: 'schema-minProperties',
+  maxProperties: 'schema-maxProperties',
+};
 
 const chainKeywords = new Set([
   'properties',
@@ -149,7 +167,7 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
     seen.add(d.message);
     out.push(
       new ApiError('invalid-value', `${d.message} (${xPath})`, {
-        code: `schema-${unit.keyword}`,
+        code: schemaCodes[unit.keyword] ?? 'schema-invalid',
         path: d.field,
         'x-path': xPath,
       }),
