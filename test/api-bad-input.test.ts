@@ -197,6 +197,23 @@ const cases: Case[] = [
     at: { path: 'retry-interval' },
   },
   {
+    name: 'schema: a fraction is not a duration',
+    body: { ...hook, 'max-retry-interval': '1.5s' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'max-retry-interval' },
+  },
+  {
+    name: 'schema: ~ in a JSON pointer is only ~0 or ~1',
+    body: {
+      ...hook,
+      variables: [{ name: 'V', 'value-from-message': { 'json-pointer': '/payload/a~2b' } }],
+    },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'variables[0]/value-from-message/json-pointer' },
+  },
+  {
     name: 'no topics at all',
     body: { ...hook, topics: undefined },
     status: 400,

@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
-import { configKey, kvPrefix } from '../model/keys.js';
+import { configKey, webhookStateKey } from '../model/keys.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';
@@ -34,7 +34,7 @@ async function extras(
   if (def.id === 'webhook' && typeof value.name === 'string') {
     const live = deps.runtime?.exporterState(tenant, value.name);
     if (live) return live;
-    const stored = await deps.store.kvGet(`${kvPrefix.webhookState}${tenant}/${value.name}`);
+    const stored = await deps.store.kvGet(webhookStateKey(tenant, value.name));
     if (stored) {
       try {
         const v = JSON.parse(stored) as unknown;

@@ -25,6 +25,7 @@ import {
   type TokenReply,
 } from './tokens.js';
 import { prepareUserForStore } from './users.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type AuthOptions = {
   settings: Pick<Settings, 'tenant' | 'tokenTtlSeconds' | 'adminPassword'>;
@@ -149,7 +150,7 @@ export function createAuth(opts: AuthOptions): Auth {
    * change of a user, policy or tenant, and every refresh in this process, clears them all.
    * A token revoked by another process can so be accepted here for up to that long.
    */
-  const principals = new Map<string, { principal: Principal; until: number }>();
+  const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
   const forgetPrincipals = () => principals.clear();
   const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
   const unsubscribe = store.onChange((keys) => {
@@ -168,7 +169,6 @@ export function createAuth(opts: AuthOptions): Auth {
     const hit = cachedPrincipal(header);
     if (hit) return hit;
     const principal = await authenticateUncached(header);
-    if (principals.size >= 10_000) principals.clear();
     principals.set(header as string, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
     return principal;
   }

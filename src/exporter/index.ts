@@ -2,7 +2,7 @@
  * The webhook exporter runtime, as the API process starts it:
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
- * the store's kv area (`kvPrefix.webhookState + '<tenant>/<name>'`, every ~500 ms when it
+ * the store's kv area (`webhookStateKey` of model/keys.ts, every ~500 ms when it
  * changed) so the API of any process can show it. The state carries `site`, the SITE of the
  * process that wrote it; a process where the exporter is placed elsewhere writes `stopped`
  * only over nothing, its own state or another `stopped`.
@@ -10,7 +10,7 @@
 import type { Bus } from '../bus/bus.js';
 import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
-import { kvPrefix } from '../model/keys.js';
+import { webhookStateKey } from '../model/keys.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import { systemClock, type Clock } from './clock.js';
@@ -43,8 +43,6 @@ export type Runtime = {
   restart(tenant: string, name: string): Promise<boolean>;
   readonly bus: Bus;
 };
-
-export const stateKey = (tenant: string, name: string): string => `${kvPrefix.webhookState}${tenant}/${name}`;
 
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
@@ -81,7 +79,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       for (const [id, slot] of supervisor.slots) {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
-        const key = stateKey(slot.tenant, slot.name);
+        const key = webhookStateKey(slot.tenant, slot.name);
         const state = withSite(slot.state.toJson());
         // Processes of several sites may share one store: "stopped here" must not hide the
         // state written by the site where the exporter runs.
@@ -92,7 +90,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         if (supervisor.slots.has(id)) continue;
         published.delete(id);
         const slash = id.indexOf('/');
-        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1)));
+        await opts.store.kvDel(webhookStateKey(id.slice(0, slash), id.slice(slash + 1)));
       }
     } catch (err) {
       log('debug', 'runtime: cannot publish exporter states', { error: String(err) });

@@ -6,6 +6,7 @@
  */
 import type { Json, JsonObject } from '../json.js';
 import type { StreamEntry } from '../bus/bus.js';
+import { resolveTokens } from '../lib/json-pointer.js';
 
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
@@ -122,29 +123,8 @@ export class Message {
   }
 }
 
-/** RFC 6901: "/a/b~1c" → ['a', 'b/c']; '' is the whole document. */
-export function parsePointer(pointer: string): string[] | undefined {
-  if (pointer === '') return [];
-  if (!pointer.startsWith('/')) return undefined;
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
 /** The value at the pointer as variable text (strings as is, other JSON as JSON text), or undefined. */
 export function resolvePointer(doc: Json, tokens: readonly string[]): string | undefined {
-  let cur: Json | undefined = doc;
-  for (const t of tokens) {
-    if (Array.isArray(cur)) {
-      if (!/^(0|[1-9]\d*)$/.test(t)) return undefined;
-      cur = cur[Number(t)];
-    } else if (cur !== null && typeof cur === 'object') {
-      cur = Object.prototype.hasOwnProperty.call(cur, t) ? cur[t] : undefined;
-    } else {
-      return undefined;
-    }
-    if (cur === undefined) return undefined;
-  }
-  return typeof cur === 'string' ? cur : JSON.stringify(cur);
+  const value = resolveTokens(doc, tokens);
+  return value === undefined || typeof value === 'string' ? value : JSON.stringify(value);
 }

@@ -7,8 +7,9 @@
 import { isObject, type JsonObject } from '../json.js';
 import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
 import type { SiteContext } from './system-vars.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
-const compiled = new Map<string, LabelMatcher | Error>();
+const compiled = new BoundedMap<string, LabelMatcher | Error>(10_000);
 
 function matcher(text: string): LabelMatcher | Error {
   let m = compiled.get(text);
@@ -18,7 +19,6 @@ function matcher(text: string): LabelMatcher | Error {
     } catch (err) {
       m = err instanceof Error ? err : new Error(String(err));
     }
-    if (compiled.size > 10_000) compiled.clear();
     compiled.set(text, m);
   }
   return m;

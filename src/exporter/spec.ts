@@ -10,8 +10,10 @@ import { isObject, type JsonObject } from '../json.js';
 import { compileRegex, type Regex } from '../model/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
-import { parsePointer } from './message.js';
-import { parseDuration, type RetryPolicy } from './retry.js';
+import { parsePointer } from '../lib/json-pointer.js';
+import type { RetryPolicy } from './retry.js';
+import { parseDuration } from '../lib/duration.js';
+import { retryDefaults } from '../model/schemas.js';
 import type { TlsProfile } from './send.js';
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
@@ -84,7 +86,7 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
       if (!pointer)
         throw bad(
           `${path}/value-from-message/json-pointer`,
-          `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /`,
+          `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /, and ~ is only written as ~0 or ~1`,
         );
       const def = fromMsg.default;
       messageVars.push({ name: item.name, pointer, fallback: typeof def === 'string' ? def : undefined });
@@ -152,11 +154,11 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   });
 
   const baseMs = parseDuration(
-    typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : '1s',
+    typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : retryDefaults['retry-interval'],
     'retry-interval',
   );
   const maxMs = parseDuration(
-    typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : '60s',
+    typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : retryDefaults['max-retry-interval'],
     'max-retry-interval',
   );
   const ca = cfg['ca-cert'];

@@ -6,14 +6,19 @@
  */
 import type { Json } from '../json.js';
 
+/** The rule as a JSON Schema pattern. */
+export const pointerPattern = '^(/([^~]|~[01])*)?$';
+
 /** "/a/b~1c" → ['a', 'b/c']; '' → []; undefined when the text is not a pointer. */
 export function parsePointer(pointer: string): string[] | undefined {
   if (pointer === '') return [];
   if (!pointer.startsWith('/') || /~(?![01])/.test(pointer)) return undefined;
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer.slice(1).split('/').map(unescapeToken);
+}
+
+/** One token as it appears in a pointer, read back: '~1' → '/', '~0' → '~'. */
+export function unescapeToken(token: string): string {
+  return token.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 /** One token written as it appears in a pointer: '~' → '~0', '/' → '~1'. */

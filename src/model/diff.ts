@@ -21,6 +21,7 @@
  */
 import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
 import { contractOrderedArrays, type OrderedArrays } from './merge.js';
+import { escapeToken } from '../lib/json-pointer.js';
 
 export type FieldChange = { field: string; added: string[]; deleted: string[] };
 
@@ -55,13 +56,9 @@ function byCodeUnit(a: string, b: string): number {
 function flatten(obj: JsonObject | undefined, ordered: OrderedArrays): Leaves {
   const out: Leaves = new Map();
   if (obj) {
-    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeMember(key), [key], ordered, out);
+    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeToken(key), [key], ordered, out);
   }
   return out;
-}
-
-function escapeMember(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 function addLeaf(out: Leaves, field: string, value: string): void {
@@ -79,7 +76,7 @@ function walk(v: Json, field: string, path: string[], ordered: OrderedArrays, ou
   if (isObject(v)) {
     const keys = Object.keys(v);
     if (keys.length === 0) addLeaf(out, field, '{}');
-    for (const key of keys) walk(v[key] as Json, `${field}/${escapeMember(key)}`, [...path, key], ordered, out);
+    for (const key of keys) walk(v[key] as Json, `${field}/${escapeToken(key)}`, [...path, key], ordered, out);
     return;
   }
   if (!Array.isArray(v)) {

@@ -22,3 +22,8 @@ export const kvPrefix = {
   /** Failed-login counters: `throttle:<user>|<address>`. */
   throttle: 'throttle:',
 } as const;
+
+/** The kv key of one webhook exporter's runtime state. */
+export function webhookStateKey(tenant: string, name: string): string {
+  return `${kvPrefix.webhookState}${tenant}/${name}`;
+}

@@ -5,6 +5,7 @@
  */
 import * as s from './schemas.js';
 import type { Schema } from './schemas.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type ResourceDef = {
   readonly id: string;
@@ -168,14 +169,13 @@ export function resolve(segs: readonly string[]): Resolved | undefined {
 }
 
 /** Resolutions of recent paths (results are immutable), so a busy path resolves once. */
-const recent = new Map<string, Resolved | null>();
+const recent = new BoundedMap<string, Resolved | null>(10_000);
 
 /** Resolves a config path like 'volga/webhooks/a' (as in x-path without /v1/config/). */
 export function resolvePath(path: string): Resolved | undefined {
   const hit = recent.get(path);
   if (hit !== undefined) return hit ?? undefined;
   const r = resolve(path.split('/'));
-  if (recent.size >= 10_000) recent.clear();
   recent.set(path, r ?? null);
   return r;
 }

@@ -8,6 +8,7 @@ import { ApiError, type DetailFor } from '../errors.js';
 import type { JsonObject } from '../json.js';
 import type { ResourceDef } from './resources.js';
 import type { Schema } from './schemas.js';
+import { unescapeToken } from '../lib/json-pointer.js';
 
 const validators = new Map<string, Validator>();
 
@@ -26,7 +27,7 @@ export function fieldPath(instanceLocation: string): string {
     .replace(/^#\/?/, '')
     .split('/')
     .filter((p) => p !== '')
-    .map((p) => decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => unescapeToken(decodeURIComponent(p)))
     .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}/${p}` : p), '');
 }
 
