@@ -204,7 +204,7 @@ export class ApiError extends Error {
     return errorStatus[this.code];
   }
 
-  /** The body of seed section 7: {errors: [{error-message, error-info}]}. */
+  /** The error body: {errors: [{error-message, error-info}]}. */
   toBody(): { errors: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> } {
     const all = [this as ApiError, ...this.more];
     return {

@@ -1,4 +1,4 @@
-/** Environment → typed settings, validated once at start (CONTRACT §1, §6). */
+/** Environment → typed settings, validated once at start. */
 import type { LogLevel } from './log.js';
 
 export type Settings = {

@@ -1,5 +1,5 @@
 /**
- * Choices made where the seed is silent: a singleton can be patched before it was ever
+ * Choices made where the specification is silent: a singleton can be patched before it was ever
  * written; x-json-patch may be given as JSON or YAML text; login and refresh refuse dry-run.
  */
 import { suite } from 'uvu';

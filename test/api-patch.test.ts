@@ -1,5 +1,5 @@
 /**
- * Single-resource PATCH (seed 4.5, CONTRACT §5): plain patch in JSON and YAML (ordered arrays
+ * Single-resource PATCH: plain patch in JSON and YAML (ordered arrays
  * replaced, unordered merged), JSON Patch in +json and +yaml with every supported op, copy
  * and move refused, the result validated, and any failure leaving the object as it was.
  * Both stores (Redis DB 11).

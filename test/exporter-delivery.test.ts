@@ -85,7 +85,7 @@ test('every message variable expands through a real POST', async () => {
   assert.is(bodiesOf(name)[0]!.body, `{"temp":21}|p1|h9|o1|2026-01-02T03:04:05.000Z|${mtime}|${id}|0|${topic}`);
 });
 
-test('MSG is the JSON object of CONTRACT §4; time defaults to mtime in ISO form', async () => {
+test('MSG is the JSON object {time, mtime, seqno, remain, producer-name, host, origin, payload}; time defaults to mtime in ISO form', async () => {
   const { topic, name } = await exporter({ data: '${MSG}', 'data-format': 'json' });
   const id = await env.produce(topic, '{"a":[1,2]}');
   await hook.waitFor(() => bodiesOf(name).length === 1, 'one POST');

@@ -1,5 +1,5 @@
 /**
- * `where` over HTTP (seed 4.7, issue 4 item 2): every example form of the seed on sites and
+ * `where` over HTTP: every example form of the where language on sites and
  * webhooks (config and state), on GET /v1/config and /v1/state, on one state object; re-match
  * through re2js, match-labels through the label expression; syntax errors → 400 with the
  * parameter, the code and the position inside the where text.
@@ -24,7 +24,7 @@ function whereSuite(backend: Backend): void {
     await api.close();
   });
 
-  // [expression, names of the sites it selects]; the seed's forms first, then what they stand for.
+  // [expression, names of the sites it selects]; the documented forms first, then what they stand for.
   const onSites = [
     ["type = 'edge'", ['site-a', 'site-b', 'xeno']],
     ['type = "control-tower"', ['tower']],

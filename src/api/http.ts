@@ -116,7 +116,7 @@ export function pathAfter(c: Ctx, prefix: string): string {
     .join('/');
 }
 
-/** Methods a resource shape allows (seed 4.1), for 405 and OPTIONS. */
+/** Methods a resource shape allows, for 405 and OPTIONS. */
 export function methodNotAllowed(method: string, path: string, allow: readonly string[]): ApiError {
   return new ApiError(
     'method-not-allowed',

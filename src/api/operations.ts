@@ -1,4 +1,4 @@
-/** Operations under /v1 (seed 4.1 `/v1/OPERATION`): unseal the secret store (CONTRACT §6). */
+/** Operations under /v1 (`/v1/<operation>`): unseal the secret store. */
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';

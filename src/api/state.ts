@@ -1,7 +1,7 @@
 /**
  * /v1/state: operational state = the applied configuration (applied as soon as it is
  * committed) plus system fields: exporter status and counters, the sites a deployment
- * selects, the default DNS zone, topics of the bus (seed 4.4, CONTRACT §2).
+ * selects, the default DNS zone, topics of the bus.
  */
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';

@@ -1,5 +1,5 @@
 /**
- * Expansion functions (seed 4.8). Each one is checked and prepared once, when the template is
+ * Expansion functions. Each one is checked and prepared once, when the template is
  * compiled (arity, integers, regexes), and yields a plain `string → string` step for the
  * per-message render loop. No step can throw.
  *
@@ -8,7 +8,7 @@
  * - `replace PATTERN REPLACEMENT`: every match of PATTERN (compiled with compileRegex, RE2
  *   syntax) is replaced. REPLACEMENT follows String.prototype.replace: `$1`..`$99` and `$<name>`
  *   are groups, `$&` the match, `$$` a dollar sign; a reference to a missing group stays literal.
- * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the seed says "wrap", and
+ * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the function wraps, and
  *   the right escape depends on where the text goes (JSON, shell, YAML); use `replace` first.
  * - `quote`: like dquote, unless the value is already wrapped in a pair of ' or ".
  */

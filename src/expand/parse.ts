@@ -1,5 +1,5 @@
 /**
- * Syntax of variable expressions (seed 4.8): template text → a flat list of literal strings and
+ * Syntax of variable expressions: template text → a flat list of literal strings and
  * `${VAR | fn arg... | fn arg...}` expressions. Only syntax is checked here; functions and
  * variables are resolved by template.ts. Every error is an ApiError('invalid-value') whose info
  * is {code, position, path}: `position` is the 0-based offset in the template text.

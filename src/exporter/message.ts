@@ -1,5 +1,5 @@
 /**
- * MSG (CONTRACT §4): `{time, mtime, seqno, remain, producer-name, host, origin, payload}` built
+ * MSG: `{time, mtime, seqno, remain, producer-name, host, origin, payload}` built
  * from one stream entry. Optional entry fields that are absent are left out of the object and
  * expand to '' as MSG_* variables. The JSON text is made once, lazily: filters and `${MSG}`
  * share it, and an exporter without filters that never names MSG never pays for it.

@@ -1,5 +1,5 @@
 /**
- * Whether an exporter runs at this site (CONTRACT §2 `site-placement`): exactly one of
+ * Whether an exporter runs at this site (`site-placement`): exactly one of
  * all-sites, sites, application-deployments (the sites those deployments select) and
  * match-site-labels. Label expressions are compiled once per text and cached, since the
  * supervisor re-evaluates placement at every relevant configuration change.
@@ -30,7 +30,7 @@ export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
   if (!isObject(sitePlacement)) return { placed: 'invalid', reason: 'site-placement is missing' };
   const p: JsonObject = sitePlacement;
   if ('all-sites' in p) {
-    // Both `all-sites: true` and the seed example's `all-sites: {all-sites: true}` mean all.
+    // Both `all-sites: true` and the nested form `all-sites: {all-sites: true}` mean all.
     const v = p['all-sites'];
     const all = v === true || (isObject(v) && v['all-sites'] === true);
     return all ? { placed: true } : { placed: false, reason: 'all-sites is false' };

@@ -1,5 +1,5 @@
 /**
- * Retry timing of failing POSTs (CONTRACT §3): capped exponential back-off with jitter from
+ * Retry timing of failing POSTs: capped exponential back-off with jitter from
  * `retry-interval` (default 1s) to `max-retry-interval` (default 60s); a `Retry-After`
  * header (seconds or an HTTP date) replaces the computed delay, capped at the maximum.
  */

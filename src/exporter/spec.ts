@@ -1,5 +1,5 @@
 /**
- * A webhook configuration object compiled for running (seed 2.2, CONTRACT §3): templates,
+ * A webhook configuration object compiled for running: templates,
  * filters, patterns and pointers are compiled here once per exporter start, so the message
  * loop only renders and tests. Anything invalid throws an ApiError whose info names the
  * field; the supervisor shows it as status `error`.

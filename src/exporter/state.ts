@@ -1,5 +1,5 @@
 /**
- * Operational state of one exporter (seed 2.3, CONTRACT §3): status, start time, consumed
+ * Operational state of one exporter: status, start time, consumed
  * topics, last error and counters. Per consumed topic we report `topics: [{name, lag}]`,
  * where lag is the number of entries of that topic not yet read by the exporter's group
  * (Redis's group lag after the last read) plus the read entries not yet handled.

@@ -111,8 +111,4 @@ export class TopicReader {
       });
     await this.flushing;
   }
-
-  hasUnackedHandled(): boolean {
-    return this.acks.length > 0;
-  }
 }

@@ -1,6 +1,6 @@
 /**
  * Field-level difference between two versions of a configuration object, for the dry-run reply
- * (seed 2.1: impacted-resources[].fields[] = {field, added, deleted}).
+ * (impacted-resources[].fields[] = {field, added, deleted}).
  *
  * Each object is flattened to leaves, field → values (strings), then the two are compared:
  * `added` are the values only after has, `deleted` those only before has. A changed scalar gives
@@ -27,7 +27,7 @@ export type FieldChange = { field: string; added: string[]; deleted: string[] };
 
 type Leaves = Map<string, string[]>;
 
-/** `ordered` defaults to the CONTRACT §5 arrays (headers, management-ipv4-access-list). */
+/** `ordered` defaults to the ordered arrays (headers, management-ipv4-access-list). */
 export function diffObjects(
   before: JsonObject | undefined,
   after: JsonObject | undefined,

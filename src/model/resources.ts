@@ -1,6 +1,6 @@
 /**
  * The resource registry: every configuration list and singleton the API serves, its
- * schema, which arrays are ordered (CONTRACT §5), and how a URL path resolves to it.
+ * schema, which arrays are ordered, and how a URL path resolves to it.
  * Paths here are relative to /v1/config (no leading slash).
  */
 import * as s from './schemas.js';
@@ -15,7 +15,7 @@ export type ResourceDef = {
   readonly schema: Schema;
   /** Array members replaced, not merged, by a plain patch (by member path 'a/b'). */
   readonly ordered: ReadonlySet<string>;
-  /** Served only while the secret store is unsealed (CONTRACT §6). */
+  /** Served only while the secret store is unsealed. */
   readonly needsUnsealed: boolean;
   /** For a nested list: the resource that must hold the enclosing key (vault of a secret). */
   readonly parent?: string;
@@ -114,8 +114,6 @@ export const resources: readonly ResourceDef[] = [
     parent: 'vault',
   },
 ];
-
-export const resourceById: ReadonlyMap<string, ResourceDef> = new Map(resources.map((r) => [r.id, r]));
 
 export type Resolved = {
   readonly def: ResourceDef;

@@ -1,5 +1,5 @@
 /**
- * JSON Schemas of every configuration resource (seed 2.2, CONTRACT §2, §3). Defaults written
+ * JSON Schemas of every configuration resource. Defaults written
  * here are what `with-defaults` reports. Semantic checks a schema cannot express (regexes,
  * templates, label expressions) live in model/checks.ts.
  */

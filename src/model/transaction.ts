@@ -1,6 +1,6 @@
 /**
  * The one write path: a list of changes (one for a single-resource request, many for
- * PATCH/POST /v1/config) applied all or nothing (seed 4.3).
+ * PATCH/POST /v1/config) applied all or nothing.
  *
  * 1. Each change is resolved and checked alone (path, op, body).
  * 2. The current objects are read; the changes are applied in body order to a working copy, so

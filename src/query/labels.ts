@@ -1,5 +1,5 @@
 /**
- * Label expressions (CONTRACT §2), used by site placement, application deployments and the
+ * Label expressions, used by site placement, application deployments and the
  * `match-labels()` function of `where`:
  *
  *   or   := and ('or' and)*

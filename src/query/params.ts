@@ -1,5 +1,5 @@
 /**
- * Query parameters of every endpoint (CONTRACT §5, seed 4.2–4.7), checked and compiled before
+ * Query parameters of every endpoint, checked and compiled before
  * any work is done: an unknown, repeated or malformed parameter is a 400 naming it, and
  * `fields`, `where`, `match-path` are compiled here so their errors carry a position too.
  * Each route passes the names it accepts.
