@@ -22,8 +22,6 @@ import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/index.js';
 import { setLogLevel } from '../src/log.js';
-import { exporterSamples } from '../src/ops/exporter-source.js';
-import { createMetrics } from '../src/ops/metrics.js';
 import { configKey } from '../src/model/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';

@@ -1,7 +1,7 @@
 /**
  * Builds the Hono app from the route modules, every handler inside the guard (auth/middleware.ts:
  * authentication, and an audit record of every write, refused ones too); every thrown ApiError
- * becomes the error body of seed section 7 in the negotiated encoding; anything else is logged
+ * becomes the error body `{errors: [{error-message, error-info}]}` in the negotiated encoding; anything else is logged
  * and answered 500 without internals.
  */
 import { header } from './api/headers.js';

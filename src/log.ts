@@ -1,4 +1,4 @@
-/** One JSON object a line on stdout (CONTRACT §1). Never pass secrets in `fields`. */
+/** One JSON object a line on stdout. Never pass secrets in `fields`. */
 const levels = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;
 

@@ -44,7 +44,7 @@ export async function createInstance(
       dataDir: settings.dataDir,
     });
   else log('info', 'store and bus on Redis', { redis: settings.redisUrl.replace(/\/\/[^@/]*@/, '//***@') });
-  const bus = await openBus(settings, store);
+  const bus = await openBus(settings);
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
   const auth = createAuth({

@@ -158,7 +158,7 @@ const cases: Case[] = [
     name: 'schema: unknown field',
     body: { ...hook, colour: 'red' },
     status: 400,
-    code: 'schema-false',
+    code: 'unknown-field',
     at: { path: 'colour' },
   },
   {
@@ -195,6 +195,23 @@ const cases: Case[] = [
     status: 400,
     code: 'schema-pattern',
     at: { path: 'retry-interval' },
+  },
+  {
+    name: 'schema: a fraction is not a duration',
+    body: { ...hook, 'max-retry-interval': '1.5s' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'max-retry-interval' },
+  },
+  {
+    name: 'schema: ~ in a JSON pointer is only ~0 or ~1',
+    body: {
+      ...hook,
+      variables: [{ name: 'V', 'value-from-message': { 'json-pointer': '/payload/a~2b' } }],
+    },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'variables[0]/value-from-message/json-pointer' },
   },
   {
     name: 'no topics at all',

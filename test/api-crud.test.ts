@@ -1,5 +1,5 @@
 /**
- * The seed's method table (4.1) for LIST, LIST/NAME and OBJECT under /v1/config and the
+ * The method table for LIST, LIST/NAME and OBJECT under /v1/config and the
  * read-only /v1/state mirror: status codes, Location, Allow, Accept-Patch, 404 and 405, and a
  * body whose name differs from the path's. Run against both stores (Redis DB 1).
  */

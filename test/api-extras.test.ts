@@ -1,5 +1,5 @@
 /**
- * Choices made where the seed is silent: a singleton can be patched before it was ever
+ * Choices made where the specification is silent: a singleton can be patched before it was ever
  * written; x-json-patch may be given as JSON or YAML text; login and refresh refuse dry-run.
  */
 import { suite } from 'uvu';
@@ -69,6 +69,17 @@ function extras(backend: Backend): void {
     const refresh = await api.json('POST', '/v1/state/strongbox/token/refresh?x=1');
     assert.is(refresh.status, 400);
     assert.is(code(refresh.body), 'unknown-parameter');
+  });
+
+  t('dry-run or validate on any operation gives one code: no-dry-run', async () => {
+    const operations = ['/v1/login', '/v1/state/strongbox/token/refresh', '/v1/strongbox/unseal'];
+    for (const path of operations) {
+      for (const name of ['dry-run', 'validate']) {
+        const res = await api.json('POST', `${path}?${name}`, { body: { key: 'k' } });
+        assert.is(res.status, 400, `${path}?${name}`);
+        assert.is(code(res.body), 'no-dry-run', `${path}?${name}`);
+      }
+    }
   });
 
   t.run();

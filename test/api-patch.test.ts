@@ -1,5 +1,5 @@
 /**
- * Single-resource PATCH (seed 4.5, CONTRACT §5): plain patch in JSON and YAML (ordered arrays
+ * Single-resource PATCH: plain patch in JSON and YAML (ordered arrays
  * replaced, unordered merged), JSON Patch in +json and +yaml with every supported op, copy
  * and move refused, the result validated, and any failure leaving the object as it was.
  * Both stores (Redis DB 11).
@@ -231,7 +231,7 @@ function patchSuite(backend: Backend): void {
   t('the patched result is validated against the schema: any failure changes nothing', async () => {
     await refused({ body: { tries: -1 } }, 400, 'schema-minimum', 'tries');
     await refused({ body: { 'start-position': 'middle' } }, 400, 'schema-enum', 'start-position');
-    await refused({ body: { unknown: 1 } }, 400, 'schema-false', 'unknown');
+    await refused({ body: { unknown: 1 } }, 400, 'unknown-field', 'unknown');
     await refused(
       { body: { headers: [{ name: 'bad header', value: 'x' }] } },
       400,

@@ -1,5 +1,5 @@
 /**
- * The secret store (CONTRACT §2, §6): values encrypted at rest (checked in the raw Redis hash
+ * The secret store: values encrypted at rest (checked in the raw Redis hash
  * and in the embedded store's append-only file), never returned in clear by config reads,
  * readable in clear only as state; sealed store → 503 on strongbox and exporter endpoints,
  * unseal with the right key (204) or a wrong one (400). Both stores (Redis DB 3).

@@ -1,5 +1,5 @@
 /**
- * Wire conventions (CONTRACT §5): JSON/YAML negotiation for replies and error bodies, ETags on
+ * Wire conventions: JSON/YAML negotiation for replies and error bodies, ETags on
  * every config object GET (strong, changing exactly with the content), If-Match /
  * If-None-Match → 412 / 304 on GET, PUT, PATCH, DELETE, and strict JSON (duplicate keys).
  * Both stores (Redis DB 2).

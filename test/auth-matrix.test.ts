@@ -55,7 +55,7 @@ const settings = loadSettings({
 });
 setLogLevel('debug');
 const store = await openStore(settings);
-const bus = await openBus(settings, store);
+const bus = await openBus(settings);
 const strongbox = new Strongbox(store);
 await strongbox.open(settings);
 const clock = { offset: 0 };

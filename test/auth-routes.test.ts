@@ -103,6 +103,8 @@ test('POST /v1/login: bad bodies are 400 naming the field; wrong password 401', 
   }
   const big = await post('/v1/login', JSON.stringify({ username: 'admin', password: 'x'.repeat(20_000) }));
   assert.is(big.status, 413);
+  // One code for one rule: a body over the limit is body-too-large here as on every route.
+  assert.is((await errorOf(big))['error-info']?.code, 'body-too-large');
 });
 
 test('every other path needs a valid bearer token: 401 body with WWW-Authenticate', async () => {

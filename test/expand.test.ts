@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../src/errors.js';
-import { compileTemplate, knownVariable, lookupChain, type Lookup } from '../src/expand/template.js';
+import { compileTemplate, knownVariable, type Lookup } from '../src/expand/template.js';
 
 const declared = new Set(['NAME', 'MULTI', 'QUOTED', 'SQUOTED', 'EMPTY', 'TOKEN', 'MISSING', 'HALF', 'DQ']);
 const opts = { field: 'data', isDefined: (n: string) => knownVariable(n, declared) };
@@ -208,16 +208,6 @@ test('knownVariable: built-ins, indexed families, declared names', () => {
   for (const n of ['msg', 'OTHER', 'SYS_SITE_LABELS[]', 'SYS_DNS_ZONES', 'MSG_X', 'SYS_OTHER[a]']) {
     assert.not.ok(knownVariable(n, d), n);
   }
-});
-
-test('lookupChain: first defined value wins, empty string counts as a value', () => {
-  const chain = lookupChain(
-    (n) => (n === 'A' ? '' : undefined),
-    (n) => (n === 'A' || n === 'B' ? 'second' : undefined),
-  );
-  assert.is(chain('A'), '');
-  assert.is(chain('B'), 'second');
-  assert.is(chain('C'), undefined);
 });
 
 test.run();

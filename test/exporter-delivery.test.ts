@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import { stateKey, type Runtime } from '../src/exporter/index.js';
+import type { Runtime } from '../src/exporter/index.js';
+import { webhookStateKey } from '../src/model/keys.js';
 import type { JsonObject } from '../src/json.js';
 
 let env: Env;
@@ -89,7 +90,7 @@ test('every message variable expands through a real POST', async () => {
   assert.is(bodiesOf(name)[0]!.body, `{"temp":21}|p1|h9|o1|2026-01-02T03:04:05.000Z|${mtime}|${id}|0|${topic}`);
 });
 
-test('MSG is the JSON object of CONTRACT §4; time defaults to mtime in ISO form', async () => {
+test('MSG is the JSON object {time, mtime, seqno, remain, producer-name, host, origin, payload}; time defaults to mtime in ISO form', async () => {
   const { topic, name } = await exporter({ data: '${MSG}', 'data-format': 'json' });
   const id = await env.produce(topic, '{"a":[1,2]}');
   await hook.waitFor(() => bodiesOf(name).length === 1, 'one POST');
@@ -320,7 +321,7 @@ test('state is published to the store kv area', async () => {
   const { topic, name } = await exporter({});
   await env.produce(topic, 'k');
   const raw = await until(async () => {
-    const v = await env.store.kvGet(stateKey('default', name, 'local'));
+    const v = await env.store.kvGet(webhookStateKey('default', name, 'local'));
     return v && JSON.parse(v).delivered === 1 ? v : undefined;
   }, 'kv state');
   const s = JSON.parse(raw);

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import { stateKey } from '../src/exporter/index.js';
+import { webhookStateKey } from '../src/model/keys.js';
 import { ExporterState } from '../src/exporter/state.js';
 
 let env: Env;
@@ -110,8 +110,8 @@ test('counters survive a restart of the process; each site keeps its own state',
   }, 'four delivered between the sites');
   const aDelivered = Number(a.exporterState('default', 'keep')?.delivered);
   await until(async () => {
-    const raw = await env.store.kvGet(stateKey('default', 'keep', 'site-a'));
-    const other = await env.store.kvGet(stateKey('default', 'keep', 'site-b'));
+    const raw = await env.store.kvGet(webhookStateKey('default', 'keep', 'site-a'));
+    const other = await env.store.kvGet(webhookStateKey('default', 'keep', 'site-b'));
     return raw && other && JSON.parse(raw).delivered === aDelivered && JSON.parse(raw).site === 'site-a';
   }, 'each site published its own state');
   await a.stop(1000);

@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { openEnv, testDbUrl, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
-import { stateKey, type Runtime } from '../src/exporter/index.js';
+import type { Runtime } from '../src/exporter/index.js';
+import { webhookStateKey } from '../src/model/keys.js';
 import type { JsonObject } from '../src/json.js';
 
 let env: Env;
@@ -181,13 +182,13 @@ test('each site keeps its own state: one where the exporter is placed elsewhere 
   await env.produce('multi-topic', 'm');
   await hook.waitFor(() => got('multi').length === 1, 'delivered by edge1');
   const kv = await until(async () => {
-    const raw = await env.store.kvGet(stateKey('default', 'multi', 'edge1'));
+    const raw = await env.store.kvGet(webhookStateKey('default', 'multi', 'edge1'));
     const v = raw ? JSON.parse(raw) : undefined;
     return v && v.delivered === 1 ? v : undefined;
   }, 'kv state of edge1');
   assert.is(kv.site, 'edge1');
   assert.is(kv.status, 'ready');
-  const there = JSON.parse((await env.store.kvGet(stateKey('default', 'multi', 'edge2'))) ?? '{}');
+  const there = JSON.parse((await env.store.kvGet(webhookStateKey('default', 'multi', 'edge2'))) ?? '{}');
   assert.is(there.status, 'stopped');
   assert.is(there.site, 'edge2');
 });

@@ -10,8 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError } from '../src/errors.js';
 import type { JsonObject } from '../src/json.js';
-import { backoffMs, mayRetry, nextDelayMs, parseDuration, retryAfterMs } from '../src/exporter/retry.js';
-import { Message, parsePointer, resolvePointer } from '../src/exporter/message.js';
+import { backoffMs, mayRetry, nextDelayMs, retryAfterMs } from '../src/exporter/retry.js';
+import { Message, resolvePointer } from '../src/exporter/message.js';
+import { parseDuration } from '../src/lib/duration.js';
+import { parsePointer } from '../src/lib/json-pointer.js';
 import { placeHere } from '../src/exporter/placement.js';
 import { siteLabels, type SiteContext } from '../src/exporter/system-vars.js';
 import { compileSpec } from '../src/exporter/spec.js';
@@ -24,7 +26,7 @@ import { startWebhookServer } from './helpers/webhook-server.js';
 const durations: Array<[string, number | undefined]> = [
   ['250ms', 250],
   ['1s', 1000],
-  ['1.5s', 1500],
+  ['1.5s', undefined], // whole numbers only, as the schema has always required
   ['5m', 300_000],
   ['1h', 3_600_000],
   ['0s', 0],

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { ApiError } from '../src/errors.js';
 import { compileFilters, type FilterConfig } from '../src/exporter/filters.js';
 
-// Filters see the JSON text of MSG (CONTRACT §3).
+// Filters see the JSON text of MSG.
 const msg = (payload: unknown, host = 'edge-1') =>
   JSON.stringify({ time: '2024-11-21T23:00:00.000Z', seqno: '1-0', host, payload });
 const hot = msg({ temp: 42, unit: 'C' });

@@ -1,5 +1,5 @@
 /**
- * `fields` over HTTP (seed 4.7, issue 4 item 1): a,b · a/b · a/[b,c] · a=x/b · nesting, on single
+ * `fields` over HTTP: a,b · a/b · a/[b,c] · a=x/b · nesting, on single
  * objects, lists, GET /v1/config (objects of mixed types: applied per object, no unknown-field
  * check) and /v1/state; unknown fields and syntax errors → 400 with parameter and position.
  * Also how objects are presented beside fields: with-defaults (alone, true, report-all, trim,

@@ -1,5 +1,5 @@
 /**
- * `where` over HTTP (seed 4.7, issue 4 item 2): every example form of the seed on sites and
+ * `where` over HTTP: every example form of the where language on sites and
  * webhooks (config and state), on GET /v1/config and /v1/state, on one state object; re-match
  * through re2js, match-labels through the label expression; syntax errors → 400 with the
  * parameter, the code and the position inside the where text.
@@ -9,7 +9,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { stateKey } from '../src/exporter/index.js';
+import { webhookStateKey } from '../src/model/keys.js';
 import { startApi, type Backend, type TestApi } from './helpers/api.js';
 import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 
@@ -24,7 +24,7 @@ function whereSuite(backend: Backend): void {
     await api.close();
   });
 
-  // [expression, names of the sites it selects]; the seed's forms first, then what they stand for.
+  // [expression, names of the sites it selects]; the documented forms first, then what they stand for.
   const onSites = [
     ["type = 'edge'", ['site-a', 'site-b', 'xeno']],
     ['type = "control-tower"', ['tower']],
@@ -80,7 +80,7 @@ function whereSuite(backend: Backend): void {
     assert.equal(await hooks("status = 'starting'"), ['hook-a', 'hook-b']);
     // What an exporter process records for hook-a (the state an API process reads back).
     await api.instance.deps.store.kvSet(
-      stateKey('default', 'hook-a', api.instance.deps.settings.site),
+      webhookStateKey('default', 'hook-a', api.instance.deps.settings.site),
       JSON.stringify({ status: 'ready', delivered: 5, 'consumed-topics': ['t1'] }),
     );
     assert.equal(await hooks("status = 'ready' and delivered > 0"), ['hook-a']);
@@ -135,7 +135,7 @@ function whereSuite(backend: Backend): void {
     ["(type = 'edge'", 'syntax', 14],
     ['type = edge)', 'syntax', 11],
     ['foo(name)', 'unknown-function', 0],
-    ['starts-with(name)', 'arity', 0],
+    ['starts-with(name)', 'wrong-arity', 0],
     ['re-match(name, name)', 'literal-required', 15],
     ["re-match(name, 'a(?=b)')", 'regex-unsupported', 17],
     ["re-match(name, '(a)\\1')", 'regex-unsupported', 19],

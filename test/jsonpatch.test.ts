@@ -3,7 +3,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../src/errors.js';
 import { isObject, type Json } from '../src/json.js';
-import { applyJsonPatch, parsePointer } from '../src/model/jsonpatch.js';
+import { applyJsonPatch } from '../src/model/jsonpatch.js';
+import { parsePointer } from '../src/lib/json-pointer.js';
 
 function failure(doc: Json, ops: unknown): ApiError {
   try {
@@ -15,9 +16,9 @@ function failure(doc: Json, ops: unknown): ApiError {
   throw new Error('expected the patch to fail');
 }
 
-// ---- conformance: the public json-patch-tests suite (../shared/conformance/json-patch) ----
+// ---- conformance: the public json-patch-tests suite (test/fixtures/json-patch, see its NOTICE) ----
 
-const dir = new URL('../../shared/conformance/json-patch/', import.meta.url);
+const dir = new URL('./fixtures/json-patch/', import.meta.url);
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.json'))
   .sort();
@@ -161,6 +162,33 @@ test('an error message names the op index and path but not the document', () => 
   assert.match(err.message, '0');
   assert.match(err.message, '/nope');
   assert.not.match(err.message, 'hunter2');
+});
+
+test('a failed test (reported by fast-json-patch) names the op, not the document', () => {
+  const err = failure({ secret: 'hunter2', n: { deep: 'also-secret' } }, [
+    { op: 'test', path: '/secret', value: 'guess' },
+  ]);
+  assert.equal(err.info, { code: 'test-failed', 'op-index': 0, path: '/secret' });
+  assert.not.match(err.message, 'hunter2');
+  assert.not.match(err.message, 'also-secret');
+  assert.not.match(err.message, 'guess');
+});
+
+test('scalar parents are described by kind, never by value', () => {
+  const err = failure({ token: 's3cret' }, [{ op: 'add', path: '/token/x', value: 1 }]);
+  assert.is(err.info?.code, 'missing-target');
+  assert.not.match(err.message, 's3cret');
+});
+
+test('__proto__ is plain data for every operation, also below safe-replace', () => {
+  const out = applyJsonPatch({}, [
+    { op: 'safe-replace', path: '/__proto__/x', value: 1 },
+    { op: 'test', path: '/__proto__', value: { x: 1 } },
+    { op: 'replace', path: '/__proto__/x', value: 2 },
+  ]);
+  assert.ok(isObject(out));
+  assert.is(Object.getPrototypeOf(out), Object.prototype);
+  assert.equal(JSON.stringify(out), '{"__proto__":{"x":2}}');
 });
 
 // ---- behaviour ----

@@ -6,7 +6,7 @@ import { contractOrderedArrays, duplicateKeys, mergePatch } from '../src/model/m
 const ordered = contractOrderedArrays;
 const none = () => false;
 
-// name, target, patch, expected (with the CONTRACT §5 ordered arrays)
+// name, target, patch, expected (with the ordered arrays headers and management-ipv4-access-list)
 const cases: Array<[string, JsonObject, JsonObject, JsonObject]> = [
   ['scalar replaces', { a: 1, b: 'x' }, { a: 2 }, { a: 2, b: 'x' }],
   ['scalar is created', { a: 1 }, { b: false }, { a: 1, b: false }],

@@ -26,7 +26,7 @@ const site: JsonObject = {
 };
 
 const cases: Array<[string, boolean]> = [
-  // Every example of seed 4.7.
+  // Every example form of the where language.
   ["type = 'edge'", true],
   ["type = 'cloud'", false],
   ["type = 'edge' and connection-state/connected = true()", true],

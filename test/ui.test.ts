@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { DeliveredHistory } from '../src/api/history.js';
-import { stateKey } from '../src/exporter/index.js';
+import { webhookStateKey } from '../src/model/keys.js';
 import { startApi, freshRedisDb, type Backend } from './helpers/api.js';
 import { spawnApiProc, type ApiProc } from './helpers/api-proc.js';
 import { ensureCommand } from './helpers/apt.js';
@@ -58,7 +58,7 @@ function historySuite(backend: Backend): void {
       assert.is(h.points, 3);
       const put = (delivered: number, error?: string, errorTime?: string) =>
         store.kvSet(
-          stateKey('default', 'hx', 'local'),
+          webhookStateKey('default', 'hx', 'local'),
           JSON.stringify({
             status: 'ready',
             delivered,
@@ -83,7 +83,7 @@ function historySuite(backend: Backend): void {
       assert.is(got.samples[2]?.time, '2026-01-01T00:00:15.000Z');
       assert.equal(got.errors, [{ time: '2026-01-01T00:00:09.000Z', error: 'HTTP 503 from http://sink/' }]);
       assert.equal((h.of('default', 'other') as { samples: unknown[] }).samples, []);
-      await store.kvDel(stateKey('default', 'hx', 'local'));
+      await store.kvDel(webhookStateKey('default', 'hx', 'local'));
       await h.sample();
       assert.equal((h.of('default', 'hx') as { samples: unknown[] }).samples, [], 'a removed exporter is forgotten');
     } finally {
@@ -105,7 +105,7 @@ function historySuite(backend: Backend): void {
         },
       });
       assert.is(created.status, 201);
-      await api.instance.deps.store.kvSet(stateKey('default', 'hr', 'local'), JSON.stringify({ delivered: 7 }));
+      await api.instance.deps.store.kvSet(webhookStateKey('default', 'hr', 'local'), JSON.stringify({ delivered: 7 }));
       await api.instance.deps.history?.sample();
       const r = await api.json('GET', '/v1/state/volga/webhooks/hr/history');
       assert.is(r.status, 200);

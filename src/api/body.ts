@@ -3,7 +3,7 @@
  * capped), by Content-Type. Size and nesting are capped before any value reaches the model.
  */
 import { parseAllDocuments, visit, type Alias, type Document } from 'yaml';
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import type { Json } from '../json.js';
 
 export const MAX_DEPTH = 64;
@@ -49,7 +49,7 @@ function lineCol(text: string, offset: number): { line: number; column: number }
   return { line, column: offset - last };
 }
 
-function invalid(text: string, offset: number, reason: string, code: string): ApiError {
+function invalid(text: string, offset: number, reason: string, code: DetailFor<'invalid-document'>): ApiError {
   const { line, column } = lineCol(text, offset);
   return new ApiError(
     'invalid-document',

@@ -1,6 +1,6 @@
 /**
  * /v1/config: reads of the intended configuration and every write (single-resource and
- * transactional), all through model/transaction.ts (seed 4.1–4.5, 4.7).
+ * transactional), all through model/transaction.ts.
  */
 import { header } from './headers.js';
 import { Hono } from 'hono';

@@ -13,8 +13,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
-import { configKey, kvPrefix } from '../model/keys.js';
-import { parseStateKey } from '../exporter/index.js';
+import { configKey, kvPrefix, parseWebhookStateKey } from '../model/keys.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
@@ -61,7 +60,7 @@ export class DeliveredHistory {
       const time = this.now();
       const seen = new Set<string>();
       for (const key of await this.store.kvKeys(kvPrefix.webhookState)) {
-        const k = parseStateKey(key);
+        const k = parseWebhookStateKey(key);
         if (!k || k.site !== this.site) continue;
         const id = `${k.tenant}/${k.name}`;
         const state = this.runtime?.exporterState(k.tenant, k.name) ?? parse(await this.store.kvGet(key));

@@ -71,7 +71,7 @@ export function principalOf(c: Ctx): Principal {
   const p = c.get('principal');
   if (!p)
     throw new ApiError('unauthorized', 'Authentication required: send Authorization: Bearer <token> (POST /v1/login)', {
-      code: 'no-token',
+      code: 'missing-token',
     });
   return p;
 }
@@ -116,7 +116,7 @@ export function pathAfter(c: Ctx, prefix: string): string {
     .join('/');
 }
 
-/** Methods a resource shape allows (seed 4.1), for 405 and OPTIONS. */
+/** Methods a resource shape allows, for 405 and OPTIONS. */
 export function methodNotAllowed(method: string, path: string, allow: readonly string[]): ApiError {
   return new ApiError(
     'method-not-allowed',

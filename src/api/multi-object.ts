@@ -1,5 +1,5 @@
 /**
- * Multi-object bodies of PATCH/POST /v1/config (seed 4.3): a JSON list or YAML documents of
+ * Multi-object bodies of PATCH/POST /v1/config: a JSON list or YAML documents of
  * objects with x-path, x-operation, x-etag, x-json-patch and x-tenant → transaction changes,
  * checked before anything is read.
  */

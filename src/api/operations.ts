@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
-import { parseQuery } from '../query/params.js';
+import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
 
@@ -15,11 +15,7 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   /** Query checked (no dry-run, no other parameter) and the caller allowed to execute `path`. */
   const admit = (c: Ctx, path: string) => {
     const params = searchParams(c);
-    if (params.has('dry-run'))
-      throw new ApiError('invalid-query', `Cannot use dry-run on ${path}: this operation has no dry-run`, {
-        code: 'no-dry-run',
-        parameter: 'dry-run',
-      });
+    refuseDryRun(params, path);
     parseQuery(params, []);
     deps.auth.authorize(principalOf(c), path, 'execute');
   };

@@ -1,4 +1,4 @@
-/** Response encoding: JSON or YAML by Accept (CONTRACT §5), errors in the same encoding. */
+/** Response encoding: JSON or YAML by Accept, errors in the same encoding. */
 import { ApiError } from '../errors.js';
 import { isDeepFrozen } from '../store/freeze.js';
 import { toYaml } from './yaml-out.js';

@@ -1,13 +1,12 @@
 /**
  * /v1/state: operational state = the applied configuration (applied as soon as it is
  * committed) plus system fields: exporter status and counters, the sites a deployment
- * selects, the default DNS zone, topics of the bus (seed 4.4, CONTRACT §2).
+ * selects, the default DNS zone, topics of the bus.
  */
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';
 import { isObject, type Json, type JsonObject } from '../json.js';
-import { configKey } from '../model/keys.js';
-import { stateKey } from '../exporter/index.js';
+import { configKey, webhookStateKey } from '../model/keys.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';
@@ -37,7 +36,7 @@ async function extras(
   if (def.id === 'webhook' && typeof value.name === 'string') {
     const live = deps.runtime?.exporterState(tenant, value.name);
     if (live) return live;
-    const stored = await deps.store.kvGet(stateKey(tenant, value.name, deps.settings.site));
+    const stored = await deps.store.kvGet(webhookStateKey(tenant, value.name, deps.settings.site));
     if (stored) {
       try {
         const v = JSON.parse(stored) as unknown;

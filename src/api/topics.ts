@@ -1,6 +1,6 @@
 /**
  * Topics of the message bus under /v1/state/volga/topics (read-only state) and the produce
- * operation (CONTRACT §4): the way for applications in containers, and for the embedded bus.
+ * operation: the way for applications in containers, and for the embedded bus.
  */
 import { Hono } from 'hono';
 import { ApiError } from '../errors.js';

@@ -3,7 +3,7 @@
  * built on the Store (kv area for tokens and throttles, config objects for users, policies
  * and tenants). Time is injectable so tests expire tokens without sleeping.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import type { JsonObject } from '../json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
@@ -25,6 +25,7 @@ import {
   type TokenReply,
 } from './tokens.js';
 import { prepareUserForStore } from './users.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type AuthOptions = {
   settings: Pick<Settings, 'tenant' | 'tokenTtlSeconds' | 'adminPassword'>;
@@ -81,7 +82,7 @@ export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**'].map
 
 const PRINCIPAL_CACHE_MS = 1000;
 
-function unauthorized(message: string, code: string): ApiError {
+function unauthorized(message: string, code: DetailFor<'unauthorized'>): ApiError {
   return new ApiError(
     'unauthorized',
     message,
@@ -149,7 +150,7 @@ export function createAuth(opts: AuthOptions): Auth {
    * change of a user, policy or tenant, and every refresh in this process, clears them all.
    * A token revoked by another process can so be accepted here for up to that long.
    */
-  const principals = new Map<string, { principal: Principal; until: number }>();
+  const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
   const forgetPrincipals = () => principals.clear();
   const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
   const unsubscribe = store.onChange((keys) => {
@@ -168,7 +169,6 @@ export function createAuth(opts: AuthOptions): Auth {
     const hit = cachedPrincipal(header);
     if (hit) return hit;
     const principal = await authenticateUncached(header);
-    if (principals.size >= 10_000) principals.clear();
     principals.set(header as string, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
     return principal;
   }

@@ -1,5 +1,5 @@
 /**
- * The bootstrap admin (CONTRACT §6): user `admin` of the root tenant with the built-in
+ * The bootstrap admin: user `admin` of the root tenant with the built-in
  * `admin` policy. With ADMIN_PASSWORD set, that is admin's password at every start (the
  * stored hash is rewritten only when it does not match). Without it, a first start
  * generates a password, stores its hash and prints it once: the only place a password is

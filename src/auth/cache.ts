@@ -5,6 +5,8 @@
  * connection is down, and this bounds how long a change made by another process then stays
  * unseen here.
  */
+import { BoundedMap } from '../lib/bounded-cache.js';
+
 export type AsyncCache<V> = {
   get(key: string, load: () => Promise<V>): Promise<V>;
   delete(key: string): void;
@@ -20,7 +22,8 @@ export function createAsyncCache<V>(opts: AsyncCacheOptions = {}): AsyncCache<V>
   const maxEntries = opts.maxEntries ?? 10_000;
   const maxAgeMs = opts.maxAgeMs ?? authCacheMaxAgeMs;
   const now = opts.now ?? Date.now;
-  const entries = new Map<string, { p: Promise<V>; until: number }>();
+  // Bounded: a flood of distinct keys empties the cache instead of growing it.
+  const entries = new BoundedMap<string, { p: Promise<V>; until: number }>(maxEntries);
   let generation = 0;
   return {
     get(key, load) {
@@ -28,8 +31,6 @@ export function createAsyncCache<V>(opts: AsyncCacheOptions = {}): AsyncCache<V>
       if (hit && hit.until > now()) return hit.p;
       const gen = generation;
       const p = load();
-      // Bounded: a flood of distinct keys empties the cache instead of growing it.
-      if (entries.size >= maxEntries) entries.clear();
       entries.set(key, { p, until: now() + maxAgeMs });
       const drop = () => {
         if (entries.get(key)?.p === p) entries.delete(key);

@@ -5,7 +5,7 @@
  * decision is then the first rule that matches the path and lists the operation. No
  * matching rule means deny.
  */
-import { ApiError, combine } from '../errors.js';
+import { ApiError, combine, type DetailFor } from '../errors.js';
 import { isObject, type JsonObject } from '../json.js';
 import { compareSpecificity, isProblem, matches, parsePattern, splitPath, type PathPattern } from './patterns.js';
 
@@ -44,7 +44,7 @@ function isOperation(v: unknown): v is Operation {
  * for patterns, the character position. Empty when the policy is valid.
  */
 export function policyProblems(obj: unknown): ApiError[] {
-  const bad = (message: string, path: string, extra?: { position?: number; code?: string }) =>
+  const bad = (message: string, path: string, extra?: { position?: number; code?: DetailFor<'invalid-value'> }) =>
     new ApiError('invalid-value', message, {
       code: extra?.code ?? 'invalid-policy',
       path,

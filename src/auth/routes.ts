@@ -10,6 +10,7 @@ import { contentTypeOf, encode, negotiate } from '../api/reply.js';
 import { methodNotAllowed, options } from '../api/http.js';
 import { ApiError } from '../errors.js';
 import { isObject } from '../json.js';
+import { refuseDryRun } from '../query/params.js';
 import type { Auth } from './auth.js';
 import { clientAddress } from './client.js';
 import type { AuthVariables } from './middleware.js';
@@ -26,13 +27,13 @@ async function readCredentials(c: Context): Promise<{ username: string; password
   const declared = Number(c.req.header('content-length') ?? 0);
   if (declared > maxLoginBytes)
     throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, {
-      code: 'too-large',
+      code: 'body-too-large',
       path: '/v1/login',
     });
   const text = await c.req.text();
   if (text.length > maxLoginBytes)
     throw new ApiError('payload-too-large', `Cannot log in: the body is larger than ${maxLoginBytes} bytes`, {
-      code: 'too-large',
+      code: 'body-too-large',
       path: '/v1/login',
     });
   const { docs } = parseBody(text, c.req.header('content-type'));
@@ -60,17 +61,15 @@ async function readCredentials(c: Context): Promise<{ username: string; password
   return { username: String(body.username), password: String(body.password) };
 }
 
-/** Login and refresh take no query parameter; dry-run in particular is refused (seed 4.7). */
+/** Login and refresh take no query parameter; dry-run and validate are refused as on every operation. */
 function noQuery(c: Context): void {
   const params = new URL(c.req.url).searchParams;
+  refuseDryRun(params, c.req.path);
   for (const name of params.keys()) {
-    throw new ApiError(
-      'invalid-query',
-      name === 'dry-run' || name === 'validate'
-        ? `Cannot use ${name} on ${c.req.path}: this operation has no ${name}`
-        : `Cannot use the ${name} parameter: ${c.req.path} takes no query parameter`,
-      { code: name === 'dry-run' || name === 'validate' ? 'no-dry-run' : 'unknown-parameter', parameter: name },
-    );
+    throw new ApiError('invalid-query', `Cannot use the ${name} parameter: ${c.req.path} takes no query parameter`, {
+      code: 'unknown-parameter',
+      parameter: name,
+    });
   }
 }
 

@@ -18,7 +18,7 @@ export type TokenRecord = {
   credential: string;
 };
 
-/** What login and refresh answer (CONTRACT §6). */
+/** What login and refresh answer. */
 export type TokenReply = {
   token: string;
   'expires-in': number;

@@ -57,11 +57,6 @@ export function redactUser(obj: JsonObject): JsonObject {
   return out;
 }
 
-/** Is `path` (below /v1/config, no leading slash) a user object? */
-export function isUserPath(path: string): boolean {
-  return path.startsWith(usersPath + '/') && !path.slice(usersPath.length + 1).includes('/');
-}
-
 export type UserRecord = { name: string; passwordHash: string | undefined; policies: string[] };
 
 export function readUser(name: string, value: unknown): UserRecord | undefined {

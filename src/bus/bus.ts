@@ -1,5 +1,5 @@
 /**
- * The message bus (CONTRACT §4): topic T is the stream `volga:T`, one message per entry.
+ * The message bus: topic T is the stream `volga:T`, one message per entry.
  * Consumer positions are consumer groups named after the exporter, so
  * `redis-cli XINFO GROUPS volga:T` shows them. Two backends: redis-bus.ts (production)
  * and embedded-bus.ts (in-process, persisted under DATA_DIR) with the same semantics.

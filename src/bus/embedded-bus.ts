@@ -1,5 +1,5 @@
 /**
- * The bus without Redis (CONTRACT §1: first run on a laptop, unit tests): in-memory
+ * The bus without Redis (when REDIS_URL is not set: a first run on a laptop, unit tests): in-memory
  * streams with the Redis semantics the exporters rely on (groups, per-consumer pending
  * lists, ack, lag), persisted as an append-only JSON-lines file `bus.jsonl` under DATA_DIR
  * so entries and group positions survive a restart. Deliveries are logged too, so a

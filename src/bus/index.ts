@@ -1,10 +1,9 @@
 /**
  * `openBus(settings)`: Redis streams when REDIS_URL is set (the production path), else the
- * embedded bus persisted under DATA_DIR. The store parameter is accepted so callers can pass
- * what they have; the bus keeps its own data (streams are not configuration).
+ * embedded bus persisted under DATA_DIR. The bus keeps its own data, apart from the store
+ * (streams are not configuration).
  */
 import type { Settings } from '../settings.js';
-import type { Store } from '../store/store.js';
 import type { Bus } from './bus.js';
 import { openEmbeddedBus } from './embedded-bus.js';
 import { openRedisBus } from './redis-bus.js';
@@ -14,7 +13,7 @@ export { BusError, streamPrefix } from './bus.js';
 export { openRedisBus } from './redis-bus.js';
 export { openEmbeddedBus } from './embedded-bus.js';
 
-export async function openBus(settings: Pick<Settings, 'redisUrl' | 'dataDir'>, _store?: Store): Promise<Bus> {
+export async function openBus(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Bus> {
   if (settings.redisUrl) return openRedisBus(settings.redisUrl);
   return openEmbeddedBus(settings.dataDir);
 }

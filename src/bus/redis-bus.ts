@@ -1,5 +1,5 @@
 /**
- * The bus on Redis streams (CONTRACT §4). Two connections in all, whatever the number of
+ * The bus on Redis streams. Two connections in all, whatever the number of
  * exporters: `cmd` for every non-blocking command (node-redis pipelines concurrent
  * commands on it) and the notifier's blocking XREAD. Commands issued while Redis is down
  * wait in node-redis's offline queue and run after the reconnect.

@@ -1,5 +1,5 @@
 /**
- * Expansion functions (seed 4.8). Each one is checked and prepared once, when the template is
+ * Expansion functions. Each one is checked and prepared once, when the template is
  * compiled (arity, integers, regexes), and yields a plain `string → string` step for the
  * per-message render loop. No step can throw.
  *
@@ -8,7 +8,7 @@
  * - `replace PATTERN REPLACEMENT`: every match of PATTERN (compiled with compileRegex, RE2
  *   syntax) is replaced. REPLACEMENT follows String.prototype.replace: `$1`..`$99` and `$<name>`
  *   are groups, `$&` the match, `$$` a dollar sign; a reference to a missing group stays literal.
- * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the seed says "wrap", and
+ * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the function wraps, and
  *   the right escape depends on where the text goes (JSON, shell, YAML); use `replace` first.
  * - `quote`: like dquote, unless the value is already wrapped in a pair of ' or ".
  * - `json` (an extension): the value as a JSON string literal, quotes included and `"`, `\`
@@ -51,7 +51,7 @@ function regexArg(arg: Arg, field: string): ReturnType<typeof compileRegex> {
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     const inPattern = typeof err.info?.position === 'number' ? err.info.position : 0;
-    throw new ApiError(err.code, err.message, { ...err.info, position: arg.start + inPattern, path: field });
+    throw err.rewrap(err.message, { position: arg.start + inPattern, path: field });
   }
 }
 

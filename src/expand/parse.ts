@@ -1,5 +1,5 @@
 /**
- * Syntax of variable expressions (seed 4.8): template text → a flat list of literal strings and
+ * Syntax of variable expressions: template text → a flat list of literal strings and
  * `${VAR | fn arg... | fn arg...}` expressions. Only syntax is checked here; functions and
  * variables are resolved by template.ts. Every error is an ApiError('invalid-value') whose info
  * is {code, position, path}: `position` is the 0-based offset in the template text.
@@ -13,7 +13,7 @@
  * escapes and any other backslash is kept as is (so `"\d+"` is the regex `\d+`); single-quoted,
  * where `''` is one quote and nothing else is special.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 
 export type SyntaxCode =
   | 'unterminated-expression'
@@ -51,7 +51,12 @@ const functionChar = /[A-Za-z0-9_-]/;
 const indexChar = /[A-Za-z0-9_.\/:@-]/;
 const space = /[ \t\r\n]/;
 
-export function syntaxError(code: string, message: string, position: number, field: string): ApiError {
+export function syntaxError(
+  code: DetailFor<'invalid-value'>,
+  message: string,
+  position: number,
+  field: string,
+): ApiError {
   return new ApiError(
     'invalid-value',
     `Cannot use the value of ${field} as a variable expression: ${message} at position ${position}`,

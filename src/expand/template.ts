@@ -1,5 +1,5 @@
 /**
- * Variable expansion templates (seed 4.8): compiled once when the configuration is written,
+ * Variable expansion templates: compiled once when the configuration is written,
  * rendered per message. Compilation resolves everything that can be known in advance (syntax,
  * functions, regexes, which variables exist); rendering is a loop over a flat list of literals
  * and expressions and never throws: a variable without a value gives {ok: false}, and the
@@ -33,7 +33,7 @@ export type TemplateOptions = {
   isDefined: (name: string) => boolean;
 };
 
-/** Always available (seed 2.2 + CONTRACT §3), besides the two indexed families below. */
+/** Always available, besides the two indexed families below. */
 export const builtinVariables: ReadonlySet<string> = new Set([
   'MSG',
   'TOPIC',
@@ -59,17 +59,6 @@ const indexed = /^(?:SYS_DNS_ZONES|SYS_SITE_LABELS)\[[^\]]+\]$/;
  */
 export function knownVariable(name: string, declared: ReadonlySet<string>): boolean {
   return builtinVariables.has(name) || declared.has(name) || indexed.test(name);
-}
-
-/** The first lookup that has a value wins (declared variables, then message, then system). */
-export function lookupChain(...lookups: Lookup[]): Lookup {
-  return (name) => {
-    for (const lookup of lookups) {
-      const v = lookup(name);
-      if (v !== undefined) return v;
-    }
-    return undefined;
-  };
 }
 
 type CompiledExpr = { readonly variable: string; readonly steps: readonly Step[] };

@@ -13,7 +13,7 @@ export function controlProblems(cfg: JsonObject, xPath: string): ApiError[] {
     compileRetryOn(cfg['retry-on']);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    out.push(new ApiError(err.code, `${err.message} (${xPath})`, { ...err.info, 'x-path': xPath }));
+    out.push(err.rewrap(`${err.message} (${xPath})`, { 'x-path': xPath }));
   }
   const dlt = cfg['dead-letter-topic'];
   const topics = [...(Array.isArray(cfg.topics) ? cfg.topics : []), cfg.topic];

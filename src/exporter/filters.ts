@@ -1,5 +1,5 @@
 /**
- * Message filters of a webhook exporter (seed 2.2, CONTRACT §3): applied to the JSON text of
+ * Message filters of a webhook exporter: applied to the JSON text of
  * MSG. A message is included when it matches every `match-re`, contains every `match-string`,
  * matches no `no-match-re` and contains no `no-match-string`. Regexes are compiled here, once,
  * when the configuration is written; `test` runs per message.

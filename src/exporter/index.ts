@@ -2,7 +2,7 @@
  * The webhook exporter runtime, as the API process starts it:
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
- * the store's kv area (`stateKey`: one key per exporter and site, every ~500 ms when it
+ * the store's kv area (`webhookStateKey` of model/keys.ts: one key per exporter and site, every ~500 ms when it
  * changed) so the API of any process of the site can show it, and the counters go on from
  * there after a restart. The state carries `site`, the SITE of the process that wrote it.
  */
@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import type { Bus } from '../bus/bus.js';
 import type { JsonObject } from '../json.js';
 import { log } from '../log.js';
-import { kvPrefix } from '../model/keys.js';
+import { webhookStateKey } from '../model/keys.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import { systemClock, type Clock } from './clock.js';
@@ -64,17 +64,6 @@ export type Runtime = {
   readonly bus: Bus;
 };
 
-/** Where the state of an exporter at one site is kept: each site keeps its own. */
-export const stateKey = (tenant: string, name: string, site: string): string =>
-  `${kvPrefix.webhookState}${tenant}/${name}/${site}`;
-
-/** The parts of a `stateKey` (tenant and exporter names have no '/'; a site name neither). */
-export function parseStateKey(key: string): { tenant: string; name: string; site: string } | undefined {
-  if (!key.startsWith(kvPrefix.webhookState)) return undefined;
-  const [tenant, name, site, ...rest] = key.slice(kvPrefix.webhookState.length).split('/');
-  return tenant && name && site && rest.length === 0 ? { tenant, name, site } : undefined;
-}
-
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
@@ -94,7 +83,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     ...(opts.deliveryObserver ? { deliveryObserver: opts.deliveryObserver } : {}),
     // Counters go on from the state this site published before (a process restart).
     loadSaved: async (tenant, name) => {
-      const raw = await opts.store.kvGet(stateKey(tenant, name, opts.settings.site)).catch(() => undefined);
+      const raw = await opts.store.kvGet(webhookStateKey(tenant, name, opts.settings.site)).catch(() => undefined);
       try {
         return raw === undefined ? undefined : (JSON.parse(raw) as unknown);
       } catch {
@@ -117,14 +106,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         if (published.get(id) === slot.state.version) continue;
         published.set(id, slot.state.version);
         wrote = true;
-        await opts.store.kvSet(stateKey(slot.tenant, slot.name, site), JSON.stringify(withSite(slot.state.toJson())));
+        await opts.store.kvSet(
+          webhookStateKey(slot.tenant, slot.name, site),
+          JSON.stringify(withSite(slot.state.toJson())),
+        );
       }
       for (const id of [...published.keys()]) {
         if (supervisor.slots.has(id)) continue;
         published.delete(id);
         wrote = true;
         const slash = id.indexOf('/');
-        await opts.store.kvDel(stateKey(id.slice(0, slash), id.slice(slash + 1), site));
+        await opts.store.kvDel(webhookStateKey(id.slice(0, slash), id.slice(slash + 1), site));
       }
     } catch (err) {
       log('debug', 'runtime: cannot publish exporter states', { error: String(err) });

@@ -1,11 +1,12 @@
 /**
- * MSG (CONTRACT §4): `{time, mtime, seqno, remain, producer-name, host, origin, payload}` built
+ * MSG: `{time, mtime, seqno, remain, producer-name, host, origin, payload}` built
  * from one stream entry. Optional entry fields that are absent are left out of the object and
  * expand to '' as MSG_* variables. The JSON text is made once, lazily: filters and `${MSG}`
  * share it, and an exporter without filters that never names MSG never pays for it.
  */
 import type { Json, JsonObject } from '../json.js';
 import type { StreamEntry } from '../bus/bus.js';
+import { resolveTokens } from '../lib/json-pointer.js';
 
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
@@ -122,29 +123,8 @@ export class Message {
   }
 }
 
-/** RFC 6901: "/a/b~1c" → ['a', 'b/c']; '' is the whole document. */
-export function parsePointer(pointer: string): string[] | undefined {
-  if (pointer === '') return [];
-  if (!pointer.startsWith('/')) return undefined;
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
 /** The value at the pointer as variable text (strings as is, other JSON as JSON text), or undefined. */
 export function resolvePointer(doc: Json, tokens: readonly string[]): string | undefined {
-  let cur: Json | undefined = doc;
-  for (const t of tokens) {
-    if (Array.isArray(cur)) {
-      if (!/^(0|[1-9]\d*)$/.test(t)) return undefined;
-      cur = cur[Number(t)];
-    } else if (cur !== null && typeof cur === 'object') {
-      cur = Object.prototype.hasOwnProperty.call(cur, t) ? cur[t] : undefined;
-    } else {
-      return undefined;
-    }
-    if (cur === undefined) return undefined;
-  }
-  return typeof cur === 'string' ? cur : JSON.stringify(cur);
+  const value = resolveTokens(doc, tokens);
+  return value === undefined || typeof value === 'string' ? value : JSON.stringify(value);
 }

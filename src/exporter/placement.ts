@@ -1,5 +1,5 @@
 /**
- * Whether an exporter runs at this site (CONTRACT §2 `site-placement`): exactly one of
+ * Whether an exporter runs at this site (`site-placement`): exactly one of
  * all-sites, sites, application-deployments (the sites those deployments select) and
  * match-site-labels. Label expressions are compiled once per text and cached, since the
  * supervisor re-evaluates placement at every relevant configuration change.
@@ -7,8 +7,9 @@
 import { isObject, type JsonObject } from '../json.js';
 import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
 import type { SiteContext } from './system-vars.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
-const compiled = new Map<string, LabelMatcher | Error>();
+const compiled = new BoundedMap<string, LabelMatcher | Error>(10_000);
 
 function matcher(text: string): LabelMatcher | Error {
   let m = compiled.get(text);
@@ -18,7 +19,6 @@ function matcher(text: string): LabelMatcher | Error {
     } catch (err) {
       m = err instanceof Error ? err : new Error(String(err));
     }
-    if (compiled.size > 10_000) compiled.clear();
     compiled.set(text, m);
   }
   return m;
@@ -30,7 +30,7 @@ export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
   if (!isObject(sitePlacement)) return { placed: 'invalid', reason: 'site-placement is missing' };
   const p: JsonObject = sitePlacement;
   if ('all-sites' in p) {
-    // Both `all-sites: true` and the seed example's `all-sites: {all-sites: true}` mean all.
+    // Both `all-sites: true` and the nested form `all-sites: {all-sites: true}` mean all.
     const v = p['all-sites'];
     const all = v === true || (isObject(v) && v['all-sites'] === true);
     return all ? { placed: true } : { placed: false, reason: 'all-sites is false' };

@@ -1,24 +1,8 @@
 /**
- * Retry timing of failing POSTs (CONTRACT §3): capped exponential back-off with jitter from
+ * Retry timing of failing POSTs: capped exponential back-off with jitter from
  * `retry-interval` (default 1s) to `max-retry-interval` (default 60s); a `Retry-After`
  * header (seconds or an HTTP date) replaces the computed delay, capped at the maximum.
  */
-import { ApiError } from '../errors.js';
-
-const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
-
-/** `250ms`, `1s`, `5m`, `1h` → milliseconds; throws a 400 naming the field. */
-export function parseDuration(text: string, field: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
-  if (!m) {
-    throw new ApiError(
-      'invalid-value',
-      `Cannot use ${JSON.stringify(text)} as ${field}: write a number and a unit (ms, s, m, h), e.g. 250ms or 5m`,
-      { code: 'invalid-duration', path: field, position: 0 },
-    );
-  }
-  return Math.round(Number(m[1]) * units[m[2] as keyof typeof units]);
-}
 
 export type RetryPolicy = {
   /** Attempts in all, 0 = without limit. */

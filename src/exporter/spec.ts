@@ -1,5 +1,5 @@
 /**
- * A webhook configuration object compiled for running (seed 2.2, CONTRACT §3): templates,
+ * A webhook configuration object compiled for running: templates,
  * filters, patterns and pointers are compiled here once per exporter start, so the message
  * loop only renders and tests. Anything invalid throws an ApiError whose info names the
  * field; the supervisor shows it as status `error`.
@@ -10,8 +10,10 @@ import { isObject, type JsonObject } from '../json.js';
 import { compileRegex, type Regex } from '../model/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
-import { parsePointer } from './message.js';
-import { parseDuration, type RetryPolicy } from './retry.js';
+import { parsePointer } from '../lib/json-pointer.js';
+import type { RetryPolicy } from './retry.js';
+import { parseDuration } from '../lib/duration.js';
+import { retryDefaults } from '../model/schemas.js';
 import type { TlsProfile } from './send.js';
 import { adaptiveMax } from './adaptive.js';
 import { controlsOf, type ControlsSpec } from './controls.js';
@@ -88,7 +90,7 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
       if (!pointer)
         throw bad(
           `${path}/value-from-message/json-pointer`,
-          `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /`,
+          `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /, and ~ is only written as ~0 or ~1`,
         );
       const def = fromMsg.default;
       messageVars.push({ name: item.name, pointer, fallback: typeof def === 'string' ? def : undefined });
@@ -156,11 +158,11 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   });
 
   const baseMs = parseDuration(
-    typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : '1s',
+    typeof cfg['retry-interval'] === 'string' ? cfg['retry-interval'] : retryDefaults['retry-interval'],
     'retry-interval',
   );
   const maxMs = parseDuration(
-    typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : '60s',
+    typeof cfg['max-retry-interval'] === 'string' ? cfg['max-retry-interval'] : retryDefaults['max-retry-interval'],
     'max-retry-interval',
   );
   const ca = cfg['ca-cert'];

@@ -26,7 +26,7 @@ function addLabel(into: Map<string, string[]>, key: string, value: unknown): voi
   into.set(key, list);
 }
 
-/** Site labels (CONTRACT §2): when no site object exists for SITE, only system/name. */
+/** Site labels: when no site object exists for SITE, only system/name. */
 export function siteLabels(site: string, obj: JsonObject | undefined): Map<string, string[]> {
   const labels = new Map<string, string[]>();
   if (obj) {

@@ -156,8 +156,4 @@ export class TopicReader {
     this.sendAcks();
     await Promise.all([...this.sending]);
   }
-
-  hasUnackedHandled(): boolean {
-    return this.acks.length > 0;
-  }
 }

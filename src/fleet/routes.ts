@@ -60,7 +60,7 @@ export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
   return app;
 }
 
-function siteUnauthorized(message: string, code: string): ApiError {
+function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site-token'): ApiError {
   return new ApiError(
     'unauthorized',
     message,
@@ -73,7 +73,7 @@ function siteUnauthorized(message: string, code: string): ApiError {
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
   const h = c.req.header('authorization') ?? '';
   const m = /^Bearer (\S+)$/.exec(h);
-  if (!m) throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'no-token');
+  if (!m) throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
   const owner = await siteOfToken(deps.store, m[1]!);
   if (owner === undefined)
     throw siteUnauthorized(

@@ -14,6 +14,8 @@ import { policyProblems } from '../auth/policies.js';
 import { duplicateKeys } from './merge.js';
 import { listRulesOf, resourceById, type ResourceDef } from './resources.js';
 import { controlProblems } from '../exporter/control-checks.js';
+import { durationMs } from '../lib/duration.js';
+import { retryDefaults } from './schemas.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -26,21 +28,13 @@ function attempt(out: ApiError[], xPath: string, field: string, fn: () => void):
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     out.push(
-      new ApiError(err.code, `${err.message} (${xPath})`, {
-        ...err.info,
+      err.rewrap(`${err.message} (${xPath})`, {
         path: err.info?.path ?? field,
         'x-path': xPath,
       }),
     );
   }
 }
-
-const durationMs = (d: string): number => {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(d);
-  if (!m) return NaN;
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * unit;
-};
 
 function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
   const out: ApiError[] = [];
@@ -103,13 +97,13 @@ function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
     const expr = placement['match-site-labels'];
     attempt(out, xPath, 'site-placement/match-site-labels', () => compileLabelExpr(expr));
   }
-  const ri = typeof obj['retry-interval'] === 'string' ? durationMs(obj['retry-interval']) : 1000;
-  const mri = typeof obj['max-retry-interval'] === 'string' ? durationMs(obj['max-retry-interval']) : 60_000;
-  if (ri > mri) {
+  const ri = String(obj['retry-interval'] ?? retryDefaults['retry-interval']);
+  const mri = String(obj['max-retry-interval'] ?? retryDefaults['max-retry-interval']);
+  if ((durationMs(ri) ?? NaN) > (durationMs(mri) ?? NaN)) {
     out.push(
       new ApiError(
         'invalid-value',
-        `Cannot use retry-interval ${String(obj['retry-interval'] ?? '1s')} with max-retry-interval ${String(obj['max-retry-interval'] ?? '60s')}: the first must not exceed the second (${xPath})`,
+        `Cannot use retry-interval ${ri} with max-retry-interval ${mri}: the first must not exceed the second (${xPath})`,
         { code: 'retry-interval', path: 'retry-interval', 'x-path': xPath },
       ),
     );
@@ -193,9 +187,7 @@ function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
 
 /** Policy rules: path patterns and operations, with positions (auth/policies.ts). */
 function checkPolicy(obj: JsonObject, xPath: string): ApiError[] {
-  return policyProblems(obj).map(
-    (e) => new ApiError(e.code, `${e.message} (${xPath})`, { ...e.info, 'x-path': xPath }),
-  );
+  return policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath }));
 }
 
 const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {

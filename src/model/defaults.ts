@@ -1,5 +1,5 @@
 /**
- * `with-defaults` (CONTRACT §5): the schema's `default`s, applied to an object as read.
+ * `with-defaults`: the schema's `default`s, applied to an object as read.
  * report-all: every default in effect is shown; trim: values equal to their default are
  * left out; explicit: the object as written.
  */

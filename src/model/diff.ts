@@ -1,6 +1,6 @@
 /**
  * Field-level difference between two versions of a configuration object, for the dry-run reply
- * (seed 2.1: impacted-resources[].fields[] = {field, added, deleted}).
+ * (impacted-resources[].fields[] = {field, added, deleted}).
  *
  * Each object is flattened to leaves, field → values (strings), then the two are compared:
  * `added` are the values only after has, `deleted` those only before has. A changed scalar gives
@@ -22,12 +22,13 @@
  */
 import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
 import { byName, contractOrderedArrays, type ListKeys, type OrderedArrays } from './merge.js';
+import { escapeToken } from '../lib/json-pointer.js';
 
 export type FieldChange = { field: string; added: string[]; deleted: string[] };
 
 type Leaves = Map<string, string[]>;
 
-/** `ordered` defaults to the CONTRACT §5 arrays (headers, management-ipv4-access-list). */
+/** `ordered` defaults to the ordered arrays (headers, management-ipv4-access-list). */
 export function diffObjects(
   before: JsonObject | undefined,
   after: JsonObject | undefined,
@@ -60,13 +61,9 @@ type Rules = { ordered: OrderedArrays; keyOf: ListKeys };
 function flatten(obj: JsonObject | undefined, rules: Rules): Leaves {
   const out: Leaves = new Map();
   if (obj) {
-    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeMember(key), [key], rules, out);
+    for (const key of Object.keys(obj)) walk(obj[key] as Json, escapeToken(key), [key], rules, out);
   }
   return out;
-}
-
-function escapeMember(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 function addLeaf(out: Leaves, field: string, value: string): void {
@@ -84,7 +81,7 @@ function walk(v: Json, field: string, path: string[], rules: Rules, out: Leaves)
   if (isObject(v)) {
     const keys = Object.keys(v);
     if (keys.length === 0) addLeaf(out, field, '{}');
-    for (const key of keys) walk(v[key] as Json, `${field}/${escapeMember(key)}`, [...path, key], rules, out);
+    for (const key of keys) walk(v[key] as Json, `${field}/${escapeToken(key)}`, [...path, key], rules, out);
     return;
   }
   if (!Array.isArray(v)) {

@@ -1,5 +1,5 @@
 /**
- * The dry-run reply (seed 2.1, 4.7): `impacted-resources`, one entry per object that would
+ * The dry-run reply: `impacted-resources`, one entry per object that would
  * change, field by field, followed by the objects that depend on a changed one (their
  * `fields` list is empty: they change behaviour, not content):
  * - a webhook whose variables read a changed secret (or any secret of a changed vault);

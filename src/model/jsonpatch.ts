@@ -1,29 +1,40 @@
 /**
- * JSON Patch (RFC 6902, seed 4.5): add, remove, replace, test, plus two extensions:
+ * JSON Patch (RFC 6902) on fast-json-patch: add, remove, replace and test are applied by the
+ * library; this file is the one place that calls it. On top of it:
  * - `safe-remove`: remove; a missing target (or a missing parent) is not an error.
  * - `safe-replace`: replace; a missing target is created with add semantics, and missing
  *   intermediate objects are created too, like `mkdir -p` (an intermediate that exists but is
  *   not a container, or a missing array element on the way, is still an error).
- * `copy` and `move` are not supported (seed 7): a patch using them anywhere is rejected as
+ * `copy` and `move` are not supported: a patch using them anywhere is rejected as
  * `unsupported-operation`, whatever else is wrong with it, because that is the useful answer.
  *
- * Own implementation rather than fast-json-patch: its PatchError embeds the whole document,
- * and we need our own error codes with the op index and path in `error-info`.
- * The whole patch applies to one private copy of the document, so it is all or nothing and the
- * input is never touched.
+ * Every operation's shape is checked before anything is applied, and each location is
+ * resolved here before the library runs, because the library accepts an array index with a
+ * leading zero ('01'), counts inherited members (`constructor`) as present, and reports `test`
+ * of a missing member as a failed test rather than a missing target. The library's errors
+ * (`PatchError`, whose message holds the whole document) are translated into our codes with the
+ * op index and path; no message names a value of the document.
+ *
+ * The patch applies to one private copy of the document whose objects have no prototype, so a
+ * member named `__proto__` is plain data for the library too; the result is converted back to
+ * ordinary objects. All or nothing, and the input is never touched.
  */
+import fastJsonPatch, { type Operation } from 'fast-json-patch';
 import { ApiError } from '../errors.js';
-import { clone, deepEqual, isObject, type Json, type JsonObject } from '../json.js';
+import { isObject, type Json, type JsonObject } from '../json.js';
+import { arrayIndex, formatPointer, parsePointer } from '../lib/json-pointer.js';
+
+const { applyOperation, JsonPatchError } = fastJsonPatch;
 
 type ValueOpName = 'add' | 'replace' | 'safe-replace' | 'test';
 type RemoveOpName = 'remove' | 'safe-remove';
 /** One union member per op name, so that checking `op` narrows to the right shape. */
-export type JsonPatchOp =
+type JsonPatchOp =
   | { [K in ValueOpName]: { op: K; path: string; tokens: string[]; value: Json } }[ValueOpName]
   | { [K in RemoveOpName]: { op: K; path: string; tokens: string[] } }[RemoveOpName];
 
 /** Codes in `error-info.code` of an `invalid-patch` error. */
-export type PatchErrorCode =
+type PatchErrorCode =
   | 'bad-patch' // the body is not an array of operations
   | 'bad-op' // an operation lacks op/path/value or names an unknown op
   | 'bad-pointer' // path is not an RFC 6901 pointer, or names what cannot be changed
@@ -42,18 +53,8 @@ function opError(code: PatchErrorCode, index: number, path: string | undefined, 
   return new ApiError('invalid-patch', `Cannot apply JSON Patch ${where}: ${reason}`, info);
 }
 
-/** RFC 6901: '' is the whole document; otherwise '/'-separated tokens with ~1 = '/', ~0 = '~'. */
-export function parsePointer(pointer: string): string[] | undefined {
-  if (pointer === '') return [];
-  if (!pointer.startsWith('/') || /~(?![01])/.test(pointer)) return undefined;
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
 /** Checks the shape of every operation before anything is applied. */
-export function parseJsonPatch(ops: unknown): JsonPatchOp[] {
+function parseJsonPatch(ops: unknown): JsonPatchOp[] {
   if (!Array.isArray(ops)) {
     throw new ApiError('invalid-patch', 'A JSON Patch must be an array of operations', { code: 'bad-patch' });
   }
@@ -115,59 +116,102 @@ function isJson(v: unknown): v is Json {
 /** Applies `ops` (validated first) to a copy of `doc`; returns the new document or throws ApiError. */
 export function applyJsonPatch(doc: Json, ops: unknown): Json {
   const parsed = parseJsonPatch(ops);
-  let root = clone(doc);
+  let root = bare(doc);
   parsed.forEach((op, i) => {
     root = applyOp(root, op, i);
   });
-  return root;
+  return plain(root);
 }
 
-type Container = Json[] | JsonObject;
-
-/** Digits without leading zeros (RFC 6901 array index), or undefined. */
-function arrayIndex(token: string): number | undefined {
-  return /^(0|[1-9][0-9]*)$/.test(token) ? Number(token) : undefined;
+/** A deep copy whose objects have no prototype: no inherited member can be mistaken for data. */
+function bare(v: Json): Json {
+  if (Array.isArray(v)) return v.map(bare);
+  if (!isObject(v)) return v;
+  const out = Object.create(null) as JsonObject;
+  for (const k of Object.keys(v)) out[k] = bare(v[k] as Json);
+  return out;
 }
 
-function copy(v: Json): Json {
-  return typeof v === 'object' && v !== null ? clone(v) : v;
-}
-
-function setMember(obj: JsonObject, key: string, value: Json): void {
-  // A member named __proto__ is ordinary JSON data and must not become the prototype.
-  if (key === '__proto__')
-    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-  else obj[key] = value;
-}
-
-function applyOp(root: Json, op: JsonPatchOp, i: number): Json {
-  const fail = (code: PatchErrorCode, reason: string) => opError(code, i, op.path, reason);
-  const last = op.tokens[op.tokens.length - 1];
-  if (last === undefined) {
-    // The pointer '' is the whole document.
-    if (op.op === 'test') {
-      if (!deepEqual(root, op.value)) throw fail('test-failed', 'the document is not equal to value');
-      return root;
-    }
-    if (op.op === 'remove' || op.op === 'safe-remove')
-      throw fail('bad-pointer', 'the whole document cannot be removed');
-    return copy(op.value);
+/** Back to ordinary objects; a member named __proto__ stays data, not the prototype. */
+function plain(v: Json): Json {
+  if (Array.isArray(v)) return v.map(plain);
+  if (!isObject(v)) return v;
+  const out: JsonObject = {};
+  for (const k of Object.keys(v)) {
+    const value = plain(v[k] as Json);
+    if (k === '__proto__')
+      Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+    else out[k] = value;
   }
-  const parent = walk(root, op, fail);
-  if (parent === undefined) return root; // safe-remove below a missing parent
-  if (Array.isArray(parent)) applyToArray(parent, last, op, fail);
-  else applyToObject(parent, last, op, fail);
-  return root;
+  return out;
 }
 
 type Fail = (code: PatchErrorCode, reason: string) => ApiError;
+/** Where an operation lands: `exists` says whether the target is there now. */
+type Target = { exists: boolean };
 
-/** The container holding the target; undefined only for a safe-remove whose parent is missing. */
-function walk(root: Json, op: JsonPatchOp, fail: Fail): Container | undefined {
+function applyOp(root: Json, op: JsonPatchOp, i: number): Json {
+  const fail: Fail = (code, reason) => opError(code, i, op.path, reason);
+  if (op.tokens.length === 0 && (op.op === 'remove' || op.op === 'safe-remove'))
+    throw fail('bad-pointer', 'the whole document cannot be removed');
+  const target = locate(root, op, fail);
+  switch (op.op) {
+    case 'safe-remove':
+      return target?.exists ? run(root, { op: 'remove', path: op.path }, i, fail) : root;
+    case 'safe-replace':
+      return run(root, { op: target?.exists ? 'replace' : 'add', path: op.path, value: bare(op.value) }, i, fail);
+    case 'add':
+      return run(root, { op: 'add', path: op.path, value: bare(op.value) }, i, fail);
+    case 'remove':
+      if (!target?.exists) throw fail('missing-target', 'the target does not exist');
+      return run(root, { op: 'remove', path: op.path }, i, fail);
+    case 'replace':
+      if (!target?.exists) throw fail('missing-target', 'the target does not exist');
+      return run(root, { op: 'replace', path: op.path, value: bare(op.value) }, i, fail);
+    case 'test':
+      // The library compares with value.hasOwnProperty, so value keeps its ordinary prototype.
+      if (!target?.exists) throw fail('missing-target', 'the target does not exist');
+      return run(root, { op: 'test', path: op.path, value: op.value }, i, fail);
+  }
+}
+
+/** One operation by the library, its errors translated. */
+function run(root: Json, operation: Operation, i: number, fail: Fail): Json {
+  try {
+    return applyOperation(root, operation, true, true, false, i).newDocument as Json;
+  } catch (err) {
+    if (!(err instanceof JsonPatchError)) throw err;
+    const [code, reason] = translated[err.name] ?? ['bad-op', 'the operation cannot be applied'];
+    throw fail(code, reason);
+  }
+}
+
+/** fast-json-patch error names → our code and a reason that names no value of the document. */
+const translated: Record<string, [PatchErrorCode, string]> = {
+  TEST_OPERATION_FAILED: ['test-failed', 'the value there is not equal to value'],
+  OPERATION_PATH_UNRESOLVABLE: ['missing-target', 'the location (or its parent) does not exist'],
+  OPERATION_PATH_CANNOT_ADD: ['missing-target', 'the parent of the target does not exist'],
+  OPERATION_PATH_ILLEGAL_ARRAY_INDEX: ['bad-index', 'not an array index (digits, no leading zero)'],
+  OPERATION_VALUE_OUT_OF_BOUNDS: ['bad-index', 'the index is beyond the end of the array'],
+  OPERATION_VALUE_REQUIRED: ['bad-op', 'the operation needs a value'],
+  OPERATION_VALUE_CANNOT_CONTAIN_UNDEFINED: ['bad-value', 'value must be JSON data'],
+};
+
+function kindOf(v: Json): string {
+  return v === null ? 'null' : typeof v;
+}
+
+/**
+ * Resolves the operation's location: checks every array index on the way, creates missing
+ * objects on the way for safe-replace; undefined only for a safe-remove with nothing to remove.
+ */
+function locate(root: Json, op: JsonPatchOp, fail: Fail): Target | undefined {
+  const { tokens } = op;
+  const last = tokens[tokens.length - 1];
+  if (last === undefined) return { exists: true };
   let node: Json = root;
-  const parents = op.tokens.slice(0, -1);
-  for (const [depth, token] of parents.entries()) {
-    const at = pointerOf(op.tokens.slice(0, depth));
+  for (const [depth, token] of tokens.slice(0, -1).entries()) {
+    const at = formatPointer(tokens.slice(0, depth)) || 'the document';
     let next: Json | undefined;
     if (Array.isArray(node)) {
       const index = arrayIndex(token);
@@ -176,76 +220,35 @@ function walk(root: Json, op: JsonPatchOp, fail: Fail): Container | undefined {
     } else if (isObject(node)) {
       next = Object.hasOwn(node, token) ? node[token] : undefined;
       if (next === undefined && op.op === 'safe-replace') {
-        next = {};
-        setMember(node, token, next);
+        next = Object.create(null) as JsonObject;
+        node[token] = next;
       }
     } else {
       if (op.op === 'safe-remove') return undefined;
-      throw fail('missing-target', `${at} is ${JSON.stringify(node)}, which has no member ${JSON.stringify(token)}`);
+      throw fail('missing-target', `${at} is ${kindOf(node)}, which has no member ${JSON.stringify(token)}`);
     }
     if (next === undefined) {
       if (op.op === 'safe-remove') return undefined;
-      throw fail('missing-target', `${pointerOf(op.tokens.slice(0, depth + 1))} does not exist`);
+      throw fail('missing-target', `${formatPointer(tokens.slice(0, depth + 1))} does not exist`);
     }
     node = next;
   }
-  if (Array.isArray(node) || isObject(node)) return node;
-  if (op.op === 'safe-remove') return undefined;
-  throw fail('missing-target', `the parent of the target is ${JSON.stringify(node)}, not an object or array`);
-}
-
-function pointerOf(tokens: string[]): string {
-  return tokens.map((t) => '/' + t.replace(/~/g, '~0').replace(/\//g, '~1')).join('');
-}
-
-function applyToArray(arr: Json[], token: string, op: JsonPatchOp, fail: Fail): void {
+  if (isObject(node)) return { exists: Object.hasOwn(node, last) };
+  if (!Array.isArray(node)) {
+    if (op.op === 'safe-remove') return undefined;
+    throw fail('missing-target', `the parent of the target is ${kindOf(node)}, not an object or array`);
+  }
   const appends = op.op === 'add' || op.op === 'safe-replace';
-  if (token === '-') {
-    if (appends) arr.push(copy(op.value));
-    else if (op.op !== 'safe-remove')
-      throw fail('missing-target', `'-' (after the last element) has no value to ${op.op}`);
-    return;
+  if (last === '-') {
+    if (appends || op.op === 'safe-remove') return { exists: false };
+    throw fail('missing-target', `'-' (after the last element) has no value to ${op.op}`);
   }
-  const index = arrayIndex(token);
+  const index = arrayIndex(last);
   if (index === undefined)
-    throw fail('bad-index', `${JSON.stringify(token)} is not an array index (digits, no leading zero)`);
-  const exists = index < arr.length;
-  switch (op.op) {
-    case 'add':
-      if (index > arr.length)
-        throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
-      arr.splice(index, 0, copy(op.value));
-      return;
-    case 'safe-replace':
-      if (index > arr.length)
-        throw fail('bad-index', `index ${index} is beyond the end of the array (length ${arr.length})`);
-      arr[index] = copy(op.value);
-      return;
-    case 'safe-remove':
-      if (exists) arr.splice(index, 1);
-      return;
-    default:
-      if (!exists) throw fail('missing-target', `index ${index} does not exist (array length ${arr.length})`);
-      if (op.op === 'remove') arr.splice(index, 1);
-      else if (op.op === 'replace') arr[index] = copy(op.value);
-      else if (!deepEqual(arr[index], op.value)) throw fail('test-failed', 'the value there is not equal to value');
-  }
-}
-
-function applyToObject(obj: JsonObject, key: string, op: JsonPatchOp, fail: Fail): void {
-  const exists = Object.hasOwn(obj, key);
-  switch (op.op) {
-    case 'add':
-    case 'safe-replace':
-      setMember(obj, key, copy(op.value));
-      return;
-    case 'safe-remove':
-      if (exists) delete obj[key];
-      return;
-    default:
-      if (!exists) throw fail('missing-target', 'the target member does not exist');
-      if (op.op === 'remove') delete obj[key];
-      else if (op.op === 'replace') setMember(obj, key, copy(op.value));
-      else if (!deepEqual(obj[key], op.value)) throw fail('test-failed', 'the value there is not equal to value');
-  }
+    throw fail('bad-index', `${JSON.stringify(last)} is not an array index (digits, no leading zero)`);
+  if (appends && index > node.length)
+    throw fail('bad-index', `index ${index} is beyond the end of the array (length ${node.length})`);
+  if (!appends && index >= node.length && op.op !== 'safe-remove')
+    throw fail('missing-target', `index ${index} does not exist (array length ${node.length})`);
+  return { exists: index < node.length };
 }

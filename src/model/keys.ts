@@ -22,3 +22,15 @@ export const kvPrefix = {
   /** Failed-login counters: `throttle:<user>|<address>`. */
   throttle: 'throttle:',
 } as const;
+
+/** The kv key of one webhook exporter's runtime state at one site: each site keeps its own. */
+export function webhookStateKey(tenant: string, name: string, site: string): string {
+  return `${kvPrefix.webhookState}${tenant}/${name}/${site}`;
+}
+
+/** The parts of a `webhookStateKey` (tenant, exporter and site names have no '/'). */
+export function parseWebhookStateKey(key: string): { tenant: string; name: string; site: string } | undefined {
+  if (!key.startsWith(kvPrefix.webhookState)) return undefined;
+  const [tenant, name, site, ...rest] = key.slice(kvPrefix.webhookState.length).split('/');
+  return tenant && name && site && rest.length === 0 ? { tenant, name, site } : undefined;
+}

@@ -1,5 +1,5 @@
 /**
- * Plain patch (seed 4.5, CONTRACT §5): the body of a PATCH with a JSON or YAML content type is
+ * Plain patch: the body of a PATCH with a JSON or YAML content type is
  * merged into the stored object.
  *
  * - Objects merge recursively; a scalar replaces the existing value or is created.
@@ -19,7 +19,7 @@ import { canonicalJson, clone, isObject, type Json, type JsonObject } from '../j
 /** Tells whether the array at `path` (member names from the root) keeps its order. */
 export type OrderedArrays = (path: readonly string[]) => boolean;
 
-/** CONTRACT §5: these two arrays are ordered; every other array is unordered. */
+/** These two arrays are ordered; every other array is unordered (a set). */
 export const contractOrderedArrays: OrderedArrays = (path) => {
   const p = path.join('/');
   return p === 'headers' || p === 'management-ipv4-access-list';

@@ -1,5 +1,5 @@
 /**
- * Every user regular expression goes through here (CONTRACT §3): compiled once, when the
+ * Every user regular expression goes through here: compiled once, when the
  * configuration or query is written, with re2js (linear time). PCRE-only constructs are
  * rejected with their name and position; other syntax errors carry re2js's reason.
  */

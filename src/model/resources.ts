@@ -1,10 +1,11 @@
 /**
  * The resource registry: every configuration list and singleton the API serves, its
- * schema, which arrays are ordered (CONTRACT §5), and how a URL path resolves to it.
+ * schema, which arrays are ordered, and how a URL path resolves to it.
  * Paths here are relative to /v1/config (no leading slash).
  */
 import * as s from './schemas.js';
 import type { Schema } from './schemas.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type ResourceDef = {
   readonly id: string;
@@ -16,7 +17,7 @@ export type ResourceDef = {
   readonly ordered: ReadonlySet<string>;
   /** Key member of the entries of a keyed list, by member path, when it is not `name`. */
   readonly listKeys?: Readonly<Record<string, string>>;
-  /** Served only while the secret store is unsealed (CONTRACT §6). */
+  /** Served only while the secret store is unsealed. */
   readonly needsUnsealed: boolean;
   /** For a nested list: the resource that must hold the enclosing key (vault of a secret). */
   readonly parent?: string;
@@ -182,14 +183,13 @@ export function resolve(segs: readonly string[]): Resolved | undefined {
 }
 
 /** Resolutions of recent paths (results are immutable), so a busy path resolves once. */
-const recent = new Map<string, Resolved | null>();
+const recent = new BoundedMap<string, Resolved | null>(10_000);
 
 /** Resolves a config path like 'volga/webhooks/a' (as in x-path without /v1/config/). */
 export function resolvePath(path: string): Resolved | undefined {
   const hit = recent.get(path);
   if (hit !== undefined) return hit ?? undefined;
   const r = resolve(path.split('/'));
-  if (recent.size >= 10_000) recent.clear();
   recent.set(path, r ?? null);
   return r;
 }

@@ -1,8 +1,11 @@
 /**
- * JSON Schemas of every configuration resource (seed 2.2, CONTRACT §2, §3). Defaults written
+ * JSON Schemas of every configuration resource. Defaults written
  * here are what `with-defaults` reports. Semantic checks a schema cannot express (regexes,
  * templates, label expressions) live in model/checks.ts.
  */
+import { durationPattern } from '../lib/duration.js';
+import { pointerPattern } from '../lib/json-pointer.js';
+
 export type Schema = { [key: string]: unknown };
 
 const str = { type: 'string' } as const;
@@ -11,7 +14,10 @@ export const NAME_PATTERN = '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$';
 export const TOPIC_PATTERN = '^[0-9A-Za-z+_=:@.-]+$';
 const name = { type: 'string', pattern: NAME_PATTERN, maxLength: 253 } as const;
 const topic = { type: 'string', pattern: TOPIC_PATTERN, maxLength: 255 } as const;
-const duration = { type: 'string', pattern: '^[0-9]+(ms|s|m|h)$' } as const;
+const duration = { type: 'string', pattern: durationPattern } as const;
+
+/** Back-off of a failing webhook POST when the configuration does not say. */
+export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
 const labels = { type: 'object', additionalProperties: str } as const;
 
 function object(properties: Record<string, unknown>, required: string[] = []): Schema {
@@ -68,7 +74,7 @@ export const webhookSchema = object(
             { 'from-tenant': str, vault: name, secret: name, key: { type: 'string', minLength: 1 } },
             ['vault', 'secret', 'key'],
           ),
-          'value-from-message': object({ 'json-pointer': { type: 'string', pattern: '^(/.*)?$' }, default: str }, [
+          'value-from-message': object({ 'json-pointer': { type: 'string', pattern: pointerPattern }, default: str }, [
             'json-pointer',
           ]),
         },
@@ -79,8 +85,8 @@ export const webhookSchema = object(
       },
     },
     'max-in-flight': { anyOf: [{ type: 'integer', minimum: 1, maximum: 4096 }, { const: 'auto' }], default: 1 },
-    'retry-interval': { ...duration, default: '1s' },
-    'max-retry-interval': { ...duration, default: '60s' },
+    'retry-interval': { ...duration, default: retryDefaults['retry-interval'] },
+    'max-retry-interval': { ...duration, default: retryDefaults['max-retry-interval'] },
     // Delivery controls (exporter/README "Delivery controls").
     enabled: { type: 'boolean', default: true },
     'dead-letter-topic': topic,

@@ -1,6 +1,6 @@
 /**
  * The one write path: a list of changes (one for a single-resource request, many for
- * PATCH/POST /v1/config) applied all or nothing (seed 4.3).
+ * PATCH/POST /v1/config) applied all or nothing.
  *
  * 1. Each change is resolved and checked alone (path, op, body).
  * 2. The current objects are read; the changes are applied in body order to a working copy, so
@@ -77,27 +77,23 @@ const xPathOf = (path: string) => `/v1/config/${path}`;
 
 function prefix(err: ApiError, xPath: string): ApiError {
   if (err.info?.['x-path']) return err;
-  return new ApiError(
-    err.code,
-    `${err.message} (${xPath})`,
-    { ...err.info, 'x-path': xPath },
-    { headers: err.headers },
-  );
+  return err.rewrap(`${err.message} (${xPath})`, { 'x-path': xPath });
 }
 
 /** Static checks of one change: the path names one object, the body fits the op. */
 function resolveChange(change: Change): Resolved {
   const xPath = xPathOf(change.path);
   const r = resolvePath(change.path);
-  if (!r || r.kind === 'list') {
-    throw new ApiError(
-      r ? 'bad-request' : 'not-found',
-      r
-        ? `Cannot ${change.op} ${xPath}: it is a list; address one entry by name`
-        : `Cannot ${change.op} ${xPath}: no such resource`,
-      { code: r ? 'not-an-object' : 'unknown-path', 'x-path': xPath },
-    );
-  }
+  if (!r)
+    throw new ApiError('not-found', `Cannot ${change.op} ${xPath}: no such resource`, {
+      code: 'unknown-path',
+      'x-path': xPath,
+    });
+  if (r.kind === 'list')
+    throw new ApiError('bad-request', `Cannot ${change.op} ${xPath}: it is a list; address one entry by name`, {
+      code: 'not-an-object',
+      'x-path': xPath,
+    });
   if (
     change.value !== undefined &&
     r.kind === 'item' &&

@@ -4,10 +4,11 @@
  * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept.
  */
 import { Validator, type OutputUnit } from '@cfworker/json-schema';
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import type { JsonObject } from '../json.js';
 import type { ResourceDef } from './resources.js';
 import type { Schema } from './schemas.js';
+import { unescapeToken } from '../lib/json-pointer.js';
 
 const validators = new Map<string, Validator>();
 
@@ -26,7 +27,7 @@ export function fieldPath(instanceLocation: string): string {
     .replace(/^#\/?/, '')
     .split('/')
     .filter((p) => p !== '')
-    .map((p) => decodeURIComponent(p).replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => unescapeToken(decodeURIComponent(p)))
     .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}/${p}` : p), '');
 }
 
@@ -44,6 +45,24 @@ function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
   }
   return typeof node === 'object' && node !== null ? (node as Schema) : undefined;
 }
+
+/** The detail code of each schema keyword that can fail; an unknown field is `unknown-field`. */
+const schemaCodes: Partial<Record<string, DetailFor<'invalid-value'>>> = {
+  false: 'unknown-field',
+  required: 'schema-required',
+  type: 'schema-type',
+  pattern: 'schema-pattern',
+  enum: 'schema-enum',
+  const: 'schema-const',
+  minimum: 'schema-minimum',
+  maximum: 'schema-maximum',
+  minLength: 'schema-minLength',
+  maxLength: 'schema-maxLength',
+  minItems: 'schema-minItems',
+  uniqueItems: 'schema-uniqueItems',
+  minProperties: 'schema-minProperties',
+  maxProperties: 'schema-maxProperties',
+};
 
 const chainKeywords = new Set([
   'properties',
@@ -149,7 +168,7 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
     seen.add(d.message);
     out.push(
       new ApiError('invalid-value', `${d.message} (${xPath})`, {
-        code: `schema-${unit.keyword}`,
+        code: schemaCodes[unit.keyword] ?? 'schema-invalid',
         path: d.field,
         'x-path': xPath,
       }),

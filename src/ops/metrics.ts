@@ -256,7 +256,7 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono
         throw new ApiError(
           'unauthorized',
           'Authentication required: send Authorization: Bearer <METRICS_TOKEN> to read /metrics',
-          { code: h ? 'bad-metrics-token' : 'no-token' },
+          { code: h ? 'bad-metrics-token' : 'missing-token' },
           { headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } },
         );
     }

@@ -3,13 +3,13 @@
  * same shape: {code, position, parameter}. `position` is a 0-based character offset into the
  * parameter's value, so a client can put a caret under the problem.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, goesWith, type DetailFor } from '../errors.js';
 
 export type QueryParameterName = 'fields' | 'where' | 'match-path' | (string & {});
 
 export function queryError(
   parameter: QueryParameterName,
-  code: string,
+  code: DetailFor<'invalid-query'>,
   position: number,
   message: string,
   extra?: Record<string, unknown>,
@@ -23,9 +23,12 @@ export function queryError(
 }
 
 /** Reads the `code` and `position` of an ApiError raised by a nested parser (regex, labels). */
-export function innerProblem(err: unknown): { code: string; position: number; message: string } | undefined {
+export function innerProblem(
+  err: unknown,
+): { code: DetailFor<'invalid-query'>; position: number; message: string } | undefined {
   if (!(err instanceof ApiError)) return undefined;
-  const code = typeof err.info?.code === 'string' ? err.info.code : err.code;
+  const inner = err.info?.code;
+  const code = goesWith(inner, 'invalid-query') ? inner : 'syntax';
   const position = typeof err.info?.position === 'number' ? err.info.position : 0;
   return { code, position, message: err.message };
 }

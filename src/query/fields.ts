@@ -1,5 +1,5 @@
 /**
- * `fields` (seed 4.7): which fields of an object to return.
+ * `fields`: which fields of an object to return.
  *
  *   sequence   := expr (',' expr)*
  *   expr       := path ('/' '[' sequence ']')?

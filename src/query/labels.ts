@@ -1,5 +1,5 @@
 /**
- * Label expressions (CONTRACT §2), used by site placement, application deployments and the
+ * Label expressions, used by site placement, application deployments and the
  * `match-labels()` function of `where`:
  *
  *   or   := and ('or' and)*
@@ -12,7 +12,7 @@
  * `!=` and `not in` also hold when the key is absent (as Kubernetes selectors do), so
  * `env != prod` selects every site not labelled prod.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 
 export type Labels = Readonly<Record<string, string | readonly string[]>>;
 export type LabelMatcher = { readonly source: string; test(labels: Labels): boolean };
@@ -24,7 +24,7 @@ type Token =
 
 type Test = (labels: Labels) => boolean;
 
-function fail(code: string, position: number, message: string): ApiError {
+function fail(code: DetailFor<'invalid-value'>, position: number, message: string): ApiError {
   return new ApiError('invalid-value', `Cannot use this label expression: ${message} (at position ${position})`, {
     code,
     position,

@@ -1,5 +1,5 @@
 /**
- * `match-path` (seed 4.2): a '/'-separated path where `*` matches exactly one component and
+ * `match-path`: a '/'-separated path where `*` matches exactly one component and
  * `**`, only as the last component, matches one or more further components. A leading '/' is
  * optional on both the pattern and the tested path; one trailing '/' is ignored.
  * `prefix` is the literal part before the first wildcard, so callers can narrow a store listing
@@ -56,9 +56,4 @@ export function compileMatchPath(text: string): MatchPath {
     return true;
   };
   return Object.assign(test, { prefix: '/' + literal.join('/'), source: text });
-}
-
-/** The longest literal leading part of a match-path, e.g. `/v1/config/sites` for `/v1/config/sites/*`. */
-export function matchPathPrefix(text: string): string {
-  return compileMatchPath(text).prefix;
 }

@@ -1,10 +1,10 @@
 /**
- * Query parameters of every endpoint (CONTRACT §5, seed 4.2–4.7), checked and compiled before
+ * Query parameters of every endpoint, checked and compiled before
  * any work is done: an unknown, repeated or malformed parameter is a 400 naming it, and
  * `fields`, `where`, `match-path` are compiled here so their errors carry a position too.
  * Each route passes the names it accepts.
  */
-import { ApiError } from '../errors.js';
+import { ApiError, type DetailFor } from '../errors.js';
 import { compileFields, type FieldsSelector } from './fields.js';
 import { compileMatchPath, type MatchPath } from './matchpath.js';
 import { compileWhere, type WherePredicate } from './where.js';
@@ -65,7 +65,13 @@ const booleans = {
   watch: 'watch',
 } as const satisfies Partial<Record<QueryParam, keyof ParsedQuery>>;
 
-function bad(parameter: string, code: string, message: string): ApiError {
+/** An operation (login, token refresh, unseal) has neither dry-run nor validate: `no-dry-run`. */
+export function refuseDryRun(params: URLSearchParams, path: string): void {
+  for (const name of ['dry-run', 'validate'])
+    if (params.has(name)) throw bad(name, 'no-dry-run', `${path} is an operation and has no ${name}`);
+}
+
+function bad(parameter: string, code: DetailFor<'invalid-query'>, message: string): ApiError {
   return new ApiError('invalid-query', `Cannot use the ${parameter} parameter: ${message}`, { code, parameter });
 }
 

@@ -142,7 +142,7 @@ export function compileExpr(e: Expr): Fn {
             : entry.max === Infinity
               ? `at least ${entry.min}`
               : `${entry.min} to ${entry.max}`;
-        throw queryError('where', 'arity', e.pos, `${e.name}() takes ${want} argument(s), not ${e.args.length}`);
+        throw queryError('where', 'wrong-arity', e.pos, `${e.name}() takes ${want} argument(s), not ${e.args.length}`);
       }
       return entry.build(e.args.map(compileExpr), e.args);
     }

@@ -1,6 +1,7 @@
 /**
- * The function library of `where`: seed 4.7's list plus count, position, last, string-length
- * and concat. Each entry checks what only the compiler can know (literal arguments, node-set
+ * The function library of `where`: boolean, number, string, string-length, true, false, not,
+ * position, last, count, concat, starts-with, contains, string-compare, re-match and
+ * match-labels. Each entry checks what only the compiler can know (literal arguments, node-set
  * arguments) and returns a closure. The regular expression of `re-match` and the label
  * expression of `match-labels` are literals compiled here, once per request, and their errors
  * are reported at their place inside the where text.

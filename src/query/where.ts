@@ -1,5 +1,5 @@
 /**
- * `where` (seed 4.7): a subset of XPath 1.0 evaluated against each list entry.
+ * `where`: a subset of XPath 1.0 evaluated against each list entry.
  * lexer (where-lexer) → parser (where-parser) → closures (where-eval, where-functions) over
  * the JSON-as-XML model of where-values. Compile once per request; `test` per entry.
  */

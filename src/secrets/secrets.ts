@@ -1,6 +1,6 @@
 /**
  * Secret objects ({name, data: {k: v}}) between the API and the store: values are encrypted
- * before a commit and never leave a config read in clear (CONTRACT §2). A config read shows
+ * before a commit and never leave a config read in clear. A config read shows
  * every value as REDACTED; writing REDACTED back keeps the stored value, so GET → edit → PUT
  * round-trips without knowing the secrets.
  */

@@ -1,5 +1,5 @@
 /**
- * The secret store's master key and seal state (CONTRACT §6). Secret values are encrypted
+ * The secret store's master key and seal state. Secret values are encrypted
  * with AES-256-GCM (random 96-bit IV; the object key and member name as additional data,
  * so a ciphertext cannot be moved to another secret). A key check value in the store's kv
  * area tells a wrong key from the right one at unseal time.

@@ -16,7 +16,6 @@ import {
   openSync,
   readFileSync,
   renameSync,
-  statSync,
   truncateSync,
   writeSync,
 } from 'node:fs';
@@ -161,8 +160,4 @@ export function rewrite(path: string, lines: Iterable<string>): number {
 
 export function ensureDir(dir: string): void {
   mkdirSync(dir, { recursive: true });
-}
-
-export function fileSize(path: string): number {
-  return existsSync(path) ? statSync(path).size : 0;
 }

@@ -3,8 +3,8 @@
  * directory. For a single process (a laptop, unit tests); several processes need Redis.
  *
  * commit() does all its work synchronously, so no other call can interleave with it: that
- * is the whole of its atomicity. Objects are kept as JSON text and parsed on every read, so
- * a caller mutating what it got can never change the store.
+ * is the whole of its atomicity. Objects are kept as JSON text, parsed once on first read
+ * and deep-frozen, so readers share one value and none can change the store through it.
  */
 import { join } from 'node:path';
 import { ApiError } from '../errors.js';

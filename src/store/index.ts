@@ -1,4 +1,4 @@
-/** Picks the store backend from the settings (CONTRACT §1): Redis when REDIS_URL is set. */
+/** Picks the store backend from the settings: Redis when REDIS_URL is set. */
 import type { Settings } from '../settings.js';
 import { openEmbeddedStore } from './embedded.js';
 import { openRedisStore } from './redis.js';

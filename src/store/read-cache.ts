@@ -8,6 +8,7 @@
  */
 import type { Entry } from './store.js';
 import { deepFreeze } from './freeze.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type ReadCache = {
   /** The cached entry (undefined = known absent), or 'miss'. */
@@ -21,10 +22,12 @@ export type ReadCache = {
 
 export function createReadCache(opts: { maxAgeMs: number; maxEntries: number; now?: () => number }): ReadCache {
   const now = opts.now ?? Date.now;
-  const entries = new Map<string, { entry: Entry | undefined; until: number }>();
-  const versions = new Map<string, number>();
   let live = false;
   let generation = 0;
+  const entries = new BoundedMap<string, { entry: Entry | undefined; until: number }>(opts.maxEntries);
+  // Forgetting the versions would let a load that started before a change store stale
+  // data, so a full version map also ends every load in flight (generation).
+  const versions = new BoundedMap<string, number>(opts.maxEntries, () => generation++);
 
   const cache: ReadCache = {
     lookup(key) {
@@ -43,7 +46,6 @@ export function createReadCache(opts: { maxAgeMs: number; maxEntries: number; no
       const gen = generation;
       const entry = await fetch();
       if (live && gen === generation && (versions.get(key) ?? 0) === version) {
-        if (entries.size >= opts.maxEntries) entries.clear();
         // Shared by every reader from now on: frozen, like the embedded store's values.
         if (entry) deepFreeze(entry.value);
         entries.set(key, { entry, until: now() + opts.maxAgeMs });
@@ -54,10 +56,6 @@ export function createReadCache(opts: { maxAgeMs: number; maxEntries: number; no
       for (const k of keys) {
         entries.delete(k);
         versions.set(k, (versions.get(k) ?? 0) + 1);
-      }
-      if (versions.size > opts.maxEntries) {
-        versions.clear();
-        generation++;
       }
     },
     setLive(value) {

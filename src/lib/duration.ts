@@ -1,0 +1,31 @@
+/**
+ * Durations in configuration: a whole number and a unit, `250ms`, `1s`, `5m`, `1h`. A
+ * fraction (`1.5s`), a sign, a space or another unit is not a duration. The schema pattern,
+ * the write-time checks and the exporter all use this one rule.
+ */
+import { ApiError } from '../errors.js';
+
+const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** The rule as a JSON Schema pattern. */
+export const durationPattern = '^[0-9]+(ms|s|m|h)$';
+const durationRe = /^([0-9]+)(ms|s|m|h)$/;
+
+/** Milliseconds, or undefined when the text is not a duration. */
+export function durationMs(text: string): number | undefined {
+  const m = durationRe.exec(text);
+  return m ? Number(m[1]) * units[m[2] as keyof typeof units] : undefined;
+}
+
+/** Milliseconds; a text that is not a duration is a 400 naming the field. */
+export function parseDuration(text: string, field: string): number {
+  const ms = durationMs(text);
+  if (ms === undefined) {
+    throw new ApiError(
+      'invalid-value',
+      `Cannot use ${JSON.stringify(text)} as ${field}: write a whole number and a unit (ms, s, m, h), e.g. 250ms or 5m`,
+      { code: 'invalid-duration', path: field, position: 0 },
+    );
+  }
+  return ms;
+}
