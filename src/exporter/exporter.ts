@@ -84,13 +84,14 @@ export class Exporter {
   }
 
   /**
-   * Delivery controls: a message waiting for an open circuit breaker gives its slot up, so
-   * messages to other origins go on (up to 1000 or 16 × max-in-flight waiting messages); it takes a slot
+   * Delivery controls: a message waiting for an open circuit breaker gives its slot up (when
+   * max-in-flight is above 1), so messages to other origins go on (up to 1000 or 16 × max-in-flight waiting messages); it takes a slot
    * again before its attempt.
    */
   private parked = 0;
   private park = (): boolean => {
-    if (this.parked >= Math.max(1000, 16 * this.d.spec.maxInFlight)) return false;
+    // At max-in-flight 1 order is strict: the waiting message keeps its slot, nothing overtakes it.
+    if (this.limit() <= 1 || this.parked >= Math.max(1000, 16 * this.d.spec.maxInFlight)) return false;
     this.parked++;
     this.inFlight--;
     this.d.state.inFlight = this.inFlight;

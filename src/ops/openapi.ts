@@ -530,6 +530,54 @@ function fixedPaths(): Obj {
       },
       ...opt(['GET', 'OPTIONS']),
     },
+    '/v1/state/volga/webhooks/{name}/rewind': {
+      parameters: templateParams('{name}'),
+      post: {
+        tags: ['webhook'],
+        summary: "Move the exporter's position on every topic it consumes",
+        requestBody: {
+          required: true,
+          content: objectBody({
+            type: 'object',
+            properties: {
+              to: { type: 'string', description: '`beginning`, `end`, a seqno (`1732230000000-0`) or an ISO time' },
+            },
+            required: ['to'],
+          }),
+        },
+        responses: responses({ 204: 'Moved' }, [400, 401, 403, 404, 415, 503]),
+      },
+      ...opt(['POST', 'OPTIONS']),
+    },
+    '/v1/state/volga/webhooks/{name}/attempts': {
+      parameters: templateParams('{name}'),
+      get: {
+        tags: ['webhook'],
+        summary: 'The last 100 POST attempts, newest first',
+        responses: responses(
+          {
+            200: bodyOk({
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  time: { type: 'string' },
+                  topic: { type: 'string' },
+                  seqno: { type: 'string' },
+                  attempt: { type: 'integer' },
+                  status: { type: 'integer' },
+                  error: { type: 'string' },
+                  'duration-ms': { type: 'number' },
+                  body: { type: 'string' },
+                },
+              },
+            }),
+          },
+          [400, 401, 403, 404, 503],
+        ),
+      },
+      ...opt(['GET', 'OPTIONS']),
+    },
     '/v1/state/volga/webhooks/{name}/restart': {
       parameters: templateParams('{name}'),
       post: {
