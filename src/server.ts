@@ -101,6 +101,7 @@ export async function createInstance(
     metrics,
     history,
     fleet,
+    readyChecks: fleet.readyChecks,
     ...(runtime ? { runtime } : {}),
   };
   const app = buildApp(deps);

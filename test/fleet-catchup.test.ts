@@ -157,6 +157,35 @@ test.after(async () => {
   await siteRedis.dispose();
 });
 
+/** GET /readyz (no token) of a process. */
+async function readyz(
+  p: ApiProc,
+): Promise<{ status: number; body: { checks?: Array<{ name: string; ok: boolean }> } }> {
+  const r = await fetch(`${p.url}/readyz`);
+  return { status: r.status, body: (await r.json()) as { checks?: Array<{ name: string; ok: boolean }> } };
+}
+
+test('an edge site that never synced is not ready, and /readyz says why', async () => {
+  const never = await spawnApiProc({
+    PORT: '0',
+    SITE: 'never',
+    CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+    SITE_TOKEN: 'not-a-real-token',
+    DATA_DIR: tmp(),
+  });
+  procs.add(never);
+  try {
+    const r = await readyz(never);
+    assert.is(r.status, 503);
+    const check = r.body.checks?.find((c) => c.name === 'fleet-sync') as { ok: boolean; reason?: string } | undefined;
+    assert.is(check?.ok, false);
+    assert.match(check?.reason ?? '', /never synced/);
+  } finally {
+    await never.stop();
+    procs.delete(never);
+  }
+});
+
 test('the site syncs and delivers', async () => {
   await waitInSync('first sync');
   await waitUntil(async () => {
@@ -165,6 +194,7 @@ test('the site syncs and delivers', async () => {
   }, 'exporter ready at the site');
   assert.is((await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'm-0' })).status, 201);
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'm-0'), 'first delivery');
+  assert.is((await readyz(site)).status, 200, 'ready once synced');
 });
 
 test('cut off: 100 changes at the control plane, the site keeps delivering, restarts, then catches up exactly', async () => {
@@ -199,6 +229,9 @@ test('cut off: 100 changes at the control plane, the site keeps delivering, rest
     201,
   );
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'm-restarted'), 'delivery after a restart while cut off');
+  // Cut off, it serves its last configuration: ready.
+  const ready = await readyz(site);
+  assert.is(ready.status, 200, JSON.stringify(ready.body));
   await proxy.restore();
   await waitInSync('catch-up after the cut');
 });

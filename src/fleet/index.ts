@@ -15,8 +15,9 @@ import { configKey } from '../model/keys.js';
 import type { JsonObject } from '../json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
+import type { ProbeCheck } from '../ops/probes.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
-import { ManagedKeys, readOnlySynced } from './managed.js';
+import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
 import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
@@ -34,6 +35,8 @@ export type Fleet = {
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
   siteState(site: string): Promise<JsonObject | undefined>;
+  /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
+  readyChecks: ProbeCheck[];
   start(): void;
   close(): Promise<void>;
 };
@@ -56,6 +59,16 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       userRoutes: () => [],
       siteRoutes: () => [],
       siteState: async () => undefined,
+      readyChecks: [
+        {
+          name: 'fleet-sync',
+          // Connected or not, a site that applied a configuration serves it (offline autonomy).
+          run: async () =>
+            (await store.get(syncRecordKey, { fresh: true }))
+              ? undefined
+              : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
+        },
+      ],
       start() {
         sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
       },
@@ -74,6 +87,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     userRoutes: (deps) => [fleetUserRoutes(deps)],
     siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, presence, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    readyChecks: [],
     start() {
       projector = startProjector({
         store,
