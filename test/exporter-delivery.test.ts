@@ -3,6 +3,7 @@
  * data formats, retries (with a clock that never sleeps), invalid URLs, max-in-flight and
  * start positions. One Redis database for this file.
  */
+import { Webhook } from 'standardwebhooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from './helpers/exporter-proc.js';
@@ -348,6 +349,42 @@ test('a changed vault secret is sent from the next message on, without a restart
     return bodiesOf(name).some((r) => r.body === 'new');
   }, 'the new value sent');
   assert.equal(bodiesOf(name)[0]!.body, 'old');
+  assert.is(rt.exporterState('default', name)?.['start-time'], started, 'not restarted');
+});
+
+test('a rotated signing key signs from the next message on, without a restart', async () => {
+  const keyA = 'whsec_' + Buffer.from('A'.repeat(32)).toString('base64');
+  const keyB = 'whsec_' + Buffer.from('B'.repeat(32)).toString('base64');
+  vault['default/v1/sigrot'] = { key: keyA };
+  await env.put('strongbox/vaults/v1/secrets/sigrot', { name: 'sigrot' });
+  const { topic, name } = await exporter({ signing: { vault: 'v1', secret: 'sigrot', key: 'key' } });
+  const verifies = (key: string, r: { body: string; headers: Record<string, string | string[] | undefined> }) => {
+    try {
+      new Webhook(key).verify(
+        r.body,
+        {
+          'webhook-id': String(r.headers['webhook-id']),
+          'webhook-timestamp': String(r.headers['webhook-timestamp']),
+          'webhook-signature': String(r.headers['webhook-signature']),
+        },
+        { jsonParse: false },
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await env.produce(topic, 'a');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'first POST');
+  assert.ok(verifies(keyA, bodiesOf(name)[0]!), 'signed with the first key');
+  vault['default/v1/sigrot'] = { key: keyB };
+  await env.put('strongbox/vaults/v1/secrets/sigrot', { name: 'sigrot', changed: 1 });
+  const started = rt.exporterState('default', name)?.['start-time'];
+  await until(async () => {
+    await env.produce(topic, 'b');
+    await new Promise((r) => setTimeout(r, 100));
+    return bodiesOf(name).some((r) => verifies(keyB, r));
+  }, 'a POST signed with the new key');
   assert.is(rt.exporterState('default', name)?.['start-time'], started, 'not restarted');
 });
 

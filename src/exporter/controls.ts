@@ -77,7 +77,7 @@ export function startControls(o: {
   o.state.inFlightLimit = limiter ? () => limiter.limit : undefined;
   return {
     // Throws (the exporter goes to status error) when the vault value is not a whsec_ key.
-    signer: secret !== undefined ? new Signer(secret) : undefined,
+    signer: secret !== undefined ? new Signer(() => o.secrets.get(signingVar)) : undefined,
     deadLetter: c.deadLetterTopic ? new DeadLetter(o.bus, c.deadLetterTopic, o.clock) : undefined,
     retryOn: c.retryOn,
     breakers,

@@ -6,6 +6,7 @@
  * and never part of an error text.
  */
 import { createHmac } from 'node:crypto';
+import { log } from '../log.js';
 import type { SecretVar } from './spec.js';
 
 /** The secret variable name the signing key is read under: not a valid template name, so no clash. */
@@ -19,19 +20,42 @@ export function signingSecretVar(cfg: unknown, tenant: string): SecretVar | unde
 }
 
 export class Signer {
-  private readonly key: Buffer;
+  private key: Buffer;
+  private current: string;
 
-  /** Throws an error that describes the problem without the value. */
-  constructor(secret: string) {
+  /**
+   * `read` gives the vault value now: the exporter's secret map, which a change to the secret
+   * store updates in place, so a rotated key signs from the next POST on. Throws an error that
+   * describes the problem without the value when the first value is not a whsec_ key.
+   */
+  constructor(private readonly read: () => string | undefined) {
+    const secret = read() ?? '';
+    this.key = Signer.keyOf(secret);
+    this.current = secret;
+  }
+
+  private static keyOf(secret: string): Buffer {
     const m = /^whsec_([A-Za-z0-9+/=_-]+)$/.exec(secret.trim());
     const key = m ? Buffer.from(m[1]!, 'base64') : undefined;
     if (!key || key.length < 16)
       throw new Error('signing: the vault value must be whsec_ followed by a base64 key of at least 16 bytes');
-    this.key = key;
+    return key;
   }
 
   /** The three headers as name, value pairs, to append to the request's header list. */
   headers(id: string, nowMs: number, body: string): string[] {
+    const secret = this.read();
+    if (secret !== undefined && secret !== this.current) {
+      this.current = secret;
+      try {
+        this.key = Signer.keyOf(secret);
+      } catch (err) {
+        // A rotated value that is no whsec_ key: the last good key goes on signing.
+        log('warn', 'exporter: the new signing key is not a whsec_ value; the previous key still signs', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
     const ts = String(Math.floor(nowMs / 1000));
     const sig = createHmac('sha256', this.key).update(`${id}.${ts}.${body}`).digest('base64');
     return ['webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`];
