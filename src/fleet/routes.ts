@@ -5,7 +5,7 @@
  * other: needs `execute` on its path, root tenant only) → 201 {token}.
  *
  * `GET /v1/fleet/sites/<name>/sync` (the sites' route, with a guard of its own that accepts
- * only the current token of site <name>: any other Bearer token is 401, another site's token
+ * only the current token of site <name>: every other Bearer token is 401, another site's token
  * 403) serves the site's change log as Server-Sent Events:
  *   - `Last-Event-ID` (or `?after=`) within the retained history: `event: change` per entry,
  *     `id` = its version, data `{"changes": [{op, key, value?}]}`;
