@@ -21,6 +21,7 @@ import { exporterSamples } from './ops/exporter-source.js';
 import { routeLabel } from './ops/route-names.js';
 import { openApiRoutes } from './ops/openapi.js';
 import { webhookOpRoutes } from './api/webhook-ops.js';
+import { withSiteReads } from './api/site-reads.js';
 import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
 import type { AppDeps, AppEnv } from './api/deps.js';
 
@@ -44,10 +45,11 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
       authRoutes(deps.auth),
       operationRoutes(deps),
       configRoutes(deps),
-      historyRoutes(deps),
-      webhookOpRoutes(deps),
+      // At a control plane, site=<another site> on these reads is answered for that site.
+      withSiteReads(deps, historyRoutes(deps)),
+      withSiteReads(deps, webhookOpRoutes(deps)),
       ...fleetUser,
-      stateRoutes(deps),
+      withSiteReads(deps, stateRoutes(deps)),
     ],
     guard,
     (route, handler) => metrics.timed(routeLabel(route), handler),

@@ -16,7 +16,7 @@ import { log } from '../log.js';
 import { configKey, kvPrefix, parseWebhookStateKey } from '../model/keys.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
+import { checkSite, methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
 import { parseQuery } from '../query/params.js';
 
 export type Sample = { time: number; delivered: number };
@@ -126,7 +126,7 @@ export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
   app.get(PATH, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
     // Reading the history is reading the exporter's state.
     deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
     if (deps.strongbox.sealed)
