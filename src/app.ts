@@ -6,8 +6,8 @@
  */
 import { header } from './api/headers.js';
 import { Hono, type Context } from 'hono';
-import { ApiError } from './errors.js';
-import { log } from './log.js';
+import { ApiError } from './lib/errors.js';
+import { log } from './lib/log.js';
 import { createGuard, guardRoutes } from './auth/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';

@@ -21,8 +21,8 @@ import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
 import { serverOptions } from './api/node-server.js';
 import { errorResponse } from './api/reply.js';
-import { ApiError } from './errors.js';
-import { log, setLogLevel } from './log.js';
+import { ApiError } from './lib/errors.js';
+import { log, setLogLevel } from './lib/log.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from './settings.js';
 

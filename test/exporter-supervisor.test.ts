@@ -10,7 +10,7 @@ import { openEnv, testDbUrl, staticSecrets, until, type Env } from './helpers/ex
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import type { Runtime } from '../src/exporter/index.js';
 import { webhookStateKey } from '../src/model/keys.js';
-import type { JsonObject } from '../src/json.js';
+import type { JsonObject } from '../src/lib/json.js';
 
 let env: Env;
 let hook: WebhookServer;

@@ -9,7 +9,7 @@ import { openEnv, testDbUrl, fakeClock, type Env } from './helpers/exporter-proc
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 import { makeCerts, type TestCerts } from './helpers/tls.js';
 import type { Runtime } from '../src/exporter/index.js';
-import type { JsonObject } from '../src/json.js';
+import type { JsonObject } from '../src/lib/json.js';
 
 let env: Env;
 let hook: WebhookServer;

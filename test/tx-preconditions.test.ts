@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/lib/errors.js';
 import { runTransaction, type Change, type TxContext } from '../src/model/transaction.js';
 import { Strongbox } from '../src/secrets/strongbox.js';
 import { openEmbeddedStore } from '../src/store/embedded.js';

@@ -14,7 +14,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import { errorStatus, ApiError } from '../errors.js';
+import { errorStatus, ApiError } from '../lib/errors.js';
 import type { AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';

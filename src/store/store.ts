@@ -9,7 +9,7 @@
  * path); `list(prefix)` returns every object whose key equals `prefix` or starts with
  * `prefix + '/'` (prefix '' = everything), sorted by key.
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 
 /**
  * `value` is read-only to callers: the embedded store hands out one shared deep-frozen
