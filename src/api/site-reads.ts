@@ -18,8 +18,8 @@
  * path, and filters `GET /v1/state` (one object per path) by them once more.
  */
 import { Hono, type Context } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type Json, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { guardRoutes } from '../auth/middleware.js';
 import { adminPolicy, adminPolicyName, compilePolicies } from '../auth/policies.js';
 import type { Principal } from '../auth/index.js';

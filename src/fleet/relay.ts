@@ -13,8 +13,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
-import { isObject, type Json } from '../json.js';
-import { log } from '../log.js';
+import { isObject, type Json } from '../lib/json.js';
+import { log } from '../lib/log.js';
 
 /** A read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
 export type ForwardedRead = { id: string; tenant: string; path: string; query: string };
