@@ -14,6 +14,14 @@ export type ReporterOptions = {
   send: (report: JsonObject) => Promise<boolean>;
   minIntervalMs: number;
   now?: () => number;
+  /** Runs `fn` after `ms` (setTimeout unless a test drives time); returns the cancel. */
+  setTimer?: (fn: () => void, ms: number) => () => void;
+};
+
+const realTimer = (fn: () => void, ms: number) => {
+  const t = setTimeout(fn, ms);
+  t.unref?.();
+  return () => clearTimeout(t);
 };
 
 export type Reporter = {
@@ -26,18 +34,18 @@ export type Reporter = {
 
 export function startReporter(o: ReporterOptions): Reporter {
   const now = o.now ?? Date.now;
+  const setTimer = o.setTimer ?? realTimer;
   let dirty = false;
   let force = false;
   let running = false;
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: (() => void) | undefined;
   let lastSent: string | undefined;
   let lastAt = -Infinity;
 
   const schedule = () => {
     if (stopped || timer || running || !(dirty || force)) return;
-    timer = setTimeout(run, Math.max(0, lastAt + o.minIntervalMs - now()));
-    timer.unref?.();
+    timer = setTimer(() => void run(), Math.max(0, lastAt + o.minIntervalMs - now()));
   };
 
   const run = async () => {
@@ -76,7 +84,7 @@ export function startReporter(o: ReporterOptions): Reporter {
     },
     stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
+      timer?.();
       timer = undefined;
     },
   };
