@@ -199,8 +199,12 @@ export async function stateReport(deps: AppDeps, tenant: string): Promise<Report
 
 /** The state objects of one tenant as its site last reported them (see `stateReport`). */
 export function reportSource(reported: readonly ReportedItem[]): StateSource {
-  const items = reported.map((i) => ({ path: i.path, value: i.value, config: new Set(i.config) }));
-  const where = items.map((i) => resolvePath(i.path));
+  const where = reported.map((i) => resolvePath(i.path));
+  // Redacted again here: what a site sends is shown as the site's, never a secret or a password hash.
+  const items = reported.map((i, n) => {
+    const def = where[n]?.def;
+    return { path: i.path, value: def ? redact(def, i.value) : i.value, config: new Set(i.config) };
+  });
   return {
     async items(_tenant, r) {
       return items.filter((i, n) => {

@@ -304,7 +304,10 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
     // A report by hand (the site's own token only), then the same read answers it after the wait.
     const report = {
       tenants: {
-        default: [{ path: 'sites/edge-2', value: { name: 'edge-2', labels: { region: 'us' } }, config: ['name'] }],
+        default: [
+          { path: 'sites/edge-2', value: { name: 'edge-2', labels: { region: 'us' } }, config: ['name'] },
+          { path: 'system/users/eve', value: { name: 'eve', 'password-hash': 'scrypt$x' }, config: ['name'] },
+        ],
       },
     };
     const post = (path: string, body: unknown, tok = token2) =>
@@ -324,6 +327,10 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
     assert.is(stale.status, 200, stale.text);
     assert.match(stale.headers.get('x-state-age') ?? '', /^\d+$/);
     assert.equal(stale.body, [{ name: 'edge-2', labels: { region: 'us' } }]);
+    // What a site reports is redacted again at the control plane: no password hash is shown.
+    const eve = await adminB.call('GET', '/v1/state/system/users/eve?site=edge-2');
+    assert.is(eve.status, 200, eve.text);
+    assert.not.ok(eve.text.includes('scrypt'), eve.text);
   } finally {
     abort.abort();
     await reading;
