@@ -20,10 +20,10 @@
 import { Hono, type Context } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
-import { guardRoutes } from '../auth/middleware.js';
+import { guardRoutes } from './auth-middleware.js';
 import { adminPolicy, adminPolicyName, compilePolicies } from '../auth/policies.js';
 import type { Principal } from '../auth/index.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { resolvePath } from '../model/resources.js';
 import type { ForwardedAnswer, ForwardedRead } from '../fleet/relay.js';
 import type { AppDeps, AppEnv } from './deps.js';
