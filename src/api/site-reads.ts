@@ -25,12 +25,11 @@ import { adminPolicy, adminPolicyName, compilePolicies } from '../auth/policies.
 import type { Principal } from '../auth/index.js';
 import { configKey } from '../store/keys.js';
 import { resolvePath } from '../model/resources.js';
-import type { ForwardedAnswer, ForwardedRead } from '../fleet/relay.js';
-import type { AppDeps, AppEnv } from './deps.js';
+import type { AppDeps, AppEnv, ForwardedAnswer, ForwardedRead } from './deps.js';
 import { pathAfter, principalOf, reply, searchParams } from './http.js';
 import { errorResponse, negotiate, type ReplyFormat } from './reply.js';
 import { reportSource, stateReport, stateRoutes, type ReportedItem } from './state.js';
-import { historyRoutes } from './history.js';
+import { historyRoutes } from './history-routes.js';
 import { webhookOpRoutes } from './webhook-ops.js';
 
 type Handler = (c: Context<AppEnv>) => Response | Promise<Response>;

@@ -14,38 +14,23 @@
  * report (presence.ts, in the store's kv area).
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
-import type { JsonObject } from '../lib/json.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
-import type { ProbeCheck } from '../ops/probes.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
-import { createPresence, type Presence, type SiteReport } from './presence.js';
+import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
 import { startSiteSync, type SiteHooks, type SiteSync } from './site-sync.js';
-import {
-  createMemoryRelay,
-  openRedisRelay,
-  type ForwardedAnswer,
-  type ForwardedRead,
-  type FleetRelay,
-} from './relay.js';
+import { createMemoryRelay, openRedisRelay, type FleetRelay } from './relay.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
 
-/** At a control plane: what `site=` reads of another site use. */
-export type SiteReads = {
-  /** The site's live answer, or undefined when it is not connected or did not answer in time. */
-  ask(site: string, read: Omit<ForwardedRead, 'id'>): Promise<ForwardedAnswer | undefined>;
-  lastReport(site: string): Promise<SiteReport | undefined>;
-};
-
-export type Fleet = {
+export type Fleet = FleetView & {
   role: 'control-plane' | 'edge-site';
   /** The store the rest of the process uses (at an edge site: synced objects read-only). */
   store: Store;
@@ -55,10 +40,6 @@ export type Fleet = {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
-  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
-  siteState(site: string): Promise<JsonObject | undefined>;
-  /** At a control plane: reads of another site (`site=`); undefined at an edge site. */
-  reads: SiteReads | undefined;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
   start(hooks?: SiteHooks): void;

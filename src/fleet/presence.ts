@@ -12,6 +12,7 @@
  */
 import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
+import type { SiteReport } from '../api/deps.js';
 import type { FleetLog } from './log.js';
 
 const conn = 'fleet:conn:';
@@ -19,8 +20,7 @@ const seen = 'fleet:seen:';
 const applied = 'fleet:applied:';
 const report = 'fleet:report:';
 
-/** What a site reported: per tenant, its state objects (api/state.ts `ReportedItem`), and when. */
-export type SiteReport = { time: string; tenants: Record<string, unknown[]> };
+export type { SiteReport };
 
 export type Presence = {
   connected(site: string, id: string, ttlMs: number): Promise<void>;

@@ -16,10 +16,9 @@ import { createClient } from 'redis';
 import { isObject, type Json } from '../lib/json.js';
 import { log } from '../lib/log.js';
 
-/** A read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
-export type ForwardedRead = { id: string; tenant: string; path: string; query: string };
-/** The site's answer: the HTTP status and the JSON body its own API gave. */
-export type ForwardedAnswer = { status: number; body: Json };
+import type { ForwardedAnswer, ForwardedRead } from '../api/deps.js';
+
+export type { ForwardedAnswer, ForwardedRead };
 
 export interface FleetRelay {
   /** Sends `read` to the streams of `site`; its answer, or undefined after `timeoutMs`. */

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { client, waitUntil, type Client } from '../helpers/fleet.js';
+import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
+import { eventually } from '../helpers/wait.js';
 
 const password = 'fleet-embedded-password';
 const dirs: string[] = [];
@@ -65,21 +66,26 @@ test('embedded control plane: live site= read, then the last report with x-state
     API_PROC_RUNTIME: '1',
   });
   procs.push(site);
-  await waitUntil(async () => {
-    const r = await admin.call('GET', '/v1/state/volga/webhooks/w?site=edge-1');
-    return r.status === 200 && (r.body as Exporter).status === 'ready' && r.headers.get('x-state-age') === null;
-  }, 'the exporter ready at edge-1, read live at the control plane');
+  await eventually(
+    async () => {
+      const r = await admin.call('GET', '/v1/state/volga/webhooks/w?site=edge-1');
+      return r.status === 200 && (r.body as Exporter).status === 'ready' && r.headers.get('x-state-age') === null;
+    },
+    'the exporter ready at edge-1, read live at the control plane',
+    SITE_WAIT,
+  );
   const live = (await admin.call('GET', '/v1/state/volga/webhooks/w?site=edge-1')).body as Exporter;
   assert.is(live.site, 'edge-1');
   const own = (await admin.call('GET', '/v1/state/volga/webhooks/w')).body as Exporter;
   assert.is.not(own.site, 'edge-1', 'without site= the control plane answers for itself');
   await site.stop();
   site = undefined;
-  await waitUntil(
+  await eventually(
     async () =>
       ((await admin.call('GET', '/v1/state/sites/edge-1')).body as { connection?: string }).connection ===
       'disconnected',
     'edge-1 disconnected',
+    SITE_WAIT,
   );
   // (Its last status may be the one it had while shutting down: that is what it reported.)
   const stale = await admin.call('GET', '/v1/state/volga/webhooks/w?site=edge-1&fields=name,site');

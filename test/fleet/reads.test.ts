@@ -13,8 +13,9 @@ import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { client, startTcpProxy, waitUntil, type Client, type TcpProxy } from '../helpers/fleet.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { client, startTcpProxy, SITE_WAIT, type Client, type TcpProxy } from '../helpers/fleet.js';
+import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 
 const password = 'fleet-reads-password';
@@ -118,14 +119,19 @@ type Exporter = { name?: string; status?: string; site?: string; delivered?: num
 
 test('a write on control plane B reaches the site connected to A (fan-out through Redis)', async () => {
   assert.is((await adminB.call('PUT', '/v1/config/volga/webhooks/to-sink', hook(`${sink.url}/edge`))).status, 201);
-  await waitUntil(
+  await eventually(
     async () => (await siteAdmin.call('GET', '/v1/config/volga/webhooks/to-sink')).status === 200,
     'the exporter written on B is at the site',
+    SITE_WAIT,
   );
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
-    return (r.body as Exporter).status === 'ready';
-  }, 'exporter ready at the site');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
+      return (r.body as Exporter).status === 'ready';
+    },
+    'exporter ready at the site',
+    SITE_WAIT,
+  );
   const link = (await adminA.call('GET', '/v1/state/sites/edge-1')).body as { connection?: string };
   assert.is(link.connection, 'connected');
 });
@@ -138,13 +144,17 @@ test('site= on B is forwarded live to the site held by A, which applies its own 
   assert.is(produced.status, 201, produced.text);
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'live-1'), 'delivered at the site');
   let live: Exporter = {};
-  await waitUntil(async () => {
-    const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
-    assert.is(r.status, 200, r.text);
-    assert.is(r.headers.get('x-state-age'), null, 'a live answer has no age');
-    live = r.body as Exporter;
-    return (live.delivered ?? 0) >= 1;
-  }, 'the live read shows the delivery counted at the site');
+  await eventually(
+    async () => {
+      const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
+      assert.is(r.status, 200, r.text);
+      assert.is(r.headers.get('x-state-age'), null, 'a live answer has no age');
+      live = r.body as Exporter;
+      return (live.delivered ?? 0) >= 1;
+    },
+    'the live read shows the delivery counted at the site',
+    SITE_WAIT,
+  );
   assert.is(live.site, 'edge-1');
   assert.is(live.status, 'ready');
   // fields, where, count and keys are the site's own query language, applied there.
@@ -186,12 +196,16 @@ test("the site's report is acknowledged and kept in Redis with its time", async 
   await r.connect();
   try {
     let doc: { time?: string; tenants?: Record<string, Array<{ path: string; value: Exporter }>> } = {};
-    await waitUntil(async () => {
-      const text = await r.get('ep:kv:fleet:report:edge-1');
-      doc = text ? (JSON.parse(text) as typeof doc) : {};
-      const mine = doc.tenants?.default?.find((i) => i.path === 'volga/webhooks/to-sink');
-      return (mine?.value.delivered ?? 0) >= 1;
-    }, 'a report with the delivery is stored');
+    await eventually(
+      async () => {
+        const text = await r.get('ep:kv:fleet:report:edge-1');
+        doc = text ? (JSON.parse(text) as typeof doc) : {};
+        const mine = doc.tenants?.default?.find((i) => i.path === 'volga/webhooks/to-sink');
+        return (mine?.value.delivered ?? 0) >= 1;
+      },
+      'a report with the delivery is stored',
+      SITE_WAIT,
+    );
     assert.ok(Date.parse(doc.time ?? '') > 0, 'the report has its time');
     const text = JSON.stringify(doc);
     assert.not.ok(text.includes('volga/topics/'), 'topics are live only');
@@ -204,23 +218,32 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
   // One more delivery, reported before the cut.
   await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'live-2' });
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'live-2'), 'second delivery');
-  await waitUntil(async () => {
-    const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
-    return (r.body as Exporter).delivered === 2;
-  }, 'the control plane sees both deliveries');
-  await waitUntil(async () => {
-    const r = createClient({ url: redisUrl });
-    await r.connect();
-    const text = await r.get('ep:kv:fleet:report:edge-1');
-    await r.quit();
-    return (text ?? '').includes('"delivered":2');
-  }, 'the report holds both deliveries');
+  await eventually(
+    async () => {
+      const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
+      return (r.body as Exporter).delivered === 2;
+    },
+    'the control plane sees both deliveries',
+    SITE_WAIT,
+  );
+  await eventually(
+    async () => {
+      const r = createClient({ url: redisUrl });
+      await r.connect();
+      const text = await r.get('ep:kv:fleet:report:edge-1');
+      await r.quit();
+      return (text ?? '').includes('"delivered":2');
+    },
+    'the report holds both deliveries',
+    SITE_WAIT,
+  );
   await proxy.cut();
-  await waitUntil(
+  await eventually(
     async () =>
       ((await adminB.call('GET', '/v1/state/sites/edge-1')).body as { connection?: string }).connection ===
       'disconnected',
     'edge-1 disconnected',
+    SITE_WAIT,
   );
   const stale = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
   assert.is(stale.status, 200, stale.text);
@@ -249,10 +272,14 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
   await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'offline-1' });
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'offline-1'), 'delivered while cut off');
   await proxy.restore();
-  await waitUntil(async () => {
-    const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
-    return r.headers.get('x-state-age') === null && (r.body as Exporter).delivered === 3;
-  }, 'back online: live again, with the delivery made while cut off');
+  await eventually(
+    async () => {
+      const r = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
+      return r.headers.get('x-state-age') === null && (r.body as Exporter).delivered === 3;
+    },
+    'back online: live again, with the delivery made while cut off',
+    SITE_WAIT,
+  );
 });
 
 test('a connected site that does not answer: after 5 s, its last report (or 503 without one)', async () => {
@@ -274,11 +301,12 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
     }
   })();
   try {
-    await waitUntil(
+    await eventually(
       async () =>
         ((await adminB.call('GET', '/v1/state/sites/edge-2')).body as { connection?: string }).connection ===
         'connected',
       'edge-2 connected',
+      SITE_WAIT,
     );
     const never = await adminB.call('GET', '/v1/state/sites?site=edge-2');
     assert.is(never.status, 503, never.text);

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createMemoryRelay, openRedisRelay, type FleetRelay, type ForwardedRead } from '../../src/fleet/relay.js';
-import { freshRedisDb } from '../helpers/api.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 type Trio = { asker: FleetRelay; holder: FleetRelay; receiver: FleetRelay; close(): Promise<void> };
 
