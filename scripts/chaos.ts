@@ -14,7 +14,7 @@
  *    record appended next survives the following restart.
  * 6. SIGTERM while POSTs take 1 s: the process drains and exits 0; after a restart nothing is
  *    lost and nothing is sent again.
- * `runChaos` is also called by test/chaos.test.ts with small numbers. Every loop is bounded.
+ * `runChaos` is also called by test/e2e/chaos.test.ts with small numbers. Every loop is bounded.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';

@@ -29,7 +29,7 @@ export type ErrorCode = keyof typeof errorStatus;
 
 /**
  * The codes a client reads in `error-info.code`: one per rule, each with the HTTP status of
- * the replies that carry it. docs/ERRORS.md explains each one; test/errors-doc.test.ts fails
+ * the replies that carry it. docs/ERRORS.md explains each one; test/lib/errors-doc.test.ts fails
  * when the two differ. To add a code: one line here (sorted) and one row there.
  */
 export const errorDetails = {

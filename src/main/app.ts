@@ -41,13 +41,13 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
   // deliberately outside this one, which never accepts them.
   for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
   const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
-  const metrics = deps.metrics ?? createMetrics();
+  const metrics = deps.metrics ?? createMetrics({ enabled: deps.settings.metricsEnabled });
   metrics.exporters(() => exporterSamples(deps.runtime));
   guardRoutes(
     app,
     [
       probeRoutes(deps),
-      metricsRoutes(metrics, deps.settings.metricsToken),
+      ...(deps.settings.metricsEnabled ? [metricsRoutes(metrics, deps.settings.metricsToken)] : []),
       openApiRoutes(),
       authRoutes(deps.auth),
       operationRoutes(deps),

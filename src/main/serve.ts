@@ -189,7 +189,8 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
       );
     server = createAdaptorServer({
-      fetch: (request: Request) => (instance ? instance.app.fetch(request) : notReady(request)),
+      // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
+      fetch: (request: Request, env: unknown) => (instance ? instance.app.fetch(request, env) : notReady(request)),
       serverOptions: {
         ...serverOptions,
         // How often Node checks the two request time-outs below (its default is 30 s).

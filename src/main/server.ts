@@ -54,7 +54,7 @@ export async function createInstance(
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();
-  const metrics = createMetrics();
+  const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
     const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });

@@ -109,7 +109,17 @@ function statusOfError(err: unknown): number {
   return err instanceof ApiError ? errorStatus[err.code] : 500;
 }
 
-export function createMetrics(): Metrics {
+const noObservation = (): void => undefined;
+
+/** `enabled: false` (METRICS_ENABLED=false): an empty registry and no instrumentation at all. */
+export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
+  if (opts.enabled === false)
+    return {
+      registry: new Registry(),
+      timed: (_route, handler) => handler,
+      deliveryObserver: () => noObservation,
+      exporters: () => undefined,
+    };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'edgeplane_' });
   const requestSeconds = new CellHistogram(

@@ -3,7 +3,7 @@
  * key/value area (tokens, throttles, runtime state) and change notification.
  * Two backends implement it: redis.ts (production, several processes) and embedded.ts
  * (in-process, append-only file under DATA_DIR). One shared suite tests both
- * (test/store.test.ts).
+ * (test/store/store.test.ts).
  *
  * Keys are opaque strings chosen by the caller (store/keys.ts builds them from tenant and
  * path); `list(prefix)` returns every object whose key equals `prefix` or starts with
