@@ -110,6 +110,7 @@ function createWaker(fleetLog: FleetLog) {
         set.delete(wake);
         resolve(false);
       }, ms);
+      timer.unref();
       set.add(wake);
     });
 }
