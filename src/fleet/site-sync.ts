@@ -27,9 +27,12 @@ export type SiteSyncOptions = {
   /** The site's own store (not the read-only view): sync writes synced objects. */
   store: Store;
   managed: ManagedKeys;
+  /** Jitter source in [0, 1) (tests inject one). */
   random?: () => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  /** Waits before a reconnection (tests inject one that records the delay and returns at once). */
+  sleep?: (ms: number) => Promise<void>;
 };
 
 export type SiteSync = {
@@ -119,6 +122,16 @@ function describe(err: unknown): string {
   return parts.join(': ');
 }
 
+/**
+ * The wait before reconnection attempt `attempt` (0 after a stream that delivered events):
+ * exponential back-off with jitter, half to all of min(max, base × 2^attempt), so sites cut off
+ * together (a control-plane restart) do not all dial back at the same instant.
+ */
+export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
+  return ceiling / 2 + (random() * ceiling) / 2;
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -196,7 +209,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     return progressed;
   }
 
-  const sleep = (ms: number) =>
+  const realSleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
       wakeSleep = () => {
@@ -220,9 +233,8 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       }
       connected = false;
       if (stopped) break;
-      const ceiling = Math.min(max, base * 2 ** Math.min(attempt, 20));
+      await (o.sleep ?? realSleep)(reconnectDelay(attempt, base, max, random));
       attempt++;
-      await sleep(ceiling / 2 + (random() * ceiling) / 2);
     }
   })();
 
