@@ -168,12 +168,17 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
 
   async function handle(ev: EventSourceMessage): Promise<void> {
     if (ev.event === 'change' && ev.id) {
-      const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
-      if (keys) o.managed.set({ version: ev.id, keys });
+      const changes = parseChanges(ev.data);
+      const keys = await applyEntry(o.store, ev.id, changes);
+      if (keys) {
+        o.managed.set({ version: ev.id, keys });
+        log('info', 'fleet: applied change', { site: o.site, version: ev.id, objects: changes.length });
+      }
       ack(ev.id);
     } else if (ev.event === 'snapshot' && ev.id) {
       const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
       o.managed.set({ version: ev.id, keys });
+      log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: keys.length });
       ack(ev.id);
     }
     // `reset` only announces the snapshot that follows; unknown events are ignored.
