@@ -512,6 +512,10 @@ test('a site kill -9 in the middle of a burst of changes: restarted, it catches 
   await burst;
   await startSite(b);
   const ms = await caughtUp(b, 'edge-b after a kill -9 mid-burst');
+  assert.ok(
+    b.proc!.output().includes('"fleet: applied change"'),
+    'killed mid-burst: the restarted process applied the rest of the burst',
+  );
   say(`edge-b killed mid-burst, restarted, caught up in ${ms} ms`);
   for (let i = 0; i < 10; i++) {
     const r = await b.api.call('GET', `/v1/config/volga/webhooks/burst-${i}`);
