@@ -1,6 +1,6 @@
 /**
  * A site token can do nothing but sync its own site. The list of routes is the server's own
- * OpenAPI document (which test/ops-openapi.test.ts proves equal to the routes the server
+ * OpenAPI document (which test/ops/openapi.test.ts proves equal to the routes the server
  * answers, both ways): every method of every path, with the path parameters filled in, is
  * called with a site token and must answer 401 or 403, never a success. The public paths
  * (login, probes, metrics, the document) answer the same with a site token as with no token at
@@ -9,8 +9,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { publicPaths } from '../src/auth/middleware.js';
-import { startApi, type Backend, type TestApi } from './helpers/api.js';
+import { publicPaths } from '../../src/api/auth-middleware.js';
+import { startApi, type Backend, type TestApi } from '../helpers/api.js';
 
 type Doc = { paths: Record<string, Record<string, unknown>> };
 const methods = ['get', 'put', 'post', 'patch', 'delete', 'options', 'head'];

@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ManagedKeys } from '../src/fleet/managed.js';
-import { reconnectDelay, startSiteSync } from '../src/fleet/site-sync.js';
-import { openEmbeddedStore } from '../src/store/embedded.js';
-import { setLogLevel } from '../src/log.js';
+import { ManagedKeys } from '../../src/fleet/managed.js';
+import { reconnectDelay, startSiteSync } from '../../src/fleet/site-sync.js';
+import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { setLogLevel } from '../../src/lib/log.js';
 
 setLogLevel('error');
 
