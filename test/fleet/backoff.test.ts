@@ -4,16 +4,14 @@
  * are injected, so nothing here sleeps: the site loop runs against a local HTTP server that
  * refuses (503) or serves one event, and the test records each wait the loop chose.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManagedKeys } from '../../src/fleet/managed.js';
 import { reconnectDelay, startSiteSync } from '../../src/fleet/site-sync.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { tempDir } from '../helpers/backends.js';
 import { setLogLevel } from '../../src/lib/log.js';
 
 setLogLevel('error');
@@ -70,7 +68,7 @@ test('the site loop waits by that back-off between failures and starts over afte
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-backoff-'));
+  const dir = tempDir('edgeplane-backoff-');
   const store = await openEmbeddedStore(dir);
   const waits: number[] = [];
   let enough: () => void = () => undefined;
@@ -95,7 +93,6 @@ test('the site loop waits by that back-off between failures and starts over afte
   await sync.stop();
   await store.close();
   await new Promise<void>((r) => server.close(() => r()));
-  rmSync(dir, { recursive: true, force: true });
   // Three refusals (attempts 0, 1, 2), a stream that applied 5-0 (back to attempt 0), then
   // refusals again up to the cap: 75 % of min(1000, 100 × 2^attempt) with the draw 0.5.
   assert.equal(waits.slice(0, 9), [75, 150, 300, 75, 150, 300, 600, 750, 750]);

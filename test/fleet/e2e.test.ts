@@ -24,19 +24,17 @@
  * first applied (at most one per kill -9 of that site missing from the log: a change committed
  * the instant before the kill, before its log line).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { applicableTo } from '../../src/fleet/applicable.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import { tempDir } from '../helpers/backends.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { client, startTcpProxy, waitUntil, type Client, type TcpProxy } from '../helpers/fleet.js';
-import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
+import { client, SITE_WAIT, startTcpProxy, type Client, type TcpProxy } from '../helpers/fleet.js';
+import { freePort, freshRedisDb, startRedis, type RedisServer } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 
 const password = 'fleet-e2e-password';
@@ -44,17 +42,11 @@ const root = 'default';
 const siteNames = ['edge-r', 'edge-a', 'edge-b'] as const;
 type SiteName = (typeof siteNames)[number];
 
-const dirs: string[] = [];
 const live = new Set<ApiProc>();
 process.once('exit', () => {
   for (const p of live) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-e2e-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-e2e-');
 const say = (line: string) => process.stdout.write(`  [fleet-e2e] ${line}\n`);
 
 type Site = {
@@ -158,14 +150,14 @@ const link = async (name: string) => (await admin.call('GET', `/v1/state/sites/$
  */
 async function caughtUp(s: Site, what: string, timeoutMs = 60_000): Promise<number> {
   const t0 = performance.now();
-  await waitUntil(
+  await eventually(
     async () => {
       const l = await link(s.name);
       const head = await withRedis(cpRedisUrl, (c) => c.hGet(`ep:fleet:${s.name}:meta`, 'head'));
       return l['in-sync'] === true && l['config-version'] === head;
     },
     `${what}: ${s.name} acknowledges the head of its change log`,
-    timeoutMs,
+    { ...SITE_WAIT, timeoutMs },
   );
   const ms = Math.round(performance.now() - t0);
   // The control plane's view: what applies to the site, from its configuration.
@@ -252,14 +244,14 @@ async function moved(what: string, t0: number, name: string, arrives: SiteName[]
     (await Promise.all([...arrives, ...leaves].map(async (n) => `${n}: ${await exporterStatus(sites[n], name)}`))).join(
       ', ',
     );
-  await waitUntil(
+  await eventually(
     async () => {
       for (const n of arrives) if ((await exporterStatus(sites[n], name)) !== 'ready') return false;
       for (const n of leaves) if ((await exporterStatus(sites[n], name)) !== 404) return false;
       return true;
     },
     `${what}: ${name} runs at ${arrives.join(',') || '-'} and not at ${leaves.join(',') || '-'}`,
-    10_000,
+    { ...SITE_WAIT, timeoutMs: 10_000 },
   ).catch(async (err: unknown) => {
     throw new Error(`${String(err)}; now ${await where()}`);
   });
@@ -373,9 +365,10 @@ test('every placement form puts exactly what applies on each site, and it delive
   // Each site's exporters deliver to its own sink, and only those.
   for (const n of siteNames) {
     const s = sites[n];
-    await waitUntil(
+    await eventually(
       async () => (await Promise.all(want[n].map((w) => exporterStatus(s, w)))).every((st) => st === 'ready'),
       `exporters ready at ${n}`,
+      SITE_WAIT,
     );
     await produce(s, `first-${n}`);
     const paths = want[n].map((w) => `/${n}/${w}`).sort();
@@ -418,7 +411,11 @@ test('edge-a cut off for 30 s: 100 changes, it keeps delivering and restarts, th
   const before = await link('edge-a');
   await a.proxy.cut();
   const cutAt = performance.now();
-  await waitUntil(async () => (await link('edge-a')).connection === 'disconnected', 'edge-a seen disconnected');
+  await eventually(
+    async () => (await link('edge-a')).connection === 'disconnected',
+    'edge-a seen disconnected',
+    SITE_WAIT,
+  );
   // 100 changes, most of them applying to edge-a (region us now): churn exporters on their own
   // topic, deletes, label changes of edge-a, a change of dep-1 (which runs at edge-a).
   for (let i = 0; i < 100; i++) {
@@ -462,9 +459,10 @@ test('edge-a cut off for 30 s: 100 changes, it keeps delivering and restarts, th
   const kept = await a.api.call('GET', '/v1/config/volga/webhooks/all');
   assert.is(kept.status, 200, 'its last configuration is served after a restart while cut off');
   assert.equal(await namesAt(a.api, 'volga/webhooks'), ['all', 'dep'], 'the exporters it had before the cut');
-  await waitUntil(
+  await eventually(
     async () => (await exporterStatus(a, 'all')) === 'ready' && (await exporterStatus(a, 'dep')) === 'ready',
     'exporters running again at edge-a while cut off',
+    SITE_WAIT,
   );
   say(`edge-a restarted while cut off (${Math.round(performance.now() - cutAt)} ms into the cut)`);
   for (let round = 0; round < 60 && (produced - beforeKill < 3 || performance.now() - cutAt < cutMs); round++) {
@@ -484,7 +482,7 @@ test('edge-a cut off for 30 s: 100 changes, it keeps delivering and restarts, th
 
 test('a control-plane kill -9 and restart: every site reconnects and catches up exactly', async () => {
   await kill9(cp);
-  await waitUntil(
+  await eventually(
     async () =>
       siteNames.every((n) =>
         sites[n]
@@ -493,6 +491,7 @@ test('a control-plane kill -9 and restart: every site reconnects and catches up 
           .some((l) => l.includes('"fleet: sync with the control plane failed')),
       ),
     'every site noticed the control plane is gone',
+    SITE_WAIT,
   ).catch(() => undefined); // a site between two keep-alives may notice only at reconnection
   await startCp();
   const restartedAt = performance.now();
@@ -517,7 +516,11 @@ test('a site kill -9 in the middle of a burst of changes: restarted, it catches 
       await put(`volga/webhooks/${n}`, hook(n, { sites: ['edge-b'] }, { topics: ['burst'], tries: i }));
     }
   })();
-  await waitUntil(async () => (await namesAt(b.api, 'volga/webhooks')).includes('burst-0'), 'the burst reaches edge-b');
+  await eventually(
+    async () => (await namesAt(b.api, 'volga/webhooks')).includes('burst-0'),
+    'the burst reaches edge-b',
+    SITE_WAIT,
+  );
   await killSite(b);
   await burst;
   await startSite(b);

@@ -10,7 +10,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { publicPaths } from '../../src/api/auth-middleware.js';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend } from '../helpers/backends.js';
 
 type Doc = { paths: Record<string, Record<string, unknown>> };
 const methods = ['get', 'put', 'post', 'patch', 'delete', 'options', 'head'];
@@ -36,7 +37,7 @@ async function setUp(api: TestApi): Promise<{ a: string; b: string }> {
   return { a: await issue('site-a'), b: await issue('site-b') };
 }
 
-for (const backend of ['redis', 'embedded'] as Backend[]) {
+forEachBackend((backend) => {
   test(`${backend}: a site token on every route of the OpenAPI document → 401/403, never a success`, async () => {
     const api = await startApi(backend);
     try {
@@ -118,6 +119,6 @@ for (const backend of ['redis', 'embedded'] as Backend[]) {
       await api.close();
     }
   });
-}
+});
 
 test.run();
