@@ -9,8 +9,7 @@ import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import { compileLabelExpr } from '../query/labels.js';
-import { siteLabels } from '../exporter/system-vars.js';
+import { selectedSites } from '../exporter/placement.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
@@ -53,21 +52,15 @@ async function extras(
     if (link) return { ...value, ...link };
   }
   if (def.id === 'deployment') {
-    const placement = isObject(value.placement) ? value.placement : {};
-    const expr = placement['match-site-labels'];
     const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-    let selected: string[] = [];
-    if (typeof expr === 'string') {
-      try {
-        const m = compileLabelExpr(expr);
-        selected = sites
-          .filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value))))
-          .map((s) => String(s.value.name));
-      } catch {
-        selected = [];
-      }
-    }
-    return { status: { 'selected-sites': selected } };
+    return {
+      status: {
+        'selected-sites': selectedSites(
+          value,
+          sites.map((s) => s.value),
+        ),
+      },
+    };
   }
   return {};
 }
