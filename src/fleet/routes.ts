@@ -137,6 +137,7 @@ function createWaker(fleetLog: FleetLog) {
         set.delete(wake);
         resolve(false);
       }, ms);
+      timer.unref();
       set.add(wake);
     });
 }

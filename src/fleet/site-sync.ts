@@ -45,12 +45,15 @@ export type SiteSyncOptions = {
   /** The site's own store (not the read-only view): sync writes synced objects. */
   store: Store;
   managed: ManagedKeys;
+  /** Jitter source in [0, 1) (tests inject one). */
   random?: () => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
   hooks?: SiteHooks | undefined;
   /** The least time between two state reports (FLEET_REPORT_INTERVAL). */
   reportIntervalMs?: number;
+  /** Waits before a reconnection (tests inject one that records the delay and returns at once). */
+  sleep?: (ms: number) => Promise<void>;
 };
 
 export type SiteSync = {
@@ -140,6 +143,16 @@ function describe(err: unknown): string {
   return parts.join(': ');
 }
 
+/**
+ * The wait before reconnection attempt `attempt` (0 after a stream that delivered events):
+ * exponential back-off with jitter, half to all of min(max, base × 2^attempt), so sites cut off
+ * together (a control-plane restart) do not all dial back at the same instant.
+ */
+export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
+  return ceiling / 2 + (random() * ceiling) / 2;
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -224,12 +237,17 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       if (keys) o.managed.set({ version: ev.id, keys });
       ack(ev.id);
     } else if (ev.event === 'change' && ev.id) {
-      const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
-      if (keys) o.managed.set({ version: ev.id, keys });
+      const changes = parseChanges(ev.data);
+      const keys = await applyEntry(o.store, ev.id, changes);
+      if (keys) {
+        o.managed.set({ version: ev.id, keys });
+        log('info', 'fleet: applied change', { site: o.site, version: ev.id, objects: changes.length });
+      }
       ack(ev.id);
     } else if (ev.event === 'snapshot' && ev.id) {
       const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
       o.managed.set({ version: ev.id, keys });
+      log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: keys.length });
       ack(ev.id);
     }
     // `reset` only announces the snapshot that follows; unknown events are ignored.
@@ -266,7 +284,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     return progressed;
   }
 
-  const sleep = (ms: number) =>
+  const realSleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
       wakeSleep = () => {
@@ -290,9 +308,8 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       }
       connected = false;
       if (stopped) break;
-      const ceiling = Math.min(max, base * 2 ** Math.min(attempt, 20));
+      await (o.sleep ?? realSleep)(reconnectDelay(attempt, base, max, random));
       attempt++;
-      await sleep(ceiling / 2 + (random() * ceiling) / 2);
     }
   })();
 

@@ -1,0 +1,124 @@
+/**
+ * A site token can do nothing but sync its own site. The list of routes is the server's own
+ * OpenAPI document (which test/ops/openapi.test.ts proves equal to the routes the server
+ * answers, both ways): every method of every path, with the path parameters filled in, is
+ * called with a site token and must answer 401 or 403, never a success. The public paths
+ * (login, probes, metrics, the document) answer the same with a site token as with no token at
+ * all: the token adds nothing. The site's own sync and ack routes work; another site's answer
+ * 403; run on both stores.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { publicPaths } from '../../src/api/auth-middleware.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend } from '../helpers/backends.js';
+
+type Doc = { paths: Record<string, Record<string, unknown>> };
+const methods = ['get', 'put', 'post', 'patch', 'delete', 'options', 'head'];
+
+/** Fills each {param} of a template: the site's own name for {name}, a plausible name elsewhere. */
+const concrete = (template: string, site: string) =>
+  template.replace(/\{([^}]+)\}/g, (_, p: string) => (p === 'name' ? site : 'probe-x'));
+
+/** A body a write would accept in shape, so a refusal can only come from the token. */
+const bodyFor = (path: string): unknown =>
+  path.endsWith('/produce') ? { payload: 'x' } : path.endsWith('/unseal') ? { key: 'x' } : { name: 'site-a' };
+
+async function setUp(api: TestApi): Promise<{ a: string; b: string }> {
+  for (const name of ['site-a', 'site-b']) {
+    const r = await api.json('PUT', `/v1/config/sites/${name}`, { body: { name } });
+    assert.is(r.status, 201, JSON.stringify(r.body));
+  }
+  const issue = async (name: string) => {
+    const r = await api.json('POST', `/v1/state/sites/${name}/issue-token`);
+    assert.is(r.status, 201, JSON.stringify(r.body));
+    return (r.body as { token: string }).token;
+  };
+  return { a: await issue('site-a'), b: await issue('site-b') };
+}
+
+forEachBackend((backend) => {
+  test(`${backend}: a site token on every route of the OpenAPI document → 401/403, never a success`, async () => {
+    const api = await startApi(backend);
+    try {
+      const tokens = await setUp(api);
+      const asSite = { authorization: `Bearer ${tokens.a}` };
+      const doc = (await api.json('GET', '/v1/openapi.json', { headers: { authorization: '' } })).body as Doc;
+      const own = new Set(['/v1/fleet/sites/{name}/sync', '/v1/fleet/sites/{name}/ack']);
+      let tried = 0;
+      const wrong: string[] = [];
+      for (const [template, ops] of Object.entries(doc.paths)) {
+        if (own.has(template)) continue;
+        for (const method of methods.filter((m) => m in ops).map((m) => m.toUpperCase())) {
+          const path = concrete(template, 'site-a');
+          const body = ['PUT', 'POST', 'PATCH'].includes(method) ? bodyFor(path) : undefined;
+          const withSite = await api.req(method, path, {
+            headers: asSite,
+            ...(body !== undefined ? { body } : {}),
+          });
+          await withSite.body?.cancel();
+          tried++;
+          if (publicPaths.has(template)) {
+            // Public by design: the site token changes nothing about the answer.
+            const without = await api.req(method, path, {
+              headers: { authorization: '' },
+              ...(body !== undefined ? { body } : {}),
+            });
+            await without.body?.cancel();
+            if (withSite.status !== without.status)
+              wrong.push(`${method} ${path}: ${withSite.status} with a site token, ${without.status} without`);
+            continue;
+          }
+          if (method === 'OPTIONS') {
+            // OPTIONS answers the Allow list to anyone (no data); a site token must not change it.
+            const without = await api.req(method, path, { headers: { authorization: '' } });
+            if (withSite.status !== without.status || withSite.headers.get('allow') !== without.headers.get('allow'))
+              wrong.push(`OPTIONS ${path}: ${withSite.status} with a site token, ${without.status} without`);
+            continue;
+          }
+          if (withSite.status !== 401 && withSite.status !== 403) wrong.push(`${method} ${path}: ${withSite.status}`);
+        }
+      }
+      assert.ok(tried > 40, `the document lists the server's routes (${tried} calls)`);
+      assert.equal(wrong, [], 'every route refuses a site token');
+      // A path the document does not list is no way in either.
+      const unknown = await api.req('GET', '/v1/no/such/route', { headers: asSite });
+      assert.ok(unknown.status === 401 || unknown.status === 403, `unknown route: ${unknown.status}`);
+    } finally {
+      await api.close();
+    }
+  });
+
+  test(`${backend}: a site token syncs its own site only; another site's stream and ack → 403`, async () => {
+    const api = await startApi(backend);
+    try {
+      const tokens = await setUp(api);
+      const as = (t: string) => ({ authorization: `Bearer ${t}` });
+      const mine = await api.req('GET', '/v1/fleet/sites/site-a/sync', { headers: as(tokens.a) });
+      assert.is(mine.status, 200);
+      assert.match(mine.headers.get('content-type') ?? '', /text\/event-stream/);
+      await mine.body?.cancel();
+      const other = await api.req('GET', '/v1/fleet/sites/site-b/sync', { headers: as(tokens.a) });
+      assert.is(other.status, 403);
+      const otherAck = await api.req('POST', '/v1/fleet/sites/site-b/ack', {
+        headers: as(tokens.a),
+        body: { version: '1-0' },
+      });
+      assert.is(otherAck.status, 403);
+      const body = (await otherAck.json()) as { errors: Array<{ 'error-info': { code: string } }> };
+      assert.is(body.errors[0]!['error-info'].code, 'other-site');
+      // A user token is not a site token, and no token is none.
+      assert.is((await api.req('GET', '/v1/fleet/sites/site-a/sync')).status, 401);
+      assert.is((await api.req('GET', '/v1/fleet/sites/site-a/sync', { headers: { authorization: '' } })).status, 401);
+      const ack = await api.req('POST', '/v1/fleet/sites/site-a/ack', {
+        headers: as(tokens.a),
+        body: { version: '1-0' },
+      });
+      assert.is(ack.status, 204);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+test.run();
