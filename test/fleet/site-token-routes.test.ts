@@ -4,8 +4,8 @@
  * answers, both ways): every method of every path, with the path parameters filled in, is
  * called with a site token and must answer 401 or 403, never a success. The public paths
  * (login, probes, metrics, the document) answer the same with a site token as with no token at
- * all: the token adds nothing. The site's own sync and ack routes work; another site's answer
- * 403; run on both stores.
+ * all: the token adds nothing. The site's own routes (sync, ack, report, answer) work; another
+ * site's answer 403; run on both stores.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -44,7 +44,7 @@ forEachBackend((backend) => {
       const tokens = await setUp(api);
       const asSite = { authorization: `Bearer ${tokens.a}` };
       const doc = (await api.json('GET', '/v1/openapi.json', { headers: { authorization: '' } })).body as Doc;
-      const own = new Set(['/v1/fleet/sites/{name}/sync', '/v1/fleet/sites/{name}/ack']);
+      const own = new Set(['sync', 'ack', 'report', 'answer'].map((route) => `/v1/fleet/sites/{name}/${route}`));
       let tried = 0;
       const wrong: string[] = [];
       for (const [template, ops] of Object.entries(doc.paths)) {
@@ -107,6 +107,11 @@ forEachBackend((backend) => {
       assert.is(otherAck.status, 403);
       const body = (await otherAck.json()) as { errors: Array<{ 'error-info': { code: string } }> };
       assert.is(body.errors[0]!['error-info'].code, 'other-site');
+      for (const route of ['report', 'answer']) {
+        const res = await api.req('POST', `/v1/fleet/sites/site-b/${route}`, { headers: as(tokens.a), body: {} });
+        assert.is(res.status, 403, `another site's ${route}`);
+        await res.body?.cancel();
+      }
       // A user token is not a site token, and no token is none.
       assert.is((await api.req('GET', '/v1/fleet/sites/site-a/sync')).status, 401);
       assert.is((await api.req('GET', '/v1/fleet/sites/site-a/sync', { headers: { authorization: '' } })).status, 401);
