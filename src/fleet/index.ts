@@ -21,7 +21,7 @@ import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
 import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
-import { startSiteSync, type SiteSync } from './site-sync.js';
+import { startSiteSync, storeTarget, type SiteSync } from './site-sync.js';
 
 export type Fleet = {
   role: 'control-plane' | 'edge-site';
@@ -70,7 +70,13 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         },
       ],
       start() {
-        sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
+        sync = startSiteSync({
+          url,
+          site: settings.site,
+          token,
+          ca: f.controlPlaneCa,
+          target: storeTarget(store, managed),
+        });
       },
       async close() {
         await sync?.stop();

@@ -24,12 +24,24 @@ export type SiteSyncOptions = {
   token: string;
   /** PEM of the CA for an https control plane. */
   ca?: string | undefined;
-  /** The site's own store (not the read-only view): sync writes synced objects. */
-  store: Store;
-  managed: ManagedKeys;
+  /** Where changes are applied: the site's own store (storeTarget), or any other SyncTarget. */
+  target: SyncTarget;
   random?: () => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+};
+
+/**
+ * Where a site applies what it receives, each change together with its version. The product's
+ * is the site's store (storeTarget); the fleet bench gives each simulated site a map in memory.
+ */
+export type SyncTarget = {
+  /** The last version applied (undefined: never synced); read at each (re)connection. */
+  load(): Promise<string | undefined>;
+  /** Applies one entry and records its version in one step; false when that version was already applied. */
+  applyEntry(version: string, changes: FleetChange[]): Promise<boolean>;
+  /** Replaces every synced object by the snapshot and records its version in one step. */
+  applySnapshot(version: string, objects: Map<string, JsonObject>): Promise<void>;
 };
 
 export type SiteSync = {
@@ -83,6 +95,24 @@ export async function applySnapshot(
     if ((await store.commit(ops)).ok) return keys;
   }
   throw new Error(`could not apply snapshot ${version}: the sync record kept changing`);
+}
+
+/** The site's own store (not the read-only view) as the target; `managed` follows each commit. */
+export function storeTarget(store: Store, managed: ManagedKeys): SyncTarget {
+  return {
+    async load() {
+      await managed.load(store);
+      return managed.version;
+    },
+    async applyEntry(version, changes) {
+      const keys = await applyEntry(store, version, changes);
+      if (keys) managed.set({ version, keys });
+      return keys !== undefined;
+    },
+    async applySnapshot(version, objects) {
+      managed.set({ version, keys: await applySnapshot(store, version, objects) });
+    },
+  };
 }
 
 function parseChanges(data: string): FleetChange[] {
@@ -155,23 +185,21 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
 
   async function handle(ev: EventSourceMessage): Promise<void> {
     if (ev.event === 'change' && ev.id) {
-      const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
-      if (keys) o.managed.set({ version: ev.id, keys });
+      await o.target.applyEntry(ev.id, parseChanges(ev.data));
       ack(ev.id);
     } else if (ev.event === 'snapshot' && ev.id) {
-      const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
-      o.managed.set({ version: ev.id, keys });
+      await o.target.applySnapshot(ev.id, parseSnapshot(ev.data));
       ack(ev.id);
     }
     // `reset` only announces the snapshot that follows; unknown events are ignored.
   }
 
   async function once(): Promise<boolean> {
-    await o.managed.load(o.store);
+    const version = await o.target.load();
     const abort = new AbortController();
     current = abort;
     const headers: Record<string, string> = { authorization: `Bearer ${o.token}`, accept: 'text/event-stream' };
-    if (o.managed.version) headers['last-event-id'] = o.managed.version;
+    if (version) headers['last-event-id'] = version;
     const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
       headers,
       dispatcher: agent,
