@@ -28,8 +28,7 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
   const touch = (site: string) => store.kvSet(seen + site, new Date(now()).toISOString());
   return {
     async connected(site, id, ttlMs) {
-      await store.kvSet(conn + site, id, ttlMs);
-      await touch(site);
+      await Promise.all([store.kvSet(conn + site, id, ttlMs), touch(site)]);
     },
     async disconnected(site, id) {
       // Another stream of the same site (a reconnection that overtook this one) stays connected.
@@ -37,8 +36,7 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
       await touch(site);
     },
     async applied(site, version) {
-      await store.kvSet(applied + site, version);
-      await touch(site);
+      await Promise.all([store.kvSet(applied + site, version), touch(site)]);
     },
     async fields(site) {
       const [c, s, a] = await Promise.all([
