@@ -140,7 +140,7 @@ async function siteProcess(): Promise<void> {
     return n;
   };
   const { startSiteSync } = await import('../src/fleet/site-sync.js');
-  const { setLogLevel } = await import('../src/log.js');
+  const { setLogLevel } = await import('../src/lib/log.js');
   setLogLevel('error'); // a control-plane restart makes every site warn once
 
   type Pending = { id: number; t0: number; marker: string | null };

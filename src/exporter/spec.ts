@@ -4,32 +4,26 @@
  * loop only renders and tests. Anything invalid throws an ApiError whose info names the
  * field; the supervisor shows it as status `error`.
  */
-import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
-import { compileRegex, type Regex } from '../model/regex.js';
+import { reservedTopicPrefix, topicAllowed } from '../bus/topics.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { compileRegex, type Regex } from '../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
 import { parsePointer } from '../lib/json-pointer.js';
-import type { RetryPolicy } from './retry.js';
+import { retryDefaults, type RetryPolicy } from './retry.js';
 import { parseDuration } from '../lib/duration.js';
-import { retryDefaults } from '../model/schemas.js';
-import type { TlsProfile } from './send.js';
+import { parseTarget, type Target, type TlsProfile } from './send.js';
+import type { SecretVar } from './secret-vars.js';
+
+// Parts of a compiled spec declared beside their use (send.ts, secret-vars.ts), named here too.
+export { parseTarget, type Target, type SecretVar };
 import { adaptiveMax } from './adaptive.js';
 import { controlsOf, type ControlsSpec } from './controls.js';
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
 export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
-/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
-export type SecretVar = {
-  name: string;
-  tenant: string;
-  fromTenant?: string;
-  vault: string;
-  secret: string;
-  key: string;
-};
 
 export type ExporterSpec = {
   tenant: string;
@@ -117,7 +111,7 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
   return { messageVars, secretVars };
 }
 
-/** `rootTenant`: the tenant whose exporters may read system: topics (model/topics.ts). */
+/** `rootTenant`: the tenant whose exporters may read system: topics (bus/topics.ts). */
 export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string = tenant): ExporterSpec {
   const name = typeof cfg.name === 'string' ? cfg.name : '';
   const topics = new Set(strings(cfg.topics, 'topics'));
@@ -200,15 +194,4 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     },
     controls,
   };
-}
-
-/** Where a POST goes, split once so undici does not parse the URL again per request. */
-export type Target = { origin: string; path: string };
-
-/** An absolute http(s) URL as a target, or undefined when it is not one. */
-export function parseTarget(text: string): Target | undefined {
-  if (!URL.canParse(text)) return undefined;
-  const u = new URL(text);
-  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return undefined;
-  return { origin: u.origin, path: u.pathname + u.search };
 }

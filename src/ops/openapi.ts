@@ -4,14 +4,14 @@
  * (model/schemas.ts) the server validates with: every configuration list, item and singleton
  * under /v1/config and /v1/state gets its paths, methods, query parameters, body schema and
  * status codes from there; the few fixed routes (login, token refresh, unseal, topics,
- * restart, probes, metrics) are listed here. test/ops-openapi.test.ts checks the document
+ * restart, probes, metrics) are listed here. test/ops/openapi.test.ts checks the document
  * against the routes the server answers, both ways.
  */
 import { Hono } from 'hono';
 import { stringify } from 'yaml';
 import type { AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options, searchParams } from '../api/http.js';
-import { publicPaths } from '../auth/middleware.js';
+import { publicPaths } from '../api/auth-middleware.js';
 import { passwordHashField } from '../auth/users.js';
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';

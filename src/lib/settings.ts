@@ -1,0 +1,196 @@
+/** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
+import { readFileSync } from 'node:fs';
+import type { LogLevel } from './log.js';
+
+export type Settings = {
+  port: number;
+  host: string;
+  redisUrl: string | undefined;
+  dataDir: string;
+  site: string;
+  logLevel: LogLevel;
+  /** Name of the root tenant (SYS_TENANT of objects it owns). */
+  tenant: string;
+  /** Value of SYS_GLOBAL_DOMAIN. */
+  globalDomain: string;
+  adminPassword: string | undefined;
+  strongboxKey: string | undefined;
+  strongboxKeyFile: string | undefined;
+  strongboxAutoUnseal: boolean;
+  /** Largest request body accepted, in bytes (413 above it). */
+  maxBodyBytes: number;
+  /** Lifetime of a login token, in seconds. */
+  tokenTtlSeconds: number;
+  /** A client must send all request headers within this many ms (408 and close after). */
+  httpHeadersTimeoutMs: number;
+  /** ... and the whole request, body included, within this many ms. */
+  httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms. */
+  httpKeepAliveTimeoutMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
+  /** false: no /metrics route and no instrumentation at all (METRICS_ENABLED). */
+  metricsEnabled: boolean;
+  /** A file in the shape of GET /v1/config, applied at start as one transaction. */
+  configFile: string | undefined;
+  /** Fleet (src/fleet/): the edge-site role's settings; `controlPlaneUrl` undefined = a control plane. */
+  fleet: FleetSettings;
+};
+
+export type FleetSettings = {
+  /** Set at an edge site: the control plane it syncs from. */
+  controlPlaneUrl: string | undefined;
+  /** The site's sync token (SITE_TOKEN, or the content of SITE_TOKEN_FILE). */
+  siteToken: string | undefined;
+  /** PEM of the CA that signs the control plane's TLS certificate (CONTROL_PLANE_CA, a file). */
+  controlPlaneCa: string | undefined;
+  /** How long the control plane keeps each site's change history, in milliseconds. */
+  historyMs: number;
+};
+
+/** A setting that cannot be used; `setting` names the environment variable. */
+export class SettingsError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw)) throw new SettingsError(name, `${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new SettingsError(name, `${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(name, `${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration setting: a whole number and a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`. */
+function duration(env: NodeJS.ProcessEnv, name: string, defMs: number, minMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return defMs;
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
+  if (!m)
+    throw new SettingsError(
+      name,
+      `${name} must be a number and a unit (ms, s, m, h, d) such as 7d, got ${JSON.stringify(raw)}`,
+    );
+  const ms = Number(m[1]) * durationUnits[m[2]!]!;
+  if (ms < minMs) throw new SettingsError(name, `${name} must be at least ${minMs} ms, got ${JSON.stringify(raw)}`);
+  return ms;
+}
+
+function readSettingFile(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new SettingsError(name, `${name}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Without CONTROL_PLANE_URL a process is a control plane (and its own site SITE), as before the fleet. */
+function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
+  const historyMs = duration(env, 'FLEET_HISTORY', 7 * 86_400_000, 1000);
+  const url = env.CONTROL_PLANE_URL || undefined;
+  if (url === undefined)
+    return { controlPlaneUrl: undefined, siteToken: undefined, controlPlaneCa: undefined, historyMs };
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new SettingsError('CONTROL_PLANE_URL', `CONTROL_PLANE_URL is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new SettingsError(
+      'CONTROL_PLANE_URL',
+      `CONTROL_PLANE_URL must be http:// or https://, got ${JSON.stringify(url)}`,
+    );
+  if (!env.SITE) throw new SettingsError('SITE', 'CONTROL_PLANE_URL is set: SITE must name this edge site');
+  if (env.SITE_TOKEN && env.SITE_TOKEN_FILE)
+    throw new SettingsError('SITE_TOKEN', 'Set SITE_TOKEN or SITE_TOKEN_FILE, not both');
+  const token =
+    env.SITE_TOKEN || (env.SITE_TOKEN_FILE ? readSettingFile('SITE_TOKEN_FILE', env.SITE_TOKEN_FILE).trim() : '');
+  if (!token)
+    throw new SettingsError(
+      'SITE_TOKEN',
+      'CONTROL_PLANE_URL is set: SITE_TOKEN or SITE_TOKEN_FILE must give the site token (issue-token)',
+    );
+  const ca = env.CONTROL_PLANE_CA ? readSettingFile('CONTROL_PLANE_CA', env.CONTROL_PLANE_CA) : undefined;
+  return { controlPlaneUrl: url.replace(/\/+$/, ''), siteToken: token, controlPlaneCa: ca, historyMs };
+}
+
+const logLevels = ['debug', 'info', 'warn', 'error'] as const;
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!(logLevels as readonly string[]).includes(logLevel)) {
+    throw new SettingsError(
+      'LOG_LEVEL',
+      `LOG_LEVEL must be one of ${logLevels.join('|')}, got ${JSON.stringify(logLevel)}`,
+    );
+  }
+  const site = env.SITE || 'local';
+  if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(site))
+    throw new SettingsError('SITE', `SITE is not a valid site name: ${JSON.stringify(site)}`);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (httpRequestTimeoutMs < httpHeadersTimeoutMs)
+    throw new SettingsError(
+      'HTTP_REQUEST_TIMEOUT_MS',
+      `HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs}) must not be below HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs})`,
+    );
+  return {
+    port: int(env, 'PORT', 4646, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    redisUrl: redisUrl(env.REDIS_URL),
+    dataDir: env.DATA_DIR || './data',
+    site,
+    logLevel: logLevel as LogLevel,
+    tenant: env.TENANT || 'default',
+    globalDomain: env.GLOBAL_DOMAIN || 'edgeplane.local',
+    adminPassword: env.ADMIN_PASSWORD || undefined,
+    strongboxKey: env.STRONGBOX_KEY || undefined,
+    strongboxKeyFile: env.STRONGBOX_KEY_FILE || undefined,
+    strongboxAutoUnseal: bool(env, 'STRONGBOX_AUTO_UNSEAL', true),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 3600, 10, 365 * 24 * 3600),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 3_600_000),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsEnabled: bool(env, 'METRICS_ENABLED', true),
+    configFile: env.EDGEPLANE_CONFIG || undefined,
+    fleet: loadFleet(env),
+  };
+}
+
+/** `redis://` or `rediss://` with a host; the message never repeats a password. */
+function redisUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const shape = 'redis://[user:password@]host[:port][/db] or rediss://...';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new SettingsError('REDIS_URL', `REDIS_URL is not a URL (expected ${shape})`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new SettingsError('REDIS_URL', `REDIS_URL must start with redis:// or rediss://, got ${url.protocol}//`);
+  if (!url.hostname) throw new SettingsError('REDIS_URL', `REDIS_URL names no host (expected ${shape})`);
+  const db = url.pathname.replace(/^\//, '');
+  if (db !== '' && !/^\d+$/.test(db))
+    throw new SettingsError('REDIS_URL', `REDIS_URL's path must be a database number, got /${db}`);
+  return raw;
+}

@@ -1,0 +1,96 @@
+/**
+ * Builds the Hono app from the route modules, every handler inside the guard (api/auth-middleware.ts:
+ * authentication, and an audit record of every write, refused ones too); every thrown ApiError
+ * becomes the error body `{errors: [{error-message, error-info}]}` in the negotiated encoding; anything else is logged
+ * and answered 500 without internals.
+ */
+import { header } from '../api/headers.js';
+import { Hono, type Context } from 'hono';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
+import { createGuard, guardRoutes } from '../api/auth-middleware.js';
+import { authRoutes } from '../api/auth-routes.js';
+import { configRoutes } from '../api/config.js';
+import { stateRoutes } from '../api/state.js';
+import { historyRoutes } from '../api/history-routes.js';
+import { uiRoutes } from '../ui/assets.js';
+import { operationRoutes } from '../api/operations.js';
+import { probeRoutes } from '../ops/probes.js';
+import { createMetrics, metricsRoutes, type Metrics } from '../ops/metrics.js';
+import type { Fleet } from '../fleet/index.js';
+import { exporterSamples } from '../ops/exporter-source.js';
+import { routeLabel } from '../ops/route-names.js';
+import { openApiRoutes } from '../ops/openapi.js';
+import { webhookOpRoutes } from '../api/webhook-ops.js';
+import { errorResponse, negotiate, type ReplyFormat } from '../api/reply.js';
+import type { AppDeps, AppEnv } from '../api/deps.js';
+
+/** The app's dependencies: those of the route modules, and the fleet role and metrics of the layers above api/. */
+export type AppInput = AppDeps & {
+  fleet?: Fleet;
+  /** Where requests and deliveries are counted (one is made when absent). */
+  metrics?: Metrics;
+};
+
+export function buildApp(deps: AppInput): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
+  // Routes live in these modules and reach `app` only through guardRoutes: a route added to
+  // `app` directly would skip authentication and the audit.
+  // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/routes.ts),
+  // deliberately outside this one, which never accepts them.
+  for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
+  const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
+  const metrics = deps.metrics ?? createMetrics({ enabled: deps.settings.metricsEnabled });
+  metrics.exporters(() => exporterSamples(deps.runtime));
+  guardRoutes(
+    app,
+    [
+      probeRoutes(deps),
+      ...(deps.settings.metricsEnabled ? [metricsRoutes(metrics, deps.settings.metricsToken)] : []),
+      openApiRoutes(),
+      authRoutes(deps.auth),
+      operationRoutes(deps),
+      configRoutes(deps),
+      historyRoutes(deps),
+      webhookOpRoutes(deps),
+      ...fleetUser,
+      stateRoutes(deps),
+    ],
+    guard,
+    (route, handler) => metrics.timed(routeLabel(route), handler),
+  );
+  // Public on purpose, outside the guard: the status page's static files hold no data (the page
+  // reads everything through the API above with the user's token).
+  app.route('/', uiRoutes());
+  // An unknown path is still authenticated (401 before 404) and, for a write, audited.
+  app.notFound(
+    metrics.timed(
+      'unmatched',
+      guard((c) => {
+        throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+      }),
+    ),
+  );
+  app.onError(renderError);
+  return app;
+}
+
+function renderError(err: Error, c: Context): Response {
+  const format = formatFor(header(c, 'accept'));
+  if (err instanceof ApiError) return errorResponse(err, format);
+  log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err.message, stack: err.stack });
+  return errorResponse(
+    new ApiError('internal', 'Internal error: the request was not completed; see the server log'),
+    format,
+  );
+}
+
+/** The error encoding: as negotiated, JSON when the Accept header itself is unusable. */
+function formatFor(accept: string | undefined): ReplyFormat {
+  try {
+    return negotiate(accept);
+  } catch {
+    return 'json';
+  }
+}

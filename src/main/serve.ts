@@ -1,0 +1,235 @@
+/**
+ * `edgeplane serve`: the service's life cycle, in an order that makes a failed start harmless.
+ *
+ * 1. Settings are read and checked; DATA_DIR (embedded store) is created, checked writable and
+ *    locked (one process per DATA_DIR, data-dir.ts).
+ * 2. The listening socket is bound. Until the instance is ready every request is answered 503
+ *    with the reason (`startup.reason`).
+ * 3. With REDIS_URL, Redis is waited for: one log line per failed attempt, back-off doubling
+ *    up to 5 s, for as long as it takes.
+ * 4. Only then the instance opens (store, bus, secret store, admin bootstrap — the first
+ *    writes) and the exporter runtime starts; the "listening" line says how to log in.
+ *
+ * Any failure of steps 1–2 and 4 is one JSON log line `{"level":"error","msg":...,
+ * "setting":..., "cause":...}` and exit code 1, with nothing written before it. SIGTERM and
+ * SIGINT, at any time, close the socket, finish in-flight deliveries and exit 0.
+ */
+import { accessSync, constants } from 'node:fs';
+import type { Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
+import { createClient } from 'redis';
+import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
+import { serverOptions } from '../api/node-server.js';
+import { errorResponse } from '../api/reply.js';
+import { ApiError } from '../lib/errors.js';
+import { log, setLogLevel } from '../lib/log.js';
+import { createInstance, type Instance } from './server.js';
+import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
+
+/** What the process waits for before it serves; `/readyz` may report it. */
+export type Startup = { ready: boolean; reason: string | undefined };
+
+let current: Startup = { ready: false, reason: 'not serving' };
+
+/**
+ * Where the start of this process stands: `ready` once the instance serves; before that,
+ * `reason` says what it waits for (e.g. "Redis at redis://... is not reachable yet: ...").
+ */
+export function startupState(): Readonly<Startup> {
+  return current;
+}
+
+/** A start-up failure: the setting at fault and why, for the one error line. */
+export class StartupError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const drainMs = 10_000;
+
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+function errorText(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e instanceof Error) return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
+  return String(err);
+}
+
+/** Binds the HTTP server, or throws StartupError naming PORT or HOST. */
+function listen(server: Server, settings: Settings): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      const where = `${settings.host}:${settings.port}`;
+      if (err.code === 'EADDRINUSE')
+        reject(new StartupError('PORT', `port ${settings.port} on ${settings.host} is already in use (${where})`));
+      else if (err.code === 'EACCES')
+        reject(new StartupError('PORT', `no permission to listen on ${where} (ports below 1024 need privileges)`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN')
+        reject(
+          new StartupError('HOST', `cannot listen on ${where}: ${settings.host} is not an address of this machine`),
+        );
+      else reject(new StartupError('PORT', `cannot listen on ${where}: ${errorText(err)}`));
+    };
+    server.once('error', onError);
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', onError);
+      const addr = server.address();
+      resolve(typeof addr === 'object' && addr ? addr.port : settings.port);
+    });
+  });
+}
+
+/** Redis answers that no retry will change: the URL's credentials or database are wrong. */
+function fatalRedisError(text: string): boolean {
+  return /^(WRONGPASS|NOAUTH|NOPERM)|invalid password|DB index is out of range|invalid DB index/i.test(text);
+}
+
+/**
+ * Waits until Redis answers PING: one warn line per failed attempt, back-off 100 ms doubling
+ * to 5 s. Returns false when `stopped()` turns true first. Throws StartupError for a refusal
+ * no retry can fix (credentials, database number).
+ */
+export async function waitForRedis(
+  url: string,
+  startup: Startup,
+  stopped: () => boolean,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): Promise<boolean> {
+  for (let attempt = 1; !stopped(); attempt++) {
+    const client = createClient({ url, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
+    client.on('error', () => undefined); // the rejection of connect() below carries it
+    let failure: string;
+    try {
+      await client.connect();
+      await client.ping();
+      client.destroy();
+      return true;
+    } catch (err) {
+      failure = errorText(err);
+      if (client.isOpen) client.destroy();
+    }
+    if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
+    const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
+    startup.reason = `Redis at ${redactUrl(url)} is not reachable yet: ${failure}`;
+    log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
+      setting: 'REDIS_URL',
+      attempt,
+      retryInMs: delayMs,
+    });
+    await sleep(delayMs);
+  }
+  return false;
+}
+
+/** Exits with the one start-up error line. */
+function failStart(setting: string, cause: string): never {
+  log('error', `edgeplane cannot start (${setting}): ${cause}`, { setting, cause });
+  process.exit(1);
+}
+
+export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  let settings: Settings;
+  try {
+    settings = loadSettings(env);
+  } catch (err) {
+    if (err instanceof SettingsError) failStart(err.setting, err.message);
+    throw err;
+  }
+  setLogLevel(settings.logLevel);
+
+  const startup: Startup = { ready: false, reason: 'starting' };
+  current = startup;
+  let instance: Instance | undefined;
+  let lock: DataDirLock | undefined;
+  let stopping = false;
+  let server: Server | undefined;
+
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('info', `${signal}: stopping (finishing in-flight deliveries)`);
+    server?.close();
+    server?.closeIdleConnections();
+    const closing = instance ? instance.close(drainMs) : Promise.resolve();
+    closing.then(
+      () => {
+        lock?.release();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log('error', 'shutdown failed', { error: errorText(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  try {
+    if (settings.strongboxKeyFile) {
+      try {
+        accessSync(settings.strongboxKeyFile, constants.R_OK);
+      } catch (err) {
+        throw new StartupError('STRONGBOX_KEY_FILE', `cannot read the key file: ${errorText(err)}`);
+      }
+    }
+    if (!settings.redisUrl) {
+      prepareDataDir(settings.dataDir);
+      lock = lockDataDir(settings.dataDir);
+    }
+    const notReady = (request: Request): Response =>
+      errorResponse(
+        new ApiError('unavailable', `edgeplane is not ready: ${startup.reason ?? 'starting'}`, { code: 'starting' }),
+        request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
+      );
+    server = createAdaptorServer({
+      // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
+      fetch: (request: Request, env: unknown) => (instance ? instance.app.fetch(request, env) : notReady(request)),
+      serverOptions: {
+        ...serverOptions,
+        // How often Node checks the two request time-outs below (its default is 30 s).
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
+      },
+    }) as Server;
+    server.headersTimeout = settings.httpHeadersTimeoutMs;
+    server.requestTimeout = settings.httpRequestTimeoutMs;
+    server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;
+    const port = await listen(server, settings);
+    if (stopping) return;
+
+    if (settings.redisUrl) {
+      startup.reason = `connecting to Redis at ${redactUrl(settings.redisUrl)}`;
+      if (!(await waitForRedis(settings.redisUrl, startup, () => stopping))) return;
+    }
+    startup.reason = 'opening the store';
+    const inst = await createInstance(settings);
+    instance = inst;
+    startup.ready = true;
+    startup.reason = undefined;
+    if (stopping) return void inst.close(drainMs);
+
+    const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
+    const how = settings.adminPassword
+      ? 'the ADMIN_PASSWORD'
+      : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+    log(
+      'info',
+      `edgeplane listening on http://${host}:${port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
+      { port, host: settings.host, site: settings.site },
+    );
+  } catch (err) {
+    if (stopping) return;
+    lock?.release();
+    if (err instanceof StartupError) failStart(err.setting, err.message);
+    if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
+    if (err instanceof SettingsError) failStart(err.setting, err.message);
+    const setting = settings.redisUrl ? 'REDIS_URL' : 'DATA_DIR';
+    failStart(setting, errorText(err));
+  }
+}

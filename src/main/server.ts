@@ -1,0 +1,123 @@
+/**
+ * Assembles one edgeplane process: settings → store → bus → secret store → auth → app, and
+ * (optionally) the exporter runtime. Used by worker.ts, tests and benchmarks.
+ */
+import type { Hono } from 'hono';
+import { buildApp, type AppInput } from './app.js';
+import type { AppEnv } from '../api/deps.js';
+import { auditToBus, createAuth } from '../auth/index.js';
+import { openBus } from '../bus/index.js';
+import { tenantBus } from '../bus/tenant-topics.js';
+import { isObject } from '../lib/json.js';
+import { log, setLogLevel } from '../lib/log.js';
+import { configKey } from '../store/keys.js';
+import type { Settings } from '../lib/settings.js';
+import { openStore } from '../store/index.js';
+import { decryptSecret } from '../secrets/secrets.js';
+import { Strongbox } from '../secrets/strongbox.js';
+import type { Runtime } from '../exporter/index.js';
+import { createMetrics } from '../ops/metrics.js';
+import { applyConfigFile } from '../ops/config-file.js';
+import { closeWatches } from '../api/watch.js';
+import { DeliveredHistory } from '../api/history.js';
+import { openFleet } from '../fleet/index.js';
+
+export type Instance = {
+  app: Hono<AppEnv>;
+  deps: AppInput;
+  runtime: Runtime | undefined;
+  /** Stops the runtime (finishing in-flight POSTs up to deadlineMs) and closes connections. */
+  close(deadlineMs?: number): Promise<void>;
+};
+
+export async function createInstance(
+  settings: Settings,
+  opts: { runtime?: boolean; announce?: (line: string) => void } = {},
+): Promise<Instance> {
+  setLogLevel(settings.logLevel);
+  const rawStore = await openStore(settings);
+  // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
+  const fleet = await openFleet(settings, rawStore);
+  const store = fleet.store;
+  if (!settings.redisUrl)
+    log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
+      dataDir: settings.dataDir,
+    });
+  else log('info', 'store and bus on Redis', { redis: settings.redisUrl.replace(/\/\/[^@/]*@/, '//***@') });
+  const bus = await openBus(settings);
+  const strongbox = new Strongbox(store);
+  await strongbox.open(settings);
+  const auth = createAuth({
+    settings: fleet.authSettings(settings),
+    store,
+    audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
+    ...(opts.announce ? { announce: opts.announce } : {}),
+  });
+  await auth.bootstrap();
+  const metrics = createMetrics({ enabled: settings.metricsEnabled });
+  if (settings.configFile) {
+    // Before the runtime starts, so exporters start from the file's configuration.
+    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });
+    log('info', `EDGEPLANE_CONFIG ${settings.configFile}: applied, ${r.changed} of ${r.objects} objects changed`, r);
+  }
+  let runtime: Runtime | undefined;
+  if (opts.runtime !== false) {
+    // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
+    const { startRuntime } = await import('../exporter/index.js');
+    runtime = await startRuntime({
+      settings,
+      store,
+      bus,
+      deliveryObserver: metrics.deliveryObserver,
+      secrets: {
+        sealed: () => strongbox.sealed,
+        read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
+          // A parent's vault only when the parent shares it with the owner (auth/tenants.ts).
+          const tenant = await auth.tenants.vaultTenant(
+            owner,
+            fromTenant,
+            vault,
+            'value-from-vault-secret/from-tenant',
+          );
+          const key = configKey(tenant, `strongbox/vaults/${vault}/secrets/${secret}`);
+          const entry = await store.get(key);
+          if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
+          const plain = decryptSecret(strongbox, key, entry.value);
+          const data = isObject(plain.data) ? plain.data : {};
+          return Object.fromEntries(
+            Object.entries(data).filter((e): e is [string, string] => typeof e[1] === 'string'),
+          );
+        },
+      },
+    });
+  }
+  const history = new DeliveredHistory(store, settings.site, runtime).start();
+  const deps: AppInput = {
+    settings,
+    store,
+    strongbox,
+    auth,
+    bus,
+    metrics,
+    history,
+    fleet,
+    readyChecks: fleet.readyChecks,
+    ...(runtime ? { runtime } : {}),
+  };
+  const app = buildApp(deps);
+  fleet.start();
+  return {
+    app,
+    deps,
+    runtime,
+    async close(deadlineMs = 10_000) {
+      closeWatches(store);
+      history.stop();
+      await runtime?.stop(deadlineMs);
+      await fleet.close();
+      auth.close();
+      await bus.close();
+      await store.close();
+    },
+  };
+}
