@@ -16,9 +16,8 @@
  */
 import { isObject, type JsonObject } from '../lib/json.js';
 import { configKey } from '../store/keys.js';
-import { placeHere } from '../exporter/placement.js';
-import { siteLabels, type SiteContext } from '../exporter/system-vars.js';
-import { compileLabelExpr } from '../query/labels.js';
+import { placeHere, selects } from '../exporter/placement.js';
+import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../exporter/system-vars.js';
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
 
@@ -50,11 +49,11 @@ export function indexView(view: ConfigView): ViewIndex {
     }
     m = deploymentKey.exec(key);
     if (m) {
-      const placement = value.placement;
-      if (isObject(placement) && typeof placement['match-site-labels'] === 'string') {
+      const selector = deploymentSelector(value);
+      if (selector !== undefined) {
         let d = index.deployments.get(m[1]!);
         if (!d) index.deployments.set(m[1]!, (d = new Map()));
-        d.set(m[2]!, placement['match-site-labels']);
+        d.set(m[2]!, selector);
       }
       continue;
     }
@@ -91,9 +90,7 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
 
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
 function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): SiteContext {
-  const labelMap = siteLabels(site, view.get(configKey(tenant, `sites/${site}`)));
-  const labels: Record<string, string | string[]> = {};
-  for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;
+  const labels = siteLabelRecord(siteLabels(site, view.get(configKey(tenant, `sites/${site}`))));
   const deployments = index.deployments.get(tenant) ?? new Map<string, string>();
   return { site, tenant, labels, vars: new Map(), deployments };
 }
@@ -144,7 +141,7 @@ export function applicableTo(
       for (const name of placement['application-deployments']) {
         if (typeof name !== 'string') continue;
         const expr = ctx.deployments.get(name);
-        if (expr === undefined || !selects(expr, ctx)) continue;
+        if (expr === undefined || !selects(expr, ctx.labels)) continue;
         const dKey = configKey(tenant, `application-deployments/${name}`);
         copy(view, dKey, out);
         const app = view.get(dKey)?.['application-name'];
@@ -165,12 +162,4 @@ export function applicableTo(
     tenantChain(view, index.parents, root, tenant, out);
   }
   return out;
-}
-
-function selects(expr: string, ctx: SiteContext): boolean {
-  try {
-    return compileLabelExpr(expr).test(ctx.labels);
-  } catch {
-    return false;
-  }
 }
