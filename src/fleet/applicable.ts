@@ -21,14 +21,66 @@ import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } fro
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
 
+/**
+ * The parts of a view that every site's set is built from, found in one scan, so computing
+ * the sets of a thousand sites does not scan the whole configuration a thousand times.
+ */
+export type ViewIndex = {
+  /** Webhook exporters in view order: key, owning tenant. */
+  webhooks: Array<{ key: string; tenant: string; cfg: JsonObject }>;
+  /** Per tenant: deployment name → its match-site-labels expression. */
+  deployments: Map<string, Map<string, string>>;
+  /** Per tenant: the objects below system/dns-zones, system/users and system/policies, in view order. */
+  basics: Map<string, Array<[string, JsonObject]>>;
+  /** Tenant → the tenant that keeps its tenant object (first in view order). */
+  parents: Map<string, string>;
+};
+
+const basicFolders = ['system/dns-zones/', 'system/users/', 'system/policies/'];
+
+export function indexView(view: ConfigView): ViewIndex {
+  const index: ViewIndex = { webhooks: [], deployments: new Map(), basics: new Map(), parents: new Map() };
+  const folders = new Map<string, Map<string, Array<[string, JsonObject]>>>(); // tenant → folder → objects
+  for (const [key, value] of view) {
+    let m = webhookKey.exec(key);
+    if (m) {
+      index.webhooks.push({ key, tenant: m[1]!, cfg: value });
+      continue;
+    }
+    m = deploymentKey.exec(key);
+    if (m) {
+      const selector = deploymentSelector(value);
+      if (selector !== undefined) {
+        let d = index.deployments.get(m[1]!);
+        if (!d) index.deployments.set(m[1]!, (d = new Map()));
+        d.set(m[2]!, selector);
+      }
+      continue;
+    }
+    m = tenantKey.exec(key);
+    if (m && !index.parents.has(m[2]!)) index.parents.set(m[2]!, m[1]!);
+    const slash = key.indexOf('/');
+    const folder = basicFolders.find((f) => key.startsWith(f, slash + 1));
+    if (slash < 0 || folder === undefined) continue;
+    const tenant = key.slice(0, slash);
+    let byFolder = folders.get(tenant);
+    if (!byFolder) folders.set(tenant, (byFolder = new Map()));
+    let list = byFolder.get(folder);
+    if (!list) byFolder.set(folder, (list = []));
+    list.push([key, value]);
+  }
+  // The order tenantBasics copied them in: dns-zones, users, policies.
+  for (const [tenant, byFolder] of folders)
+    index.basics.set(
+      tenant,
+      basicFolders.flatMap((f) => byFolder.get(f) ?? []),
+    );
+  return index;
+}
+
 const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
 const deploymentKey = /^([^/]+)\/application-deployments\/([^/]+)$/;
 const tenantKey = /^([^/]+)\/system\/tenants\/([^/]+)$/;
-
-function below(view: ConfigView, prefix: string, into: Map<string, JsonObject>): void {
-  const p = prefix + '/';
-  for (const [k, v] of view) if (k.startsWith(p)) into.set(k, v);
-}
 
 function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boolean {
   const v = view.get(key);
@@ -37,24 +89,20 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
 }
 
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
-function contextOf(view: ConfigView, tenant: string, site: string): SiteContext {
+function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): SiteContext {
   const labels = siteLabelRecord(siteLabels(site, view.get(configKey(tenant, `sites/${site}`))));
-  const deployments = new Map<string, string>();
-  for (const [k, d] of view) {
-    const m = deploymentKey.exec(k);
-    const selector = m && m[1] === tenant ? deploymentSelector(d) : undefined;
-    if (selector !== undefined) deployments.set(m![2]!, selector);
-  }
+  const deployments = index.deployments.get(tenant) ?? new Map<string, string>();
   return { site, tenant, labels, vars: new Map(), deployments };
 }
 
 /** The tenant objects from `tenant` up to the root (each kept by its parent). */
-function tenantChain(view: ConfigView, root: string, tenant: string, into: Map<string, JsonObject>): void {
-  const parents = new Map<string, string>();
-  for (const k of view.keys()) {
-    const m = tenantKey.exec(k);
-    if (m && !parents.has(m[2]!)) parents.set(m[2]!, m[1]!);
-  }
+function tenantChain(
+  view: ConfigView,
+  parents: ViewIndex['parents'],
+  root: string,
+  tenant: string,
+  into: Map<string, JsonObject>,
+): void {
   let t = tenant;
   for (let depth = 0; t !== root && depth < 64; depth++) {
     const parent = parents.get(t);
@@ -64,25 +112,26 @@ function tenantChain(view: ConfigView, root: string, tenant: string, into: Map<s
   }
 }
 
-function tenantBasics(view: ConfigView, tenant: string, into: Map<string, JsonObject>): void {
+function tenantBasics(view: ConfigView, index: ViewIndex, tenant: string, into: Map<string, JsonObject>): void {
   copy(view, configKey(tenant, 'system/settings'), into);
-  below(view, configKey(tenant, 'system/dns-zones'), into);
-  below(view, configKey(tenant, 'system/users'), into);
-  below(view, configKey(tenant, 'system/policies'), into);
+  for (const [k, v] of index.basics.get(tenant) ?? []) into.set(k, v);
 }
 
-export function applicableTo(view: ConfigView, site: string, root: string): Map<string, JsonObject> {
+/** `index` is indexView(view); pass it when computing the sets of many sites from one view. */
+export function applicableTo(
+  view: ConfigView,
+  site: string,
+  root: string,
+  index: ViewIndex = indexView(view),
+): Map<string, JsonObject> {
   const out = new Map<string, JsonObject>();
   copy(view, configKey(root, `sites/${site}`), out);
-  tenantBasics(view, root, out);
+  tenantBasics(view, index, root, out);
   const contexts = new Map<string, SiteContext>();
   const owners = new Set<string>();
-  for (const [key, cfg] of view) {
-    const m = webhookKey.exec(key);
-    if (!m) continue;
-    const tenant = m[1]!;
+  for (const { key, tenant, cfg } of index.webhooks) {
     let ctx = contexts.get(tenant);
-    if (!ctx) contexts.set(tenant, (ctx = contextOf(view, tenant, site)));
+    if (!ctx) contexts.set(tenant, (ctx = contextOf(view, index, tenant, site)));
     const placement = cfg['site-placement'];
     if (placeHere(placement, ctx).placed !== true) continue;
     out.set(key, cfg);
@@ -109,8 +158,8 @@ export function applicableTo(view: ConfigView, site: string, root: string): Map<
   }
   for (const tenant of owners) {
     if (tenant === root) continue;
-    tenantBasics(view, tenant, out);
-    tenantChain(view, root, tenant, out);
+    tenantBasics(view, index, tenant, out);
+    tenantChain(view, index.parents, root, tenant, out);
   }
   return out;
 }

@@ -24,7 +24,7 @@ import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
 import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
-import { startSiteSync, type SiteHooks, type SiteSync } from './site-sync.js';
+import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site-sync.js';
 import { createMemoryRelay, openRedisRelay, type FleetRelay } from './relay.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
@@ -81,8 +81,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
           site: settings.site,
           token,
           ca: f.controlPlaneCa,
-          store,
-          managed,
+          target: storeTarget(store, managed),
           hooks,
           reportIntervalMs: f.reportIntervalMs,
         });

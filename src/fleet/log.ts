@@ -40,6 +40,8 @@ export interface FleetLog {
   /** Drops entries older than `beforeMs` (their newest becomes the floor). */
   trim(site: string, beforeMs: number): Promise<void>;
   sites(): Promise<string[]>;
+  /** The head version of each of `sites` ('0-0' for a site without a log), in one round trip. */
+  heads(sites: string[]): Promise<Map<string, string>>;
   /** Called with a site's name after an append by any process. */
   onAppend(listener: (site: string) => void): () => void;
   close(): Promise<void>;
@@ -124,6 +126,9 @@ export function createMemoryFleetLog(now: () => number = Date.now): FleetLog {
     },
     async sites() {
       return [...logs.keys()].filter((s) => logs.get(s)!.head !== '0-0');
+    },
+    async heads(sites) {
+      return new Map(sites.map((s) => [s, logs.get(s)?.head ?? '0-0']));
     },
     onAppend(listener) {
       listeners.add(listener);
@@ -245,10 +250,16 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
       }),
     since: (site, after, limit) =>
       guarded(async () => {
+        const v = parseVersion(after);
+        if (!v || v[0] >= 2n ** 64n || v[1] >= 2n ** 64n) return 'reset' as const; // not a stream ID Redis takes
         const k = keysOf(site);
-        const meta = await client.hGetAll(k.meta);
+        // One round trip: the range is read with the bounds and dropped when `after` is outside them.
+        const [meta, rows] = (await client
+          .multi()
+          .hGetAll(k.meta)
+          .xRange(k.log, `(${after}`, '+', { COUNT: limit })
+          .exec()) as unknown as [Record<string, string>, Array<{ id: string; message: Record<string, string> }>];
         if (!withinHistory(after, meta.floor ?? '0-0', meta.head ?? '0-0')) return 'reset' as const;
-        const rows = await client.xRange(k.log, `(${after}`, '+', { COUNT: limit });
         return rows.map((r) => ({ version: r.id, changes: JSON.parse(String(r.message.c)) as FleetChange[] }));
       }),
     trim: (site, beforeMs) =>
@@ -257,6 +268,14 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
         await run(trimScript, [k.log, k.meta], [String(Math.floor(beforeMs))]);
       }),
     sites: () => guarded(async () => (await client.sMembers(sitesKey)).sort()),
+    heads: (sites) =>
+      guarded(async () => {
+        if (sites.length === 0) return new Map<string, string>();
+        const multi = client.multi();
+        for (const site of sites) multi.hGet(keysOf(site).meta, 'head');
+        const replies = await multi.exec();
+        return new Map(sites.map((s, i) => [s, typeof replies[i] === 'string' ? replies[i] : '0-0']));
+      }),
     onAppend(listener) {
       listeners.add(listener);
       if (!sub) {

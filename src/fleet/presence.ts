@@ -38,8 +38,7 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
   const touch = (site: string) => store.kvSet(seen + site, new Date(now()).toISOString());
   return {
     async connected(site, id, ttlMs) {
-      await store.kvSet(conn + site, id, ttlMs);
-      await touch(site);
+      await Promise.all([store.kvSet(conn + site, id, ttlMs), touch(site)]);
     },
     async disconnected(site, id) {
       // Another stream of the same site (a reconnection that overtook this one) stays connected.
@@ -47,8 +46,7 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
       await touch(site);
     },
     async applied(site, version) {
-      await store.kvSet(applied + site, version);
-      await touch(site);
+      await Promise.all([store.kvSet(applied + site, version), touch(site)]);
     },
     async isConnected(site) {
       return (await store.kvGet(conn + site)) !== undefined;

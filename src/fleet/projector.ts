@@ -23,7 +23,7 @@ import { etagOf } from '../store/etag.js';
 import type { Store } from '../store/store.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
-import { applicableTo } from './applicable.js';
+import { applicableTo, indexView, type ViewIndex } from './applicable.js';
 import type { FleetChange, FleetLog } from './log.js';
 
 export type ProjectorOptions = {
@@ -45,6 +45,9 @@ export type Projector = {
 
 type Known = { version: string; rev: number; etags: Map<string, string> };
 
+/** Sites projected at once in a pass (their appends in flight together). */
+const appendsAtOnce = 64;
+
 const siteKey = (root: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/sites/([^/]+)$`);
 
 export function startProjector(o: ProjectorOptions): Projector {
@@ -56,12 +59,16 @@ export function startProjector(o: ProjectorOptions): Projector {
   let stopped = false;
   let lastTrim = 0;
 
-  async function readConsistent(): Promise<{ rev: number; view: Map<string, JsonObject> } | undefined> {
+  type Read = { rev: number; view: Map<string, JsonObject>; etags: Map<string, string>; index: ViewIndex };
+
+  async function readConsistent(): Promise<Read | undefined> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const before = await o.store.revision();
       const entries = await o.store.list('');
       if ((await o.store.revision()) !== before) continue;
-      return { rev: before, view: new Map(entries.map((e) => [e.key, e.value])) };
+      const view = new Map(entries.map((e) => [e.key, e.value]));
+      // The store's ETag is etagOf(value): computed once per object, not once per site.
+      return { rev: before, view, etags: new Map(entries.map((e) => [e.key, e.etag])), index: indexView(view) };
     }
     return undefined;
   }
@@ -80,17 +87,19 @@ export function startProjector(o: ProjectorOptions): Projector {
     return k;
   }
 
-  async function projectSite(site: string, rev: number, view: Map<string, JsonObject>): Promise<void> {
+  async function projectSite(site: string, read: Read): Promise<void> {
+    const { rev, view } = read;
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
     // A site whose object was deleted receives nothing more: its synced set empties.
     const desired = view.has(`${o.root}/sites/${site}`)
-      ? applicableTo(view, site, o.root)
+      ? applicableTo(view, site, o.root, read.index)
       : new Map<string, JsonObject>();
     const changes: FleetChange[] = [];
     const etags = new Map<string, string>();
     for (const [key, value] of desired) {
-      const etag = etagOf(value);
+      // The store's ETag when the site gets the stored object itself (not a copy made for it).
+      const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
       etags.set(key, etag);
       if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
     }
@@ -109,8 +118,10 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function pass(): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
     const logged = await o.fleetLog.sites();
-    const named = (await o.store.list(`${o.root}/sites`)).some((e) => sitePattern.exec(e.key)?.[1] !== o.ownSite);
-    if (!named && logged.every((s) => s === o.ownSite)) return;
+    // (Looked for only while no site has a log: afterwards the full read below finds them.)
+    const named = async () =>
+      (await o.store.list(`${o.root}/sites`)).some((e) => sitePattern.exec(e.key)?.[1] !== o.ownSite);
+    if (logged.every((s) => s === o.ownSite) && !(await named())) return;
     const read = await readConsistent();
     if (!read) {
       again = true;
@@ -122,7 +133,13 @@ export function startProjector(o: ProjectorOptions): Projector {
       if (m) sites.add(m[1]!);
     }
     sites.delete(o.ownSite);
-    for (const site of sites) await projectSite(site, read.rev, read.view);
+    // Sites are independent (each append is a compare-and-set on that site's log alone), so
+    // their appends go out together, pipelined on the log's connection, a bounded number at once.
+    const queue = [...sites];
+    const worker = async () => {
+      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read);
+    };
+    await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
     if (now() - lastTrim >= 60_000) {
       lastTrim = now();
       for (const site of sites) await o.fleetLog.trim(site, now() - o.historyMs);
@@ -150,15 +167,26 @@ export function startProjector(o: ProjectorOptions): Projector {
       } while (again && !stopped && ++rounds < 20);
     })().finally(() => {
       running = undefined;
+      // Stopped by the round limit with a change still unprojected: go on shortly, not at the next resync.
+      if (again && !stopped) setTimeout(() => void project(), 50).unref();
     });
     return running;
   }
 
+  /** Forgets what this process knows of the sites whose log another process appended to. */
+  async function resync(): Promise<void> {
+    const sites = [...known.keys()];
+    try {
+      const heads = await o.fleetLog.heads(sites);
+      for (const site of sites) if (heads.get(site) !== known.get(site)?.version) known.delete(site);
+    } catch {
+      known.clear();
+    }
+    await project();
+  }
+
   const unsubscribe = o.store.onChange(() => void project());
-  const timer = setInterval(() => {
-    known.clear(); // also picks up appends this process did not see
-    void project();
-  }, o.resyncMs ?? 10_000);
+  const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
 

@@ -35,7 +35,7 @@ import { isObject, type Json } from '../lib/json.js';
 import { parseVersion, type FleetLog } from './log.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
-import { issueSiteToken, siteOfToken } from './site-tokens.js';
+import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
 
 export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
 
@@ -83,6 +83,7 @@ export async function authenticateSite(deps: AppDeps, c: Context, site: string):
   const h = c.req.header('authorization') ?? '';
   const m = /^Bearer (\S+)$/.exec(h);
   if (!m) throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
+  if (await isTokenOf(deps.store, site, m[1]!)) return;
   const owner = await siteOfToken(deps.store, m[1]!);
   if (owner === undefined)
     throw siteUnauthorized(

@@ -42,9 +42,8 @@ export type SiteSyncOptions = {
   token: string;
   /** PEM of the CA for an https control plane. */
   ca?: string | undefined;
-  /** The site's own store (not the read-only view): sync writes synced objects. */
-  store: Store;
-  managed: ManagedKeys;
+  /** Where changes are applied: the site's own store (storeTarget), or any other SyncTarget. */
+  target: SyncTarget;
   /** Jitter source in [0, 1) (tests inject one). */
   random?: () => number;
   baseBackoffMs?: number;
@@ -54,6 +53,19 @@ export type SiteSyncOptions = {
   reportIntervalMs?: number;
   /** Waits before a reconnection (tests inject one that records the delay and returns at once). */
   sleep?: (ms: number) => Promise<void>;
+};
+
+/**
+ * Where a site applies what it receives, each change together with its version. The product's
+ * is the site's store (storeTarget); the fleet bench gives each simulated site a map in memory.
+ */
+export type SyncTarget = {
+  /** The last version applied (undefined: never synced); read at each (re)connection. */
+  load(): Promise<string | undefined>;
+  /** Applies one entry and records its version in one step; false when that version was already applied. */
+  applyEntry(version: string, changes: FleetChange[]): Promise<boolean>;
+  /** Replaces every synced object by the snapshot and records its version in one step. */
+  applySnapshot(version: string, objects: Map<string, JsonObject>): Promise<void>;
 };
 
 export type SiteSync = {
@@ -107,6 +119,24 @@ export async function applySnapshot(
     if ((await store.commit(ops)).ok) return keys;
   }
   throw new Error(`could not apply snapshot ${version}: the sync record kept changing`);
+}
+
+/** The site's own store (not the read-only view) as the target; `managed` follows each commit. */
+export function storeTarget(store: Store, managed: ManagedKeys): SyncTarget {
+  return {
+    async load() {
+      await managed.load(store);
+      return managed.version;
+    },
+    async applyEntry(version, changes) {
+      const keys = await applyEntry(store, version, changes);
+      if (keys) managed.set({ version, keys });
+      return keys !== undefined;
+    },
+    async applySnapshot(version, objects) {
+      managed.set({ version, keys: await applySnapshot(store, version, objects) });
+    },
+  };
 }
 
 function parseChanges(data: string): FleetChange[] {
@@ -233,32 +263,28 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     if (ev.event === 'request') return answer(ev.data);
     if (ev.event === 'bookmark' && ev.id) {
       // Recorded like an empty entry (skipped when the site already has it), and acknowledged.
-      const keys = await applyEntry(o.store, ev.id, []);
-      if (keys) o.managed.set({ version: ev.id, keys });
+      await o.target.applyEntry(ev.id, []);
       ack(ev.id);
     } else if (ev.event === 'change' && ev.id) {
       const changes = parseChanges(ev.data);
-      const keys = await applyEntry(o.store, ev.id, changes);
-      if (keys) {
-        o.managed.set({ version: ev.id, keys });
+      if (await o.target.applyEntry(ev.id, changes))
         log('info', 'fleet: applied change', { site: o.site, version: ev.id, objects: changes.length });
-      }
       ack(ev.id);
     } else if (ev.event === 'snapshot' && ev.id) {
-      const keys = await applySnapshot(o.store, ev.id, parseSnapshot(ev.data));
-      o.managed.set({ version: ev.id, keys });
-      log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: keys.length });
+      const objects = parseSnapshot(ev.data);
+      await o.target.applySnapshot(ev.id, objects);
+      log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: objects.size });
       ack(ev.id);
     }
     // `reset` only announces the snapshot that follows; unknown events are ignored.
   }
 
   async function once(): Promise<boolean> {
-    await o.managed.load(o.store);
+    const version = await o.target.load();
     const abort = new AbortController();
     current = abort;
     const headers: Record<string, string> = { authorization: `Bearer ${o.token}`, accept: 'text/event-stream' };
-    if (o.managed.version) headers['last-event-id'] = o.managed.version;
+    if (version) headers['last-event-id'] = version;
     const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
       headers,
       dispatcher: agent,

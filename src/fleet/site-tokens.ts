@@ -36,3 +36,8 @@ export async function siteOfToken(store: Store, token: string): Promise<string |
   // Two concurrent issues both write an id; only the one the site points at is valid.
   return (await store.kvGet(bySite + site)) === id ? site : undefined;
 }
+
+/** True when `token` is the current token of `site`: one read, the sync routes' usual case. */
+export async function isTokenOf(store: Store, site: string, token: string): Promise<boolean> {
+  return /^[A-Za-z0-9_-]{43}$/.test(token) && (await store.kvGet(bySite + site)) === tokenId(token);
+}

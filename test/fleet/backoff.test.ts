@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManagedKeys } from '../../src/fleet/managed.js';
-import { reconnectDelay, startSiteSync } from '../../src/fleet/site-sync.js';
+import { reconnectDelay, startSiteSync, storeTarget } from '../../src/fleet/site-sync.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { tempDir } from '../helpers/backends.js';
 import { setLogLevel } from '../../src/lib/log.js';
@@ -77,8 +77,7 @@ test('the site loop waits by that back-off between failures and starts over afte
     url,
     site: 'edge-x',
     token: 't',
-    store,
-    managed: new ManagedKeys(),
+    target: storeTarget(store, new ManagedKeys()),
     random: () => 0.5,
     baseBackoffMs: 100,
     maxBackoffMs: 1000,

@@ -42,6 +42,22 @@ function logSuite(name: string, open: () => Promise<Pair>) {
     assert.equal(await a.sites(), ['s']);
   });
 
+  t("heads: each named site's head as every process sees it, 0-0 for a site without a log", async ({ pair }) => {
+    const { a, b } = pair;
+    assert.equal([...(await a.heads([]))], []);
+    const v1 = (await a.append('s1', '0-0', 1, [{ op: 'put', key: 'k', value: { n: 1 } }]))!;
+    const v2 = (await b.append('s1', v1, 2, [{ op: 'put', key: 'k', value: { n: 2 } }]))!;
+    const w1 = (await b.append('s2', '0-0', 2, [{ op: 'put', key: 'k', value: { n: 1 } }]))!;
+    assert.equal(
+      [...(await a.heads(['s1', 's2', 'none']))],
+      [
+        ['s1', v2],
+        ['s2', w1],
+        ['none', '0-0'],
+      ],
+    );
+  });
+
   t('since: entries after a version, in order; reset outside the history', async ({ pair }) => {
     const { a } = pair;
     let head = '0-0';
@@ -63,6 +79,7 @@ function logSuite(name: string, open: () => Promise<Pair>) {
     assert.is(await a.since('s', '1-0', 10), 'reset', 'older than the log');
     assert.is(await a.since('s', '99999999999999-0', 10), 'reset', 'newer than the head');
     assert.is(await a.since('s', 'garbage', 10), 'reset');
+    assert.is(await a.since('s', '99999999999999999999-0', 10), 'reset', 'beyond a stream ID');
   });
 
   t('trim drops entries older than the cutoff and moves the floor', async ({ pair }) => {

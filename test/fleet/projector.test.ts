@@ -14,7 +14,7 @@ import type { JsonObject } from '../../src/lib/json.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
 import { freshRedisDb } from '../helpers/redis.js';
-import { eventually } from '../helpers/wait.js';
+import { eventually, sleep } from '../helpers/wait.js';
 import { SITE_WAIT } from '../helpers/fleet.js';
 
 /** Every entry of a site's stream (ep:fleet:<site>:log, read with a plain client), applied in order to an empty set. */
@@ -84,6 +84,49 @@ test('two projectors on one Redis: the log replays to exactly what applies, for 
     for (const p of projectors) await p.stop();
     for (const l of logs) await l.close();
     for (const s of stores) await s.close();
+  }
+});
+
+test('the periodic resync re-projects a site whose log another process changed, and only such a site', async () => {
+  const url = await freshRedisDb(10);
+  const store = await openRedisStore(url);
+  const log = await openRedisFleetLog(url);
+  const other = await openRedisFleetLog(url); // another control-plane process's connection
+  const projector = startProjector({
+    store,
+    fleetLog: log,
+    root: 'default',
+    ownSite: 'hq',
+    historyMs: 86_400_000,
+    resyncMs: 100,
+  });
+  const exporter = 'default/volga/webhooks/w';
+  try {
+    for (const s of ['s1', 's2']) await put(store, `default/sites/${s}`, { name: s });
+    await put(store, exporter, {
+      name: 'w',
+      url: 'http://x/',
+      topics: ['t'],
+      'site-placement': { 'all-sites': true },
+    });
+    await projector.project();
+    for (const s of ['s1', 's2'])
+      await eventually(async () => (await log.snapshot(s)).objects.has(exporter), `${s} has the exporter`, SITE_WAIT);
+    // The other process removes the exporter from s1's log; the configuration does not change.
+    const snap = await other.snapshot('s1');
+    assert.ok(await other.append('s1', snap.version, snap.rev, [{ op: 'delete', key: exporter }]));
+    await eventually(
+      async () => (await log.snapshot('s1')).objects.has(exporter),
+      "s1's set is what applies to it again",
+      SITE_WAIT,
+    );
+    const heads = await log.heads(['s1', 's2']);
+    await sleep(500); // five resyncs
+    assert.equal(await log.heads(['s1', 's2']), heads, 'a resync appends nothing when the logs are in step');
+  } finally {
+    await projector.stop();
+    for (const l of [log, other]) await l.close();
+    await store.close();
   }
 });
 
