@@ -16,6 +16,9 @@ import type { JsonObject } from '../json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import type { ProbeCheck } from '../ops/probes.js';
+import type { Strongbox } from '../secrets/strongbox.js';
+import { log } from '../log.js';
+import { loadSiteKey } from './sealing.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
@@ -37,6 +40,12 @@ export type Fleet = {
   siteState(site: string): Promise<JsonObject | undefined>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
+  /**
+   * Called once the secret store is open, before exporters start. Control plane: secrets are
+   * sealed for each site with it. Edge site: loads (or makes) the site's key pair, so synced
+   * secrets open in memory, also while the control plane is out of reach.
+   */
+  attachStrongbox(box: Strongbox): Promise<void>;
   start(): void;
   close(): Promise<void>;
 };
@@ -51,6 +60,16 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     const url = f.controlPlaneUrl;
     const token = f.siteToken;
     let sync: SiteSync | undefined;
+    let box: Strongbox | undefined;
+    let publicKey: string | undefined;
+    const siteKey = async (): Promise<string> => {
+      if (publicKey) return publicKey;
+      if (!box || box.sealed)
+        throw new Error(
+          'the secret store is sealed: unseal it; secrets reach this site sealed for its key, kept there',
+        );
+      return (publicKey = await loadSiteKey(store, box, settings.site));
+    };
     return {
       role: 'edge-site',
       store: readOnlySynced(store, managed),
@@ -69,8 +88,25 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
               : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
         },
       ],
+      async attachStrongbox(b) {
+        box = b;
+        if (!b.sealed)
+          await siteKey().catch((err: unknown) =>
+            log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
+              error: err instanceof Error ? err.message : String(err),
+            }),
+          );
+      },
       start() {
-        sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
+        sync = startSiteSync({
+          url,
+          site: settings.site,
+          token,
+          ca: f.controlPlaneCa,
+          store,
+          managed,
+          publicKey: siteKey,
+        });
       },
       async close() {
         await sync?.stop();
@@ -79,15 +115,26 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
   }
   const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
   let projector: Projector | undefined;
+  let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);
   return {
     role: 'control-plane',
     store,
     authSettings: (s) => s,
     userRoutes: (deps) => [fleetUserRoutes(deps)],
-    siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, presence, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
+    siteRoutes: (deps) => [
+      fleetSiteRoutes(deps, {
+        fleetLog,
+        presence,
+        keepAliveMs: opts.keepAliveMs ?? 15_000,
+        reseal: () => projector?.project() ?? Promise.resolve(),
+      }),
+    ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
     readyChecks: [],
+    async attachStrongbox(b) {
+      box = b;
+    },
     start() {
       projector = startProjector({
         store,
@@ -95,6 +142,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         root: settings.tenant,
         ownSite: settings.site,
         historyMs: f.historyMs,
+        ...(box ? { strongbox: box } : {}),
         ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
       });
     },

@@ -8,6 +8,8 @@
  * version is skipped. When the stream ends or fails it reconnects after an exponential
  * back-off with jitter (half to all of min(max, base × 2^attempt)), reset after an event.
  * While disconnected, the site keeps running on what it applied, across its own restarts.
+ * Each request presents the site's public key (sealing.ts): secrets arrive sealed for it and
+ * are stored as they came.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -17,6 +19,7 @@ import { isObject, type JsonObject } from '../json.js';
 import { log } from '../log.js';
 import { compareVersions, type FleetChange } from './log.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
+import { siteKeyHeader } from './sealing.js';
 
 export type SiteSyncOptions = {
   url: string;
@@ -27,6 +30,8 @@ export type SiteSyncOptions = {
   /** The site's own store (not the read-only view): sync writes synced objects. */
   store: Store;
   managed: ManagedKeys;
+  /** The site's public key (sealing.ts), sent with each sync request; throws while it cannot be had. */
+  publicKey: () => Promise<string>;
   random?: () => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
@@ -168,9 +173,14 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
 
   async function once(): Promise<boolean> {
     await o.managed.load(o.store);
+    const publicKey = await o.publicKey();
     const abort = new AbortController();
     current = abort;
-    const headers: Record<string, string> = { authorization: `Bearer ${o.token}`, accept: 'text/event-stream' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${o.token}`,
+      accept: 'text/event-stream',
+      [siteKeyHeader]: publicKey,
+    };
     if (o.managed.version) headers['last-event-id'] = o.managed.version;
     const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
       headers,
