@@ -5,8 +5,9 @@
  * header to a webhook sink. Every key, hash field, stream entry and set member of both Redis
  * servers, every file of the embedded site's DATA_DIR and every log line is then searched for
  * the secret's value, in clear, base64, base64url and hex: it is nowhere. A secret changed at
- * the control plane reaches the sites, whose exporters send the new value; a site whose key
- * pair changed (its key wiped, as on a reinstall) gets its secrets sealed again for the new key.
+ * the control plane reaches the sites, whose exporters send the new value; a site restarted
+ * while cut off still opens its secrets; a site whose key pair changed (its key wiped, as on a
+ * reinstall) gets its secrets sealed again for the new key.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -18,7 +19,7 @@ import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from './helpers/api-proc.js';
 import { freshRedisDb } from './helpers/api.js';
 import { client, waitUntil, type Client } from './helpers/fleet.js';
-import { startRedis, type RedisServer } from './helpers/redis.js';
+import { freePort, startRedis, type RedisServer } from './helpers/redis.js';
 import { startWebhookServer, type WebhookServer } from './helpers/webhook-server.js';
 
 const password = 'fleet-secrets-password';
@@ -237,6 +238,15 @@ test('a secret changed at the control plane reaches the sites, whose exporters s
   await deliversWith('edge-r', second);
   await deliversWith('edge-e', second);
   await scanEverything([first, second]);
+});
+
+test('a site restarted while its control plane is out of reach opens its secrets and delivers', async () => {
+  await stopSite('edge-e');
+  const env = sites.get('edge-e')!.env;
+  await startSite('edge-e', { ...env, CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}` });
+  await deliversWith('edge-e', second);
+  assert.match(sites.get('edge-e')!.proc.output(), /sync with the control plane failed/);
+  sites.get('edge-e')!.env = env;
 });
 
 test('a site whose key pair changed gets its secrets sealed again for the new key', async () => {

@@ -125,8 +125,20 @@ export function startProjector(o: ProjectorOptions): Projector {
         sealedSkips.add(site);
         return;
       }
+      let sealed: JsonObject;
+      try {
+        sealed = sealSecretFor(o.strongbox, site, publicKey, key, value);
+      } catch (err) {
+        // One unreadable secret holds back its site only (the next pass tries again), not the fleet.
+        log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
+          site,
+          key,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return;
+      }
       etags.set(key, etag);
-      changes.push({ op: 'put', key, value: sealSecretFor(o.strongbox, site, publicKey, key, value) });
+      changes.push({ op: 'put', key, value: sealed });
     }
     for (const key of k.etags.keys()) if (!desired.has(key)) changes.push({ op: 'delete', key });
     if (changes.length === 0) return;
