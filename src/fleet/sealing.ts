@@ -18,8 +18,8 @@
  * gets a reset and a snapshot).
  */
 import { createHash } from 'node:crypto';
-import { isObject, type JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import { generateSiteKey, keyId, loadSitePrivateKey, seal, sealedFingerprint } from '../secrets/sealed.js';
 import { sealedContext, type Strongbox } from '../secrets/strongbox.js';
