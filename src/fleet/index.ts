@@ -18,7 +18,7 @@ import type { Store } from '../store/store.js';
 import type { ProbeCheck } from '../ops/probes.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import { log } from '../lib/log.js';
-import { loadSiteKey } from './sealing.js';
+import { loadSiteKey, storedPublicKey } from './sealing.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
@@ -64,12 +64,21 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     let publicKey: string | undefined;
     const siteKey = async (): Promise<string> => {
       if (publicKey) return publicKey;
-      if (!box || box.sealed)
-        throw new Error(
-          'the secret store is sealed: unseal it; secrets reach this site sealed for its key, kept there',
-        );
+      if (!box || box.sealed) {
+        // Sealed, a site that has its key pair still syncs (secrets stay closed until unsealed);
+        // a site without one waits, as it needs its master key to keep the private part.
+        const known = await storedPublicKey(store);
+        if (known) return known;
+        throw new Error('the secret store is sealed and this site has no key pair yet: unseal (or init) it to sync');
+      }
       return (publicKey = await loadSiteKey(store, box, settings.site));
     };
+    const loadKey = () =>
+      siteKey().catch((err: unknown) =>
+        log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      );
     return {
       role: 'edge-site',
       store: readOnlySynced(store, managed),
@@ -90,12 +99,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       ],
       async attachStrongbox(b) {
         box = b;
-        if (!b.sealed)
-          await siteKey().catch((err: unknown) =>
-            log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
-              error: err instanceof Error ? err.message : String(err),
-            }),
-          );
+        b.onUnseal(async () => void (await loadKey()));
+        if (!b.sealed) await loadKey();
       },
       start() {
         sync = startSiteSync({

@@ -92,6 +92,11 @@ function parseStored(text: string | undefined): StoredKey | undefined {
   return undefined;
 }
 
+/** At an edge site: the public part of its key pair, readable while its secret store is sealed. */
+export async function storedPublicKey(store: Store): Promise<string | undefined> {
+  return parseStored(await store.kvGet(ownKey))?.public;
+}
+
 /**
  * At an edge site: loads the site's key pair into the secret store (which must be unsealed),
  * making it on first use. Several processes of one site on one Redis: one claim makes it, the

@@ -52,6 +52,7 @@ export function sealedContext(site: string, storeKey: string, member: string): s
 export class Strongbox {
   private key: Buffer | undefined;
   private siteKey: { site: string; key: SitePrivateKey } | undefined;
+  private readonly unsealListeners = new Set<() => Promise<void> | void>();
 
   constructor(private readonly store: Store) {}
 
@@ -121,6 +122,13 @@ export class Strongbox {
     }
     this.key = key;
     log('info', 'strongbox: unsealed');
+    await Promise.all([...this.unsealListeners].map((fn) => fn()));
+  }
+
+  /** Runs `fn` after each unseal, before the unseal resolves (an edge site then loads its key pair). */
+  onUnseal(fn: () => Promise<void> | void): () => void {
+    this.unsealListeners.add(fn);
+    return () => this.unsealListeners.delete(fn);
   }
 
   /** True when the store has a master key (its check value), whether or not this process holds it. */
@@ -145,6 +153,7 @@ export class Strongbox {
     await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
     this.key = key;
     log('info', 'strongbox: initialised with a new master key and unsealed');
+    await Promise.all([...this.unsealListeners].map((fn) => fn()));
     return key.toString('base64');
   }
 

@@ -6,7 +6,8 @@
  * servers, every file of the embedded site's DATA_DIR and every log line is then searched for
  * the secret's value, in clear, base64, base64url and hex: it is nowhere. A secret changed at
  * the control plane reaches the sites, whose exporters send the new value; a site restarted
- * while cut off still opens its secrets; a site whose key pair changed (its key wiped, as on a
+ * while cut off still opens its secrets, one whose secret store is sealed syncs and opens them
+ * once unsealed; a site whose key pair changed (its key wiped, as on a
  * reinstall) gets its secrets sealed again for the new key.
  */
 import { randomBytes } from 'node:crypto';
@@ -246,6 +247,27 @@ test('a site restarted while its control plane is out of reach opens its secrets
   await startSite('edge-e', { ...env, CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}` });
   await deliversWith('edge-e', second);
   assert.match(sites.get('edge-e')!.proc.output(), /sync with the control plane failed/);
+  sites.get('edge-e')!.env = env;
+});
+
+test('a site whose secret store is sealed still syncs; its secrets open once it is unsealed', async () => {
+  await stopSite('edge-e');
+  const env = sites.get('edge-e')!.env;
+  await startSite('edge-e', { ...env, STRONGBOX_AUTO_UNSEAL: 'false' });
+  const at = sites.get('edge-e')!.admin;
+  const labels = { role: 'pos', tier: 'sealed-test' };
+  assert.is((await admin.call('PATCH', '/v1/config/sites/edge-e', { labels })).status, 204);
+  await waitUntil(async () => {
+    const r = await at.call('GET', '/v1/config/sites/edge-e');
+    return (r.body as { labels?: { tier?: string } }).labels?.tier === 'sealed-test';
+  }, 'a change reaches the sealed site');
+  const sealed = await at.call('GET', '/v1/state/volga/webhooks/signed');
+  assert.is(sealed.status, 503, 'the site is sealed');
+  const key = readFileSync(join(embeddedDir, 'strongbox.key'), 'utf8').trim();
+  const unseal = await at.call('POST', '/v1/strongbox/unseal', { key });
+  assert.ok(unseal.status < 300, unseal.text);
+  assert.is((await at.call('POST', '/v1/state/volga/webhooks/signed/restart')).status < 300, true);
+  await deliversWith('edge-e', second);
   sites.get('edge-e')!.env = env;
 });
 
