@@ -18,7 +18,8 @@
  * The sync request carries the site's public key (header `x-edgeplane-site-key`, 400 without
  * it): vault secrets are sealed for it (sealing.ts). A key other than the one recorded for the
  * site is recorded, the site's secrets are sealed again for it, and the site gets a reset and a
- * snapshot whatever version it resumes from.
+ * snapshot whatever version it resumes from. A stream whose token was replaced (issue-token)
+ * ends before its next read.
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
@@ -166,6 +167,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
           parameter: name,
         });
     const publicKey = presentedKey(c);
+    const bearer = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
     const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
     let start = resumeFrom;
     if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
@@ -195,6 +197,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
             start,
             () => aborted,
             () => o.presence.connected(site, id, ttl),
+            // A new token revokes this one: the stream ends, and no change reaches its holder.
+            async () => (await siteOfToken(deps.store, bearer)) === site,
           );
         } finally {
           await o.presence.disconnected(site, id).catch(() => undefined);
@@ -238,9 +242,11 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     start: string | undefined,
     aborted: () => boolean,
     alive: () => Promise<void>,
+    valid: () => Promise<boolean>,
   ) {
     let version = start;
     while (!aborted()) {
+      if (!(await valid())) return;
       // Ask to be woken before reading, so an append between the read and the wait is not missed.
       const woken = wait(site, o.keepAliveMs);
       if (version === undefined) {

@@ -271,6 +271,23 @@ test('a site whose secret store is sealed still syncs; its secrets open once it 
   sites.get('edge-e')!.env = env;
 });
 
+test('a new token: the old stream ends and the site keeps its secrets; with the new token they are sealed again', async () => {
+  const next = (await admin.call('POST', '/v1/state/sites/edge-e/issue-token')).body as { token: string };
+  // The control plane forgot the key presented with the old token: it seals nothing more for it.
+  await waitUntil(async () => (await sealedFor('edge-e')) === '', 'no secret sealed for the forgotten key', 30_000);
+  const at = sites.get('edge-e')!.admin;
+  assert.is((await at.call('GET', '/v1/config/strongbox/vaults/pay/secrets/api')).status, 200, 'kept at the site');
+  await deliversWith('edge-e', second);
+  await stopSite('edge-e');
+  const env = { ...sites.get('edge-e')!.env, SITE_TOKEN: next.token };
+  await startSite('edge-e', env);
+  await waitUntil(
+    async () => (await sealedFor('edge-e')) !== '',
+    'sealed again for the key presented with the new token',
+  );
+  await deliversWith('edge-e', second);
+});
+
 test('a site whose key pair changed gets its secrets sealed again for the new key', async () => {
   const before = await sealedFor('edge-r');
   await stopSite('edge-r');
