@@ -7,7 +7,7 @@
 import type { Bus } from '../bus/bus.js';
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
-import { topicAllowed } from '../model/topics.js';
+import { topicAllowed } from '../bus/topics.js';
 import type { Store } from '../store/store.js';
 import { AdaptiveLimit } from './adaptive.js';
 import { AttemptLog, attemptsKey } from './attempts.js';

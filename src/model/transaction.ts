@@ -17,7 +17,7 @@ import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
 import type { Store, WriteOp } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import { redactSecret, unredact } from '../secrets/secrets.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
 import { listRulesOf, resolvePath, type Resolved } from './resources.js';

@@ -17,7 +17,7 @@ import { tenantChecks } from '../api/tenant-checks.js';
 import { isObject } from '../lib/json.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { passwordHashField, usersPath } from '../auth/users.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
 
 export class ConfigFileError extends Error {}
