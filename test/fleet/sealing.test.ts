@@ -17,7 +17,7 @@ import { generateSiteKey, loadSitePrivateKey, open } from '../../src/secrets/sea
 import { sealedContext, Strongbox } from '../../src/secrets/strongbox.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
-import { freshRedisDb } from '../helpers/api.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 const secretKey = 'default/strongbox/vaults/v/secrets/s';
 const masterKey = randomBytes(32).toString('base64');

@@ -18,9 +18,9 @@ import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { client, waitUntil, type Client } from '../helpers/fleet.js';
-import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
+import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
+import { eventually } from '../helpers/wait.js';
+import { freePort, freshRedisDb, startRedis, type RedisServer } from '../helpers/redis.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 
 const password = 'fleet-secrets-password';
@@ -64,7 +64,7 @@ async function stopSite(name: string): Promise<void> {
 /** Produces at `site` until its exporter delivers a message carrying `token`. */
 async function deliversWith(site: string, token: string): Promise<void> {
   const s = sites.get(site)!;
-  await waitUntil(
+  await eventually(
     async () => {
       const payload = `${site}-${produced++}`;
       const r = await s.admin.call('POST', '/v1/state/volga/topics/readings/produce', { payload });
@@ -78,7 +78,7 @@ async function deliversWith(site: string, token: string): Promise<void> {
       return false;
     },
     `site ${site} delivers with the current secret value`,
-    60_000,
+    { ...SITE_WAIT, timeoutMs: 60_000 },
   );
 }
 
@@ -257,10 +257,14 @@ test('a site whose secret store is sealed still syncs; its secrets open once it 
   const at = sites.get('edge-e')!.admin;
   const labels = { role: 'pos', tier: 'sealed-test' };
   assert.is((await admin.call('PATCH', '/v1/config/sites/edge-e', { labels })).status, 204);
-  await waitUntil(async () => {
-    const r = await at.call('GET', '/v1/config/sites/edge-e');
-    return (r.body as { labels?: { tier?: string } }).labels?.tier === 'sealed-test';
-  }, 'a change reaches the sealed site');
+  await eventually(
+    async () => {
+      const r = await at.call('GET', '/v1/config/sites/edge-e');
+      return (r.body as { labels?: { tier?: string } }).labels?.tier === 'sealed-test';
+    },
+    'a change reaches the sealed site',
+    SITE_WAIT,
+  );
   const sealed = await at.call('GET', '/v1/state/volga/webhooks/signed');
   assert.is(sealed.status, 503, 'the site is sealed');
   const key = readFileSync(join(embeddedDir, 'strongbox.key'), 'utf8').trim();
@@ -274,16 +278,20 @@ test('a site whose secret store is sealed still syncs; its secrets open once it 
 test('a new token: the old stream ends and the site keeps its secrets; with the new token they are sealed again', async () => {
   const next = (await admin.call('POST', '/v1/state/sites/edge-e/issue-token')).body as { token: string };
   // The control plane forgot the key presented with the old token: it seals nothing more for it.
-  await waitUntil(async () => (await sealedFor('edge-e')) === '', 'no secret sealed for the forgotten key', 30_000);
+  await eventually(async () => (await sealedFor('edge-e')) === '', 'no secret sealed for the forgotten key', {
+    ...SITE_WAIT,
+    timeoutMs: 30_000,
+  });
   const at = sites.get('edge-e')!.admin;
   assert.is((await at.call('GET', '/v1/config/strongbox/vaults/pay/secrets/api')).status, 200, 'kept at the site');
   await deliversWith('edge-e', second);
   await stopSite('edge-e');
   const env = { ...sites.get('edge-e')!.env, SITE_TOKEN: next.token };
   await startSite('edge-e', env);
-  await waitUntil(
+  await eventually(
     async () => (await sealedFor('edge-e')) !== '',
     'sealed again for the key presented with the new token',
+    SITE_WAIT,
   );
   await deliversWith('edge-e', second);
 });
@@ -297,7 +305,11 @@ test('a site whose key pair changed gets its secrets sealed again for the new ke
   assert.is(await c.del('ep:kv:fleet:site-key'), 1, "edge-r's key pair was in its kv area");
   await c.quit();
   await startSite('edge-r', sites.get('edge-r')!.env);
-  await waitUntil(async () => (await sealedFor('edge-r')).slice(0, 26) !== before.slice(0, 26), 'sealed again');
+  await eventually(
+    async () => (await sealedFor('edge-r')).slice(0, 26) !== before.slice(0, 26),
+    'sealed again',
+    SITE_WAIT,
+  );
   await deliversWith('edge-r', second);
   await scanEverything([first, second]);
 });
