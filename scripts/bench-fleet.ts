@@ -140,6 +140,7 @@ async function siteProcess(): Promise<void> {
     return n;
   };
   const { startSiteSync } = await import('../src/fleet/site-sync.js');
+  const { generateSiteKey } = await import('../src/secrets/sealed.js');
   const { setLogLevel } = await import('../src/lib/log.js');
   setLogLevel('error'); // a control-plane restart makes every site warn once
 
@@ -229,7 +230,15 @@ async function siteProcess(): Promise<void> {
           for (const { site, token } of msg.sites) {
             const sim: Sim = { version: undefined, objects: new Map(), events: [], skipped: 0 };
             sims.set(site, sim);
-            sim.sync = startSiteSync({ url: msg.url, site, token, target: target(site, sim) });
+            // Each simulated site presents a key of its own, as a real site does (secrets get sealed for it).
+            const { publicKey } = generateSiteKey();
+            sim.sync = startSiteSync({
+              url: msg.url,
+              site,
+              token,
+              target: target(site, sim),
+              publicKey: () => Promise.resolve(publicKey),
+            });
           }
           reply({ rid: msg.rid });
           break;

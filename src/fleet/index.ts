@@ -19,6 +19,9 @@ import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
+import type { Strongbox } from '../secrets/strongbox.js';
+import { log } from '../lib/log.js';
+import { loadSiteKey, storedPublicKey } from './sealing.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
@@ -42,6 +45,12 @@ export type Fleet = FleetView & {
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
+  /**
+   * Called once the secret store is open, before exporters start. Control plane: secrets are
+   * sealed for each site with it. Edge site: loads (or makes) the site's key pair, so synced
+   * secrets open in memory, also while the control plane is out of reach.
+   */
+  attachStrongbox(box: Strongbox): Promise<void>;
   start(hooks?: SiteHooks): void;
   close(): Promise<void>;
 };
@@ -56,6 +65,25 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     const url = f.controlPlaneUrl;
     const token = f.siteToken;
     let sync: SiteSync | undefined;
+    let box: Strongbox | undefined;
+    let publicKey: string | undefined;
+    const siteKey = async (): Promise<string> => {
+      if (publicKey) return publicKey;
+      if (!box || box.sealed) {
+        // Sealed, a site that has its key pair still syncs (secrets stay closed until unsealed);
+        // a site without one waits, as it needs its master key to keep the private part.
+        const known = await storedPublicKey(store);
+        if (known) return known;
+        throw new Error('the secret store is sealed and this site has no key pair yet: unseal (or init) it to sync');
+      }
+      return (publicKey = await loadSiteKey(store, box, settings.site));
+    };
+    const loadKey = () =>
+      siteKey().catch((err: unknown) =>
+        log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      );
     return {
       role: 'edge-site',
       store: readOnlySynced(store, managed),
@@ -75,6 +103,11 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
               : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
         },
       ],
+      async attachStrongbox(b) {
+        box = b;
+        b.onUnseal(async () => void (await loadKey()));
+        if (!b.sealed) await loadKey();
+      },
       start(hooks) {
         sync = startSiteSync({
           url,
@@ -82,6 +115,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
           token,
           ca: f.controlPlaneCa,
           target: storeTarget(store, managed),
+          publicKey: siteKey,
           hooks,
           reportIntervalMs: f.reportIntervalMs,
         });
@@ -94,6 +128,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
   const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
   const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createMemoryRelay();
   let projector: Projector | undefined;
+  let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);
   const readTimeoutMs = opts.readTimeoutMs ?? siteReadTimeoutMs;
   return {
@@ -102,7 +137,13 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     authSettings: (s) => s,
     userRoutes: (deps) => [fleetUserRoutes(deps)],
     siteRoutes: (deps) => [
-      fleetSiteRoutes(deps, { fleetLog, presence, relay, keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs }),
+      fleetSiteRoutes(deps, {
+        fleetLog,
+        presence,
+        relay,
+        keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs,
+        reseal: () => projector?.project() ?? Promise.resolve(),
+      }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
     reads: {
@@ -111,6 +152,9 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       lastReport: (site) => presence.lastReport(site),
     },
     readyChecks: [],
+    async attachStrongbox(b) {
+      box = b;
+    },
     start() {
       projector = startProjector({
         store,
@@ -118,6 +162,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         root: settings.tenant,
         ownSite: settings.site,
         historyMs: f.historyMs,
+        ...(box ? { strongbox: box } : {}),
         ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
       });
     },

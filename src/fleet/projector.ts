@@ -23,8 +23,10 @@ import { etagOf } from '../store/etag.js';
 import type { Store } from '../store/store.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import type { Strongbox } from '../secrets/strongbox.js';
 import { applicableTo, indexView, type ViewIndex } from './applicable.js';
 import type { FleetChange, FleetLog } from './log.js';
+import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -35,6 +37,12 @@ export type ProjectorOptions = {
   historyMs: number;
   resyncMs?: number;
   now?: () => number;
+  /**
+   * The control plane's secret store: vault secrets are sealed for each site's public key
+   * (sealing.ts). A site that has not presented a key yet receives no secrets; while the store
+   * is sealed, a site whose secrets need sealing again is left as it is until it unseals.
+   */
+  strongbox?: Strongbox;
 };
 
 export type Projector = {
@@ -58,6 +66,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   let again = false;
   let stopped = false;
   let lastTrim = 0;
+  const sealedSkips = new Set<string>();
 
   type Read = { rev: number; view: Map<string, JsonObject>; etags: Map<string, string>; index: ViewIndex };
 
@@ -80,7 +89,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       k = {
         version: snap.version,
         rev: snap.rev,
-        etags: new Map([...snap.objects].map(([key, v]) => [key, etagOf(v)])),
+        etags: new Map([...snap.objects].map(([key, v]) => [key, etagOf(isSecretKey(key) ? sentFingerprint(v) : v)])),
       };
       known.set(site, k);
     }
@@ -97,11 +106,48 @@ export function startProjector(o: ProjectorOptions): Projector {
       : new Map<string, JsonObject>();
     const changes: FleetChange[] = [];
     const etags = new Map<string, string>();
+    let publicKey: string | undefined;
+    let keyRead = false;
     for (const [key, value] of desired) {
-      // The store's ETag when the site gets the stored object itself (not a copy made for it).
-      const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
+      if (!isSecretKey(key)) {
+        // The store's ETag when the site gets the stored object itself (not a copy made for it).
+        const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
+        etags.set(key, etag);
+        if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
+        continue;
+      }
+      // A secret leaves the control plane only sealed for the key the site presented.
+      if (!keyRead) {
+        publicKey = await o.store.kvGet(recordedKeyOf(site));
+        keyRead = true;
+      }
+      if (publicKey === undefined || !o.strongbox) {
+        desired.delete(key);
+        continue;
+      }
+      const etag = etagOf(sourceFingerprint(value, kidOf(publicKey)));
+      if (k.etags.get(key) === etag) {
+        etags.set(key, etag);
+        continue;
+      }
+      if (o.strongbox.sealed) {
+        sealedSkips.add(site);
+        return;
+      }
+      let sealed: JsonObject;
+      try {
+        sealed = sealSecretFor(o.strongbox, site, publicKey, key, value);
+      } catch (err) {
+        // One unreadable secret holds back its site only (the next pass tries again), not the fleet.
+        log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
+          site,
+          key,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return;
+      }
       etags.set(key, etag);
-      if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
+      changes.push({ op: 'put', key, value: sealed });
     }
     for (const key of k.etags.keys()) if (!desired.has(key)) changes.push({ op: 'delete', key });
     if (changes.length === 0) return;
@@ -133,6 +179,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       if (m) sites.add(m[1]!);
     }
     sites.delete(o.ownSite);
+    sealedSkips.clear();
     // Sites are independent (each append is a compare-and-set on that site's log alone), so
     // their appends go out together, pipelined on the log's connection, a bounded number at once.
     const queue = [...sites];
@@ -140,6 +187,11 @@ export function startProjector(o: ProjectorOptions): Projector {
       for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read);
     };
     await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
+    if (sealedSkips.size > 0)
+      log('warn', 'fleet: the secret store is sealed, so secrets cannot be sealed for these sites; unseal it', {
+        sites: [...sealedSkips].slice(0, 20).join(', '),
+        count: sealedSkips.size,
+      });
     if (now() - lastTrim >= 60_000) {
       lastTrim = now();
       for (const site of sites) await o.fleetLog.trim(site, now() - o.historyMs);

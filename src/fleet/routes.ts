@@ -18,6 +18,12 @@
  *   - `event: request`, data `{id, tenant, path, query}`: a `site=` read sent to this site from
  *     any control-plane process (relay.ts), whenever one comes.
  * `POST /v1/fleet/sites/<name>/ack` {version} (same guard): the site applied that version.
+ *
+ * The sync request carries the site's public key (header `x-edgeplane-site-key`, 400 without
+ * it): vault secrets are sealed for it (sealing.ts). A key other than the one recorded for the
+ * site is recorded, the site's secrets are sealed again for it, and the site gets a reset and a
+ * snapshot whatever version it resumes from. A stream whose token was replaced (issue-token)
+ * ends before its next read.
  * `POST /v1/fleet/sites/<name>/report` {tenants: {<tenant>: [state objects]}} (same guard): the
  * site's state, kept as its last report (presence.ts) → 204.
  * `POST /v1/fleet/sites/<name>/answer` {id, status, body} (same guard): the site's answer to a
@@ -36,6 +42,8 @@ import { parseVersion, type FleetLog } from './log.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
+import { isPublicKeyText } from '../secrets/sealed.js';
+import { recordedKeyOf, siteKeyHeader } from './sealing.js';
 
 export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
 
@@ -60,6 +68,9 @@ export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
         'x-path': `/v1/config/sites/${name}`,
       });
     const token = await issueSiteToken(deps.store, name);
+    // Whoever held the old token may have presented a key of its own: forget it, so secrets are
+    // sealed again only for the key that comes with the new token.
+    await deps.store.kvDel(recordedKeyOf(name));
     return reply(c, 201, { token }, { headers: { 'cache-control': 'no-store' } });
   });
   app.options(path, () => options(['POST', 'OPTIONS'], false));
@@ -103,7 +114,27 @@ export type SyncOptions = {
   relay: FleetRelay;
   keepAliveMs: number;
   batch?: number;
+  /** Runs a projection now (after a site presented a new key, so its secrets are sealed for it). */
+  reseal?: () => Promise<void>;
 };
+
+/** The site's public key from the sync request: 400 when absent or not an X25519 key. */
+function presentedKey(c: Context): string {
+  const key = c.req.header(siteKeyHeader);
+  if (key === undefined)
+    throw new ApiError(
+      'invalid-value',
+      `The sync route needs the site's public key in the ${siteKeyHeader} header: secrets are sealed for it`,
+      { code: 'schema-required', path: siteKeyHeader },
+    );
+  if (!isPublicKeyText(key))
+    throw new ApiError(
+      'invalid-value',
+      `The ${siteKeyHeader} header must be an X25519 public key: 32 bytes in unpadded base64url (43 characters)`,
+      { code: 'bad-key', path: siteKeyHeader },
+    );
+  return key;
+}
 
 /** Reports and answers carry a site's whole state: larger than a configuration write may be. */
 const siteBodyBytes = 32 * 1024 * 1024;
@@ -159,12 +190,22 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
           code: 'unknown-parameter',
           parameter: name,
         });
-    const start = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    const publicKey = presentedKey(c);
+    const bearer = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    let start = resumeFrom;
+    if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
+      // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
+      // for it, then send everything again; what the site holds was sealed for another key.
+      await deps.store.kvSet(recordedKeyOf(site), publicKey);
+      await o.reseal?.();
+      start = undefined;
+    }
     const id = randomUUID();
     const ttl = o.keepAliveMs * 3;
     await o.presence.connected(site, id, ttl);
     // The version a site resumes from is the last one it applied.
-    if (start !== undefined && parseVersion(start)) await o.presence.applied(site, start);
+    if (resumeFrom !== undefined && parseVersion(resumeFrom)) await o.presence.applied(site, resumeFrom);
     return streamSSE(
       c,
       async (stream) => {
@@ -185,6 +226,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
             start,
             () => aborted,
             () => o.presence.connected(site, id, ttl),
+            // A new token revokes this one: the stream ends, and no change reaches its holder.
+            async () => (await siteOfToken(deps.store, bearer)) === site,
           );
         } finally {
           stopReads();
@@ -272,9 +315,11 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     start: string | undefined,
     aborted: () => boolean,
     alive: () => Promise<void>,
+    valid: () => Promise<boolean>,
   ) {
     let version = start;
     while (!aborted()) {
+      if (!(await valid())) return;
       // Ask to be woken before reading, so an append between the read and the wait is not missed.
       const woken = wait(site, o.keepAliveMs);
       if (version === undefined) {

@@ -8,6 +8,8 @@
  * version is skipped. When the stream ends or fails it reconnects after an exponential
  * back-off with jitter (half to all of min(max, base × 2^attempt)), reset after an event.
  * While disconnected, the site keeps running on what it applied, across its own restarts.
+ * Each request presents the site's public key (sealing.ts): secrets arrive sealed for it and
+ * are stored as they came.
  *
  * A `bookmark` (the version the stream is at) is recorded like an empty entry: the resume point
  * of an idle site stays current. A `request` (a `site=` read at the control plane) is answered
@@ -23,6 +25,7 @@ import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import { compareVersions, type FleetChange } from './log.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
+import { siteKeyHeader } from './sealing.js';
 import type { ForwardedAnswer, ForwardedRead } from './relay.js';
 import { startReporter, type Reporter } from './reporter.js';
 
@@ -44,6 +47,8 @@ export type SiteSyncOptions = {
   ca?: string | undefined;
   /** Where changes are applied: the site's own store (storeTarget), or any other SyncTarget. */
   target: SyncTarget;
+  /** The site's public key (sealing.ts), sent with each sync request; throws while it cannot be had. */
+  publicKey: () => Promise<string>;
   /** Jitter source in [0, 1) (tests inject one). */
   random?: () => number;
   baseBackoffMs?: number;
@@ -281,9 +286,14 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
 
   async function once(): Promise<boolean> {
     const version = await o.target.load();
+    const publicKey = await o.publicKey();
     const abort = new AbortController();
     current = abort;
-    const headers: Record<string, string> = { authorization: `Bearer ${o.token}`, accept: 'text/event-stream' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${o.token}`,
+      accept: 'text/event-stream',
+      [siteKeyHeader]: publicKey,
+    };
     if (version) headers['last-event-id'] = version;
     const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
       headers,

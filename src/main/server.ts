@@ -48,6 +48,7 @@ export async function createInstance(
   const bus = await openBus(settings);
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
+  await fleet.attachStrongbox(strongbox);
   const auth = createAuth({
     settings: fleet.authSettings(settings),
     store,

@@ -242,11 +242,20 @@ export function fixedPaths(): Obj {
         summary:
           "An edge site's change stream (Server-Sent Events; Last-Event-ID resumes; reset + snapshot when history is gone)",
         security: [{ siteToken: [] }],
+        parameters: [
+          {
+            name: 'x-edgeplane-site-key',
+            in: 'header',
+            required: true,
+            description: "The site's X25519 public key (base64url, 32 bytes): secrets are sealed for it",
+            schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+          },
+        ],
         responses: responses(
           {
             200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
           },
-          [401, 403, 404],
+          [400, 401, 403, 404],
         ),
       },
     },

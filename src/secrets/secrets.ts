@@ -8,17 +8,29 @@ import type { JsonObject } from '../lib/json.js';
 import { isObject } from '../lib/json.js';
 import type { Strongbox } from './strongbox.js';
 import { isCiphertext } from './strongbox.js';
+import { isSealed } from './sealed.js';
 
 export const REDACTED = '(secret)';
 
 const context = (key: string, member: string) => `${key}#${member}`;
 
-/** Stored form → plaintext form (for merging and diffs inside a transaction). */
+/**
+ * Stored form → plaintext form (for merging and diffs inside a transaction, and for exporters).
+ * At an edge site a synced secret holds values sealed for the site (sealed.ts): opened here,
+ * in memory only.
+ */
 export function decryptSecret(box: Strongbox, storeKey: string, stored: JsonObject): JsonObject {
   if (!isObject(stored.data)) return stored;
   const data: JsonObject = {};
   for (const [k, v] of Object.entries(stored.data))
-    data[k] = typeof v === 'string' && isCiphertext(v) ? box.decrypt(v, context(storeKey, k)) : v;
+    data[k] =
+      typeof v !== 'string'
+        ? v
+        : isCiphertext(v)
+          ? box.decrypt(v, context(storeKey, k))
+          : isSealed(v)
+            ? box.openSealed(v, storeKey, k)
+            : v;
   return { ...stored, data };
 }
 

@@ -11,6 +11,7 @@ import { ApiError } from '../lib/errors.js';
 import { log } from '../lib/log.js';
 import { SettingsError, type Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
+import { open as openSealedWith, type SitePrivateKey } from './sealed.js';
 
 const PREFIX = 'enc:v1:';
 const CHECK_KEY = 'strongbox:check';
@@ -43,8 +44,15 @@ function decodeKey(b64: string, source: string): Buffer {
   return key;
 }
 
+/** The additional data of a value sealed for `site`: the site, the object and the member. */
+export function sealedContext(site: string, storeKey: string, member: string): string {
+  return `edgeplane-fleet:${site}:${storeKey}#${member}`;
+}
+
 export class Strongbox {
   private key: Buffer | undefined;
+  private siteKey: { site: string; key: SitePrivateKey } | undefined;
+  private readonly unsealListeners = new Set<() => Promise<void> | void>();
 
   constructor(private readonly store: Store) {}
 
@@ -114,6 +122,13 @@ export class Strongbox {
     }
     this.key = key;
     log('info', 'strongbox: unsealed');
+    await Promise.all([...this.unsealListeners].map((fn) => fn()));
+  }
+
+  /** Runs `fn` after each unseal, before the unseal resolves (an edge site then loads its key pair). */
+  onUnseal(fn: () => Promise<void> | void): () => void {
+    this.unsealListeners.add(fn);
+    return () => this.unsealListeners.delete(fn);
   }
 
   /** True when the store has a master key (its check value), whether or not this process holds it. */
@@ -138,6 +153,7 @@ export class Strongbox {
     await this.store.kvSet(CHECK_KEY, encryptWith(key, CHECK_TEXT, CHECK_KEY));
     this.key = key;
     log('info', 'strongbox: initialised with a new master key and unsealed');
+    await Promise.all([...this.unsealListeners].map((fn) => fn()));
     return key.toString('base64');
   }
 
@@ -155,6 +171,23 @@ export class Strongbox {
 
   decrypt(stored: string, context: string): string {
     return decryptWith(this.requireKey(), stored, context);
+  }
+
+  /** At an edge site: the site's private key (kept in the store under this master key). */
+  holdSiteKey(site: string, key: SitePrivateKey): void {
+    this.siteKey = { site, key };
+  }
+
+  /** Opens a member of a secret that the control plane sealed for this site. */
+  openSealed(sealed: string, storeKey: string, member: string): string {
+    this.requireKey();
+    if (!this.siteKey)
+      throw new ApiError(
+        'sealed',
+        `Cannot open ${storeKey}: it is sealed for this edge site, whose key is not loaded yet (unseal the secret store)`,
+        { code: 'sealed' },
+      );
+    return openSealedWith(this.siteKey.key, sealed, sealedContext(this.siteKey.site, storeKey, member));
   }
 }
 

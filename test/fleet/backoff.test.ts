@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManagedKeys } from '../../src/fleet/managed.js';
+import { generateSiteKey } from '../../src/secrets/sealed.js';
 import { reconnectDelay, startSiteSync, storeTarget } from '../../src/fleet/site-sync.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { tempDir } from '../helpers/backends.js';
@@ -78,6 +79,7 @@ test('the site loop waits by that back-off between failures and starts over afte
     site: 'edge-x',
     token: 't',
     target: storeTarget(store, new ManagedKeys()),
+    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
     random: () => 0.5,
     baseBackoffMs: 100,
     maxBackoffMs: 1000,

@@ -17,6 +17,7 @@ import { freshRedisDb } from '../helpers/redis.js';
 import { client, startTcpProxy, SITE_WAIT, type Client, type TcpProxy } from '../helpers/fleet.js';
 import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { generateSiteKey } from '../../src/secrets/sealed.js';
 
 const password = 'fleet-reads-password';
 const dirs: string[] = [];
@@ -286,7 +287,7 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
   const token2 = ((await adminA.call('POST', '/v1/state/sites/edge-2/issue-token')).body as { token: string }).token;
   const abort = new AbortController();
   const res = await fetch(`${cpA.url}/v1/fleet/sites/edge-2/sync`, {
-    headers: { authorization: `Bearer ${token2}` },
+    headers: { authorization: `Bearer ${token2}`, 'x-edgeplane-site-key': generateSiteKey().publicKey },
     signal: abort.signal,
   });
   assert.is(res.status, 200);

@@ -14,8 +14,11 @@ import { client, type Client, SITE_WAIT } from '../helpers/fleet.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
+import { generateSiteKey } from '../../src/secrets/sealed.js';
 
 const password = 'fleet-admin-password';
+/** A site presents its public key on every sync request (secrets are sealed for it). */
+const keyHeader = { 'x-edgeplane-site-key': generateSiteKey().publicKey };
 const dirs: string[] = [];
 const procs: ApiProc[] = [];
 process.once('exit', () => {
@@ -63,7 +66,7 @@ test('issue-token: 201 {token} once per call; unknown site 404; a new token revo
   assert.is((await admin.call('POST', '/v1/state/sites/nowhere/issue-token')).status, 404);
   assert.is((await admin.call('GET', '/v1/state/sites/edge-1/issue-token')).status, 405);
   const sync = (tok: string, name = 'edge-1') =>
-    fetch(`${cp.url}/v1/fleet/sites/${name}/sync`, { headers: { authorization: `Bearer ${tok}` } });
+    fetch(`${cp.url}/v1/fleet/sites/${name}/sync`, { headers: { authorization: `Bearer ${tok}`, ...keyHeader } });
   const before = await sync(t1);
   assert.is(before.status, 200);
   assert.match(before.headers.get('content-type') ?? '', /text\/event-stream/);
@@ -76,7 +79,7 @@ test('issue-token: 201 {token} once per call; unknown site 404; a new token revo
 
 test('a site token reaches its own sync route and nothing else', async () => {
   const other = (await admin.call('POST', '/v1/state/sites/edge-2/issue-token')).body as { token: string };
-  const asSite = { authorization: `Bearer ${token1}` };
+  const asSite = { authorization: `Bearer ${token1}`, ...keyHeader };
   const routes: Array<[string, string, unknown?]> = [
     ['GET', '/v1/config'],
     ['GET', '/v1/config/sites/edge-1'],
@@ -99,10 +102,20 @@ test('a site token reaches its own sync route and nothing else', async () => {
   const res = await fetch(`${cp.url}/v1/fleet/sites/edge-2/sync`, { headers: asSite });
   assert.is(res.status, 403, "another site's stream");
   const mine = await fetch(`${cp.url}/v1/fleet/sites/edge-2/sync`, {
-    headers: { authorization: `Bearer ${other.token}` },
+    headers: { authorization: `Bearer ${other.token}`, ...keyHeader },
   });
   assert.is(mine.status, 200);
   await mine.body?.cancel();
+  const keyless = await fetch(`${cp.url}/v1/fleet/sites/edge-2/sync`, {
+    headers: { authorization: `Bearer ${other.token}` },
+  });
+  assert.is(keyless.status, 400, 'a sync request without the site key');
+  assert.match(await keyless.text(), /x-edgeplane-site-key/);
+  const badKey = await fetch(`${cp.url}/v1/fleet/sites/edge-2/sync`, {
+    headers: { authorization: `Bearer ${other.token}`, 'x-edgeplane-site-key': 'not-a-key' },
+  });
+  assert.is(badKey.status, 400, 'a malformed site key');
+  assert.match(await badKey.text(), /bad-key/);
   const user = await fetch(`${cp.url}/v1/fleet/sites/edge-1/sync`, {
     headers: { authorization: `Bearer ${await admin.token()}` },
   });
