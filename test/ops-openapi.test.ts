@@ -10,7 +10,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as parseYaml } from 'yaml';
-import { resources } from '../src/model/resources.js';
+import { resources } from '../src/resources/index.js';
 import { queryParams } from '../src/query/params.js';
 import { openApiPath, resourceTemplates } from '../src/ops/route-names.js';
 import { startApi } from './helpers/api.js';

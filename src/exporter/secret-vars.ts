@@ -4,7 +4,7 @@
  * values in place), never per message; a sealed store or a missing vault, secret or key makes the exporter
  * status `error` with a last-error that names the variable (never the value).
  */
-import type { SecretVar } from './spec.js';
+import type { SecretVar } from '../resources/webhook/spec.js';
 
 /** Injected by the caller (the secret store); values are plaintext. */
 export type SecretReader = {

@@ -6,14 +6,7 @@
  */
 import { checkServerIdentity, rootCertificates, type PeerCertificate } from 'node:tls';
 import { Agent } from 'undici';
-import type { Target } from './spec.js';
-
-export type TlsProfile = {
-  verify: boolean;
-  ca: string | undefined;
-  useRootCerts: boolean;
-  serverName: string | undefined;
-};
+import type { Target, TlsProfile } from '../resources/webhook/spec.js';
 
 const agents = new Map<string, Agent>();
 

@@ -80,6 +80,7 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
         store: deps.store,
         strongbox: deps.strongbox,
         tenant: deps.settings.tenant,
+        rootTenant: deps.settings.tenant,
         checkAsync: (r, b, a, tenant) => tenantChecks(deps, tenant, r, b, a),
         committed: (keys) => deps.auth.invalidate(keys),
       },

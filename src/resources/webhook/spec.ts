@@ -1,22 +1,39 @@
 /**
- * A webhook configuration object compiled for running: templates,
- * filters, patterns and pointers are compiled here once per exporter start, so the message
- * loop only renders and tests. Anything invalid throws an ApiError whose info names the
- * field; the supervisor shows it as status `error`.
+ * A webhook configuration object compiled for running: templates, filters, patterns and
+ * pointers are compiled here once per object revision (at write time, or by the supervisor
+ * for a revision this process did not write: compiled.ts), so the message loop only renders
+ * and tests. Anything invalid throws an ApiError whose info names the field; the supervisor
+ * shows it as status `error`.
  */
-import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
-import { compileRegex, type Regex } from '../model/regex.js';
-import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
+import { reservedTopicPrefix, topicAllowed } from '../../lib/topics.js';
+import { ApiError } from '../../errors.js';
+import { isObject, type JsonObject } from '../../json.js';
+import { compileRegex, type Regex } from '../../model/regex.js';
+import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
-import { parsePointer } from '../lib/json-pointer.js';
-import type { RetryPolicy } from './retry.js';
-import { parseDuration } from '../lib/duration.js';
-import { retryDefaults } from '../model/schemas.js';
-import type { TlsProfile } from './send.js';
-import { adaptiveMax } from './adaptive.js';
-import { controlsOf, type ControlsSpec } from './controls.js';
+import { parsePointer } from '../../lib/json-pointer.js';
+import { parseDuration } from '../../lib/duration.js';
+import { retryDefaults } from '../schemas.js';
+import { compileRetryOn, type RetryOn } from './retry-on.js';
+
+/** The limit `max-in-flight: auto` may grow to (exporter/adaptive.ts). */
+export const adaptiveMax = 512;
+
+/** Retry timing of failing POSTs (exporter/retry.ts). */
+export type RetryPolicy = {
+  /** Attempts in all, 0 = without limit. */
+  tries: number;
+  baseMs: number;
+  maxMs: number;
+};
+
+/** The TLS fields of a webhook; exporter/send.ts keeps one undici Agent per profile. */
+export type TlsProfile = {
+  verify: boolean;
+  ca: string | undefined;
+  useRootCerts: boolean;
+  serverName: string | undefined;
+};
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
@@ -55,6 +72,46 @@ export type ExporterSpec = {
   /** Delivery controls (controls.ts). */
   controls: ControlsSpec;
 };
+
+/** The secret variable name the signing key is read under: not a valid template name, so no clash. */
+export const signingVar = 'signing.secret';
+
+export function signingSecretVar(cfg: unknown, tenant: string): SecretVar | undefined {
+  if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) return undefined;
+  const o = cfg as Record<string, unknown>;
+  if (typeof o.vault !== 'string' || typeof o.secret !== 'string' || typeof o.key !== 'string') return undefined;
+  return { name: signingVar, tenant, vault: o.vault, secret: o.secret, key: o.key };
+}
+
+/**
+ * The delivery controls as configured (`enabled`, `dead-letter-topic`, `retry-on`, `signing`,
+ * `max-in-flight: auto`); exporter/controls.ts makes them live for one run.
+ */
+export type ControlsSpec = {
+  enabled: boolean;
+  deadLetterTopic: string | undefined;
+  retryOn: RetryOn | undefined;
+  /** The vault secret holding the whsec_ key, read with the other secret variables. */
+  signing: SecretVar | undefined;
+  adaptive: boolean;
+};
+
+export function controlsOf(cfg: JsonObject, tenant: string, rootTenant: string): ControlsSpec {
+  const dlt = cfg['dead-letter-topic'];
+  if (dlt !== undefined && typeof dlt !== 'string')
+    throw bad('dead-letter-topic', 'Cannot use dead-letter-topic: it must be a topic name');
+  if (typeof dlt === 'string' && !topicAllowed(dlt, tenant, rootTenant))
+    throw bad('dead-letter-topic', `Cannot write to topic ${dlt}: system: topics are for the root tenant only`);
+  const signing = signingSecretVar(cfg.signing, tenant);
+  if (cfg.signing !== undefined && !signing) throw bad('signing', 'Cannot use signing: it needs vault, secret and key');
+  return {
+    enabled: cfg.enabled !== false,
+    deadLetterTopic: typeof dlt === 'string' ? dlt : undefined,
+    retryOn: compileRetryOn(cfg['retry-on']),
+    signing,
+    adaptive: cfg['max-in-flight'] === 'auto',
+  };
+}
 
 function bad(path: string, message: string): ApiError {
   return new ApiError('invalid-value', message, { code: 'invalid-config', path });
