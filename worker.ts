@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { loadSettings } from './src/settings.js';
 import { createInstance, type Instance } from './src/server.js';
 import { serveMain } from './src/serve.js';
-import { log } from './src/log.js';
+import { log } from './src/lib/log.js';
 import { runCli } from './src/cli/main.js';
 
 let instance: Promise<Instance> | undefined;

@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { JsonObject } from '../src/json.js';
+import type { JsonObject } from '../src/lib/json.js';
 import { configKey } from '../src/model/keys.js';
 import { compileWhere } from '../src/query/where.js';
 import { compileFields } from '../src/query/fields.js';

@@ -14,7 +14,7 @@
  *    record appended next survives the following restart.
  * 6. SIGTERM while POSTs take 1 s: the process drains and exits 0; after a restart nothing is
  *    lost and nothing is sent again.
- * `runChaos` is also called by test/chaos.test.ts with small numbers. Every loop is bounded.
+ * `runChaos` is also called by test/e2e/chaos.test.ts with small numbers. Every loop is bounded.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -24,8 +24,8 @@ import { pathToFileURL } from 'node:url';
 import { createClient } from 'redis';
 import { openEmbeddedBus } from '../src/bus/embedded-bus.js';
 import { groupName } from '../src/exporter/index.js';
-import type { JsonObject } from '../src/json.js';
-import { setLogLevel } from '../src/log.js';
+import type { JsonObject } from '../src/lib/json.js';
+import { setLogLevel } from '../src/lib/log.js';
 import { openEmbeddedStore } from '../src/store/embedded.js';
 import { openEnv, spawnExporterProc, type Env, type ExporterProc } from '../test/helpers/exporter-proc.js';
 import { startRedis, type RedisServer } from '../test/helpers/redis.js';

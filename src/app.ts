@@ -6,8 +6,8 @@
  */
 import { header } from './api/headers.js';
 import { Hono, type Context } from 'hono';
-import { ApiError } from './errors.js';
-import { log } from './log.js';
+import { ApiError } from './lib/errors.js';
+import { log } from './lib/log.js';
 import { createGuard, guardRoutes } from './auth/middleware.js';
 import { authRoutes } from './auth/routes.js';
 import { configRoutes } from './api/config.js';
@@ -33,13 +33,13 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   // deliberately outside this one, which never accepts them.
   for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
   const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
-  const metrics = deps.metrics ?? createMetrics();
+  const metrics = deps.metrics ?? createMetrics({ enabled: deps.settings.metricsEnabled });
   metrics.exporters(() => exporterSamples(deps.runtime));
   guardRoutes(
     app,
     [
       probeRoutes(deps),
-      metricsRoutes(metrics, deps.settings.metricsToken),
+      ...(deps.settings.metricsEnabled ? [metricsRoutes(metrics, deps.settings.metricsToken)] : []),
       openApiRoutes(),
       authRoutes(deps.auth),
       operationRoutes(deps),

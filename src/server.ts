@@ -8,8 +8,8 @@ import type { AppDeps, AppEnv } from './api/deps.js';
 import { auditToBus, createAuth } from './auth/index.js';
 import { openBus } from './bus/index.js';
 import { tenantBus } from './bus/tenant-topics.js';
-import { isObject } from './json.js';
-import { log, setLogLevel } from './log.js';
+import { isObject } from './lib/json.js';
+import { log, setLogLevel } from './lib/log.js';
 import { configKey } from './model/keys.js';
 import type { Settings } from './settings.js';
 import { openStore } from './store/index.js';
@@ -54,7 +54,7 @@ export async function createInstance(
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();
-  const metrics = createMetrics();
+  const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
     const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus, metrics });

@@ -10,9 +10,9 @@
  * authorization is that of reading the exporter's state.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import { configKey, kvPrefix, parseWebhookStateKey } from '../model/keys.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';

@@ -1,5 +1,5 @@
-import type { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import type { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Resolved } from '../model/resources.js';
 import type { AppDeps } from './deps.js';
 

@@ -7,7 +7,7 @@
  * commit, so exactly one of them prints.
  */
 import { configKey } from '../model/keys.js';
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { generatePassword, hashPassword, verifyPassword } from './passwords.js';
 import { adminPolicyName } from './policies.js';

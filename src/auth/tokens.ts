@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { kvPrefix } from '../model/keys.js';
 import type { Store } from '../store/store.js';
-import { isObject } from '../json.js';
+import { isObject } from '../lib/json.js';
 
 export type TokenRecord = {
   user: string;

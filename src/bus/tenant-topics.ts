@@ -8,7 +8,7 @@
  * the bus built on them: every caller that acts for a tenant (its exporters, the topics API,
  * produce, the audit trail for the root) goes through one, so it reaches only its own topics.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 import { reservedTopicPrefix } from '../lib/topics.js';
 import { streamPrefix, type Bus, type TopicInfo } from './bus.js';
 

@@ -9,7 +9,7 @@ import type { Store } from '../store/store.js';
 import { AdaptiveLimit } from './adaptive.js';
 import { AttemptLog, attemptsKey } from './attempts.js';
 import { Breakers } from './breaker.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../lib/clock.js';
 import { DeadLetter } from './dead-letter.js';
 import type { RetryOn } from '../resources/webhook/retry-on.js';
 import { signingVar } from '../resources/webhook/spec.js';

@@ -8,18 +8,18 @@
  */
 import { hostname } from 'node:os';
 import type { Bus } from '../bus/bus.js';
-import type { JsonObject } from '../json.js';
-import { log } from '../log.js';
+import type { JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import { webhookStateKey } from '../model/keys.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import type { SecretReader } from './secret-vars.js';
 import { closeAgents } from './send.js';
 import { Supervisor } from './supervisor.js';
 
 export type { SecretReader } from './secret-vars.js';
-export type { Clock } from './clock.js';
+export type { Clock } from '../lib/clock.js';
 export { groupName } from './supervisor.js';
 
 export type RuntimeOptions = {

@@ -6,7 +6,7 @@
  * and never part of an error text.
  */
 import { createHmac } from 'node:crypto';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 
 export class Signer {
   private key: Buffer;

@@ -14,7 +14,7 @@
  * while the site is cut off), with the tenant objects that chain those tenants to the root.
  * Nothing else.
  */
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { configKey } from '../model/keys.js';
 import { placeHere } from '../exporter/placement.js';
 import { siteLabels, type SiteContext } from '../exporter/system-vars.js';

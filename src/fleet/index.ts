@@ -12,7 +12,7 @@ import type { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../model/keys.js';
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import type { ProbeCheck } from '../ops/probes.js';

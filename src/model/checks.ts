@@ -3,8 +3,8 @@
  * template or label expression is a 400 then, never a failure per message later: the
  * duplicate keys of keyed lists here, the rest in each resource's own `check` (resources/).
  */
-import { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import { fieldPath } from './validate.js';
 import { duplicateKeys } from './merge.js';
 import { listRulesOf, type ResourceDef } from './resources.js';

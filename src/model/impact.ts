@@ -8,7 +8,7 @@
  * Secret values never appear: a changed secret value is shown as REDACTED on both sides.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { REDACTED } from '../secrets/secrets.js';
 import { configKey } from './keys.js';

@@ -3,7 +3,7 @@
  * will be), how slots are loaded and stored, and the guard writes that keep the objects a
  * transaction only depends on unchanged until its commit lands.
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
 import { configKey } from './keys.js';
 import { childListsOf, parentPathOf, resolvePath, type Resolved } from './resources.js';

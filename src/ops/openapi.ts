@@ -4,7 +4,7 @@
  * (resources/schemas.ts) the server validates with: every configuration list, item and singleton
  * under /v1/config and /v1/state gets its paths, methods, query parameters, body schema and
  * status codes from there; the few fixed routes (login, token refresh, unseal, topics,
- * restart, probes, metrics) are listed here. test/ops-openapi.test.ts checks the document
+ * restart, probes, metrics) are listed here. test/ops/openapi.test.ts checks the document
  * against the routes the server answers, both ways.
  */
 import { Hono } from 'hono';

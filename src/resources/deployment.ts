@@ -2,8 +2,8 @@
  * An application deployment (`application-deployments/<name>`): places its application on
  * the sites its label expression selects; its state lists them (`status.selected-sites`).
  */
-import { isObject } from '../json.js';
-import type { ApiError } from '../errors.js';
+import { isObject } from '../lib/json.js';
+import type { ApiError } from '../lib/errors.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { deploymentSchema } from './schemas.js';
 import type { ResourceModule } from './module.js';

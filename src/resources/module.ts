@@ -4,8 +4,8 @@
  * and the exporter call instead of switching on the resource's id. A resource without a
  * hook behaves the plain way: stored as written, shown as stored, no extra checks.
  */
-import type { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import type { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Schema } from './schemas.js';
 

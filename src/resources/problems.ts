@@ -1,5 +1,5 @@
 /** Small helpers of the checks: thrown ApiErrors collected into a list. */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 
 /** Runs `fn`; an ApiError it throws becomes the one problem returned. */
 export async function collectProblems(fn: () => Promise<unknown>): Promise<ApiError[]> {

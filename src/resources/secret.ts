@@ -3,7 +3,7 @@
  * Values are encrypted in the store, shown as REDACTED by a configuration read (writing
  * REDACTED back keeps the value), and in clear only by a state read of the one secret.
  */
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { decryptSecret, encryptSecret, redactSecret, unredact } from '../secrets/secrets.js';
 import { secretSchema } from './schemas.js';
 import type { ResourceModule } from './module.js';

@@ -7,8 +7,8 @@
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiError } from '../errors.js';
-import { log } from '../log.js';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
 import { SettingsError, type Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 

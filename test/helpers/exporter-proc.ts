@@ -17,7 +17,7 @@ import {
   type RuntimeOptions,
   type SecretReader,
 } from '../../src/exporter/index.js';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { configKey } from '../../src/model/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';

@@ -1,8 +1,8 @@
 /**
  * The behaviour every Store backend must share (in the style of Hono's common.case.test.ts):
- * test/store.test.ts runs it against the embedded and the Redis store.
+ * test/store/store.test.ts runs it against the embedded and the Redis store.
  */
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { etagOf } from '../../src/store/etag.js';

@@ -1,5 +1,5 @@
 /**
- * Child process of test/store-multiprocess.test.ts: `node --import tsx store-worker.ts <redisUrl> <id> <rounds>`.
+ * Child process of test/store/multiprocess.test.ts: `node --import tsx store-worker.ts <redisUrl> <id> <rounds>`.
  * Does `rounds` optimistic read-modify-write increments of `mp/counter` (retrying on a failed
  * expectation) and `rounds` three-object commits that write the same generation to mp/t/1..3.
  * Prints one JSON line {retries} on success.

@@ -2,9 +2,9 @@
  * Semantic checks of a webhook a JSON Schema cannot express, run at write time so a bad
  * pattern, template or label expression is a 400 then, never a failure per message later.
  */
-import { ApiError } from '../../errors.js';
-import type { Json, JsonObject } from '../../json.js';
-import { compileRegex } from '../../model/regex.js';
+import { ApiError } from '../../lib/errors.js';
+import type { Json, JsonObject } from '../../lib/json.js';
+import { compileRegex } from '../../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { jsonSyntaxError } from '../../api/body.js';
 import { compileLabelExpr } from '../../query/labels.js';

@@ -4,7 +4,7 @@
  * the supervisor asks for the revision it starts and compiles only on a miss (a revision
  * another process wrote, or one from before a restart). One entry per webhook, bounded.
  */
-import type { JsonObject } from '../../json.js';
+import type { JsonObject } from '../../lib/json.js';
 import { BoundedMap } from '../../lib/bounded-cache.js';
 import { compileSpec, type ExporterSpec } from './spec.js';
 

@@ -3,8 +3,8 @@
  * the write-time checks use the compiled form and the supervisor runs it (compiled.ts). Its
  * state is the exporter's (status, counters, per-topic lag): open-ended for `fields`.
  */
-import { ApiError } from '../../errors.js';
-import { isObject } from '../../json.js';
+import { ApiError } from '../../lib/errors.js';
+import { isObject } from '../../lib/json.js';
 import { reservedTopicPrefix, topicAllowed } from '../../lib/topics.js';
 import { webhookSchema } from '../schemas.js';
 import type { ResourceModule } from '../module.js';

@@ -6,9 +6,9 @@
  * shows it as status `error`.
  */
 import { reservedTopicPrefix, topicAllowed } from '../../lib/topics.js';
-import { ApiError } from '../../errors.js';
-import { isObject, type JsonObject } from '../../json.js';
-import { compileRegex, type Regex } from '../../model/regex.js';
+import { ApiError } from '../../lib/errors.js';
+import { isObject, type JsonObject } from '../../lib/json.js';
+import { compileRegex, type Regex } from '../../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
 import { parsePointer } from '../../lib/json-pointer.js';

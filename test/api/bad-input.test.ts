@@ -1,0 +1,424 @@
+/**
+ * Bad input never reaches the store and never gives a 500: invalid JSON/YAML, alias bombs,
+ * wrong or missing content types, bodies over MAX_BODY_BYTES (413), deep nesting, schema
+ * violations, bad names, bad expressions in fields — each a 4xx whose error-info names the
+ * problem (code) and its place (position or field path). After every case the whole
+ * configuration (with ETags) is compared with its state before. Both stores (Redis DB 4).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+
+type ErrorInfo = {
+  code?: string;
+  path?: string;
+  position?: number | [number, number];
+  index?: number;
+  [k: string]: unknown;
+};
+
+function infosOf(body: unknown): ErrorInfo[] {
+  const b = body as { errors?: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
+  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
+  for (const e of b.errors ?? []) assert.type(e['error-message'], 'string');
+  return (b.errors ?? []).map((e) => e['error-info'] ?? {});
+}
+
+const LIMIT = 4096;
+const HOOK = '/v1/config/volga/webhooks/b1';
+const hook = {
+  name: 'b1',
+  topics: ['t1'],
+  'site-placement': { 'all-sites': true },
+  url: 'http://example.test/hook',
+  data: '${MSG}',
+};
+
+type Case = {
+  name: string;
+  method?: string;
+  path?: string;
+  raw?: string;
+  body?: unknown;
+  type?: string;
+  headers?: Record<string, string>;
+  status: number;
+  code: string;
+  /** The place reported: a field path (info.path) or a position (info.position). */
+  at?: { path?: string; position?: number | [number, number]; index?: number };
+};
+
+const deepJson = (n: number) => `{"name":"b1","labels":${'{"a":'.repeat(n)}"x"${'}'.repeat(n)}}`;
+const deepYaml = (n: number) => `name: b1\nlabels: ${'['.repeat(n)}x${']'.repeat(n)}\n`;
+const aliasBomb = [
+  'a: &a ["x","x","x","x","x","x","x","x","x"]',
+  ...'bcdefghij'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefghij'[i]}`).join(',')}]`),
+].join('\n');
+
+const cases: Case[] = [
+  { name: 'invalid JSON', raw: '{"name": "b1",}', status: 400, code: 'syntax', at: { position: 14 } },
+  { name: 'trailing text after JSON', raw: '{"name":"b1"} x', status: 400, code: 'syntax', at: { position: 14 } },
+  {
+    name: 'invalid YAML',
+    raw: 'name: [b1',
+    type: 'application/yaml',
+    status: 400,
+    code: 'syntax',
+    at: { position: 9 },
+  },
+  {
+    name: 'YAML tab indentation error',
+    raw: 'name: b1\n  url: x\n bad',
+    type: 'application/yaml',
+    status: 400,
+    code: 'syntax',
+  },
+  { name: 'YAML alias bomb', raw: aliasBomb, type: 'application/yaml', status: 400, code: 'alias-limit' },
+  {
+    name: 'YAML unresolved alias',
+    raw: 'name: b1\nurl: *nothing\n',
+    type: 'application/yaml',
+    status: 400,
+    code: 'bad-alias',
+    at: { position: 14 },
+  },
+  {
+    name: 'YAML non-JSON value (binary)',
+    raw: 'name: b1\ndata: !!binary aGVsbG8=\n',
+    type: 'application/yaml',
+    status: 400,
+    code: 'not-json',
+    at: { path: '/data' },
+  },
+  {
+    name: 'YAML .inf',
+    raw: 'name: b1\ntries: .inf\n',
+    type: 'application/yaml',
+    status: 400,
+    code: 'not-json',
+    at: { path: '/tries' },
+  },
+  {
+    name: 'JSON unexpected token (no secret echoed)',
+    raw: '{"name":"b1","data": hunter2}',
+    status: 400,
+    code: 'syntax',
+    at: { position: 21 },
+  },
+  { name: 'JSON cut short', raw: '{"name":"b1",', status: 400, code: 'syntax', at: { position: 13 } },
+  {
+    name: 'JSON number out of range',
+    raw: '{"name":"b1","tries":1e400}',
+    status: 400,
+    code: 'not-json',
+    at: { path: '/tries' },
+  },
+  { name: 'wrong content type', raw: 'name=b1', type: 'text/plain', status: 415, code: 'unsupported-content-type' },
+  {
+    name: 'form content type',
+    raw: 'name=b1',
+    type: 'application/x-www-form-urlencoded',
+    status: 415,
+    code: 'unsupported-content-type',
+  },
+  { name: 'missing content type', raw: '{"name":"b1"}', type: '', status: 415, code: 'missing-content-type' },
+  { name: 'empty body', raw: '   ', status: 400, code: 'empty-body' },
+  {
+    name: 'body over MAX_BODY_BYTES',
+    raw: JSON.stringify({ ...hook, data: 'x'.repeat(LIMIT) }),
+    status: 413,
+    code: 'body-too-large',
+  },
+  {
+    name: 'body over MAX_BODY_BYTES (YAML)',
+    raw: `name: b1\ndata: ${'y'.repeat(LIMIT)}\n`,
+    type: 'application/yaml',
+    status: 413,
+    code: 'body-too-large',
+  },
+  { name: 'deep JSON nesting', raw: deepJson(100), status: 400, code: 'too-deep' },
+  { name: 'deep YAML nesting', raw: deepYaml(100), type: 'application/yaml', status: 400, code: 'too-deep' },
+  { name: 'JSON body is a list', body: [hook], status: 400, code: 'not-an-object' },
+  { name: 'JSON body is a string', raw: '"b1"', status: 400, code: 'not-an-object' },
+  {
+    name: 'schema: wrong type',
+    body: { ...hook, tries: 'three' },
+    status: 400,
+    code: 'schema-type',
+    at: { path: 'tries' },
+  },
+  {
+    name: 'schema: missing required url',
+    body: { ...hook, url: undefined },
+    status: 400,
+    code: 'schema-required',
+    at: { path: 'url' },
+  },
+  {
+    name: 'schema: unknown field',
+    body: { ...hook, colour: 'red' },
+    status: 400,
+    code: 'unknown-field',
+    at: { path: 'colour' },
+  },
+  {
+    name: 'schema: uint32 overflow',
+    body: { ...hook, tries: 4294967296 },
+    status: 400,
+    code: 'schema-maximum',
+    at: { path: 'tries' },
+  },
+  {
+    name: 'schema: bad topic name',
+    body: { ...hook, topics: ['ok', 'not ok'] },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'topics[1]' },
+  },
+  {
+    name: 'schema: bad header entry',
+    body: { ...hook, headers: [{ name: 'x-a' }] },
+    status: 400,
+    code: 'schema-required',
+    at: { path: 'headers[0]/value' },
+  },
+  {
+    name: 'schema: two placements',
+    body: { ...hook, 'site-placement': { 'all-sites': true, sites: ['a'] } },
+    status: 400,
+    code: 'schema-maxProperties',
+    at: { path: 'site-placement' },
+  },
+  {
+    name: 'schema: bad duration',
+    body: { ...hook, 'retry-interval': '5 minutes' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'retry-interval' },
+  },
+  {
+    name: 'schema: a fraction is not a duration',
+    body: { ...hook, 'max-retry-interval': '1.5s' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'max-retry-interval' },
+  },
+  {
+    name: 'schema: ~ in a JSON pointer is only ~0 or ~1',
+    body: {
+      ...hook,
+      variables: [{ name: 'V', 'value-from-message': { 'json-pointer': '/payload/a~2b' } }],
+    },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'variables[0]/value-from-message/json-pointer' },
+  },
+  {
+    name: 'no topics at all',
+    body: { ...hook, topics: undefined },
+    status: 400,
+    code: 'no-topics',
+    at: { path: 'topics' },
+  },
+  {
+    name: 'PCRE-only regex',
+    body: { ...hook, 'topic-patterns': ['ok.*', '(?<=a)b'] },
+    status: 400,
+    code: 'regex-unsupported',
+    at: { path: 'topic-patterns[1]', position: 0 },
+  },
+  {
+    name: 'undefined variable in url',
+    body: { ...hook, url: 'http://x.test/${NOPE}' },
+    status: 400,
+    code: 'undefined-variable',
+    at: { path: 'url' },
+  },
+  {
+    name: 'bad label expression',
+    body: { ...hook, 'site-placement': { 'match-site-labels': 'zone = ' } },
+    status: 400,
+    code: 'syntax',
+    at: { path: 'site-placement/match-site-labels', position: 7 },
+  },
+  {
+    name: 'x- field in a single-resource body',
+    body: { ...hook, 'x-etag': '"a"' },
+    status: 400,
+    code: 'x-field',
+    at: { path: 'x-etag' },
+  },
+  {
+    name: 'bad name in the path',
+    path: '/v1/config/volga/webhooks/Bad_Name',
+    body: { ...hook, name: 'Bad_Name' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'name' },
+  },
+  {
+    name: 'name too long',
+    path: `/v1/config/volga/webhooks/${'a'.repeat(254)}`,
+    body: { ...hook, name: 'a'.repeat(254) },
+    status: 400,
+    code: 'schema-maxLength',
+    at: { path: 'name' },
+  },
+  {
+    name: 'POST with a bad name',
+    method: 'POST',
+    path: '/v1/config/volga/webhooks',
+    body: { ...hook, name: '-x' },
+    status: 400,
+    code: 'schema-pattern',
+    at: { path: 'name' },
+  },
+  {
+    name: 'POST with a name holding a slash',
+    method: 'POST',
+    path: '/v1/config/volga/webhooks',
+    body: { ...hook, name: 'a/b' },
+    status: 400,
+    code: 'bad-name',
+    at: { path: 'name' },
+  },
+  {
+    name: 'POST without a name',
+    method: 'POST',
+    path: '/v1/config/volga/webhooks',
+    body: { ...hook, name: undefined },
+    status: 400,
+    code: 'schema-required',
+    at: { path: 'name' },
+  },
+  {
+    name: 'encoded slash in a name',
+    path: '/v1/config/volga/webhooks/a%2Fb',
+    body: hook,
+    status: 404,
+    code: 'unknown-path',
+  },
+  { name: 'unknown query parameter', path: `${HOOK}?force=true`, body: hook, status: 400, code: 'unknown-parameter' },
+  {
+    name: 'duplicate query parameter',
+    path: `${HOOK}?dry-run&dry-run`,
+    body: hook,
+    status: 400,
+    code: 'duplicate-parameter',
+  },
+  {
+    name: 'multi-object: missing x-path',
+    method: 'PATCH',
+    path: '/v1/config',
+    body: [{ 'x-path': HOOK, ...hook }, { name: 'z' }],
+    status: 400,
+    code: 'missing-x-path',
+    at: { index: 1 },
+  },
+  {
+    name: 'multi-object: bad x-operation',
+    method: 'PATCH',
+    path: '/v1/config',
+    body: [{ 'x-path': HOOK, 'x-operation': 'upsert', ...hook }],
+    status: 400,
+    code: 'bad-x-operation',
+    at: { index: 0 },
+  },
+  {
+    name: 'multi-object: x-path outside /v1/config',
+    method: 'POST',
+    path: '/v1/config',
+    body: [{ 'x-path': '/v1/state/applications/a' }],
+    status: 400,
+    code: 'x-path-outside',
+    at: { index: 0 },
+  },
+  {
+    name: 'multi-object: one bad object fails all',
+    method: 'PATCH',
+    path: '/v1/config',
+    body: [
+      { 'x-path': '/v1/config/applications/ok', name: 'ok' },
+      { 'x-path': HOOK, ...hook, tries: -5 },
+    ],
+    status: 400,
+    code: 'schema-minimum',
+    at: { path: 'tries' },
+  },
+  {
+    name: 'multi-object: body over the limit',
+    method: 'PATCH',
+    path: '/v1/config',
+    raw: JSON.stringify([{ 'x-path': HOOK, ...hook, data: 'z'.repeat(LIMIT) }]),
+    status: 413,
+    code: 'body-too-large',
+  },
+];
+
+function badInputSuite(backend: Backend): void {
+  const t = suite(`api-bad-input (${backend})`);
+  let api: TestApi;
+  t.before(async () => {
+    api = await startApi(backend, { db: 4, env: { MAX_BODY_BYTES: String(LIMIT) } });
+    assert.is((await api.json('PUT', HOOK, { body: hook })).status, 201);
+  });
+  t.after(async () => {
+    await api.close();
+  });
+
+  /** The whole configuration with ETags: equal before and after means nothing was stored. */
+  const snapshot = async () => {
+    const res = await api.json('GET', '/v1/config?send-etag=true');
+    assert.is(res.status, 200);
+    return res.body;
+  };
+
+  for (const c of cases) {
+    t(`${c.name} → ${c.status} ${c.code}, nothing stored`, async () => {
+      const before = await snapshot();
+      const method = c.method ?? 'PUT';
+      const path = c.path ?? HOOK;
+      const opts = {
+        ...(c.raw !== undefined ? { raw: c.raw } : { body: c.body }),
+        ...(c.type !== undefined ? { type: c.type } : {}),
+        ...(c.headers ? { headers: c.headers } : {}),
+      };
+      const res = await api.json(method, path, opts);
+      assert.is(res.status, c.status, JSON.stringify(res.body));
+      const infos = infosOf(res.body);
+      assert.not.ok(JSON.stringify(res.body).includes('hunter2'), 'the error does not quote the body');
+      const hit = infos.find((i) => i.code === c.code);
+      assert.ok(hit, `expected ${c.code}: ${JSON.stringify(infos)}`);
+      if (c.at?.path !== undefined) assert.is(hit?.path, c.at.path);
+      if (c.at?.position !== undefined) assert.equal(hit?.position, c.at.position);
+      if (c.at?.index !== undefined) assert.is(hit?.index, c.at.index);
+      assert.equal(await snapshot(), before);
+    });
+  }
+
+  t('validate and dry-run on a bad body report the same 400; on a good one they store nothing', async () => {
+    const before = await snapshot();
+    const bad = await api.json('PUT', `${HOOK}?validate`, { body: { ...hook, tries: -1 } });
+    assert.is(bad.status, 400);
+    assert.ok(infosOf(bad.body).some((i) => i.code === 'schema-minimum' && i.path === 'tries'));
+    assert.is((await api.json('PUT', `${HOOK}?validate=true`, { body: { ...hook, tries: 2 } })).status, 204);
+    const dry = await api.json('PUT', `${HOOK}?dry-run`, { body: { ...hook, tries: 2 } });
+    assert.is(dry.status, 200);
+    assert.ok(Array.isArray((dry.body as { 'impacted-resources'?: unknown })['impacted-resources']));
+    assert.equal(await snapshot(), before);
+  });
+
+  t('several schema problems are all reported, each with its field', async () => {
+    const res = await api.json('PUT', HOOK, { body: { ...hook, tries: -1, 'start-position': 'middle', extra: true } });
+    assert.is(res.status, 400);
+    const paths = infosOf(res.body)
+      .map((i) => i.path)
+      .sort();
+    assert.equal(paths, ['extra', 'start-position', 'tries']);
+  });
+
+  t.run();
+}
+
+badInputSuite('embedded');
+badInputSuite('redis');

@@ -1,0 +1,89 @@
+/**
+ * Choices made where the specification is silent: a singleton can be patched before it was ever
+ * written; x-json-patch may be given as JSON or YAML text; login and refresh refuse dry-run.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+
+type Errors = { errors: Array<{ 'error-info'?: { code?: string; parameter?: string } }> };
+const code = (body: unknown) => (body as Errors).errors[0]?.['error-info']?.code;
+
+function extras(backend: Backend): void {
+  const t = suite(`API extras (${backend})`);
+  let api: TestApi;
+  t.before(async () => {
+    api = await startApi(backend);
+  });
+  t.after(async () => {
+    await api.close();
+  });
+
+  t('PATCH of system/settings before any write creates it', async () => {
+    const r = await api.json('PATCH', '/v1/config/system/settings', { body: { 'default-domain': 'lab.example.com' } });
+    assert.is(r.status, 204);
+    assert.equal((await api.json('GET', '/v1/config/system/settings')).body, { 'default-domain': 'lab.example.com' });
+  });
+
+  t('PATCH of a missing list entry is still 404', async () => {
+    const r = await api.json('PATCH', '/v1/config/applications/nope', { body: { version: '2' } });
+    assert.is(r.status, 404);
+  });
+
+  t('x-json-patch as JSON text and as YAML text', async () => {
+    assert.is((await api.json('PUT', '/v1/config/applications/shop', { body: { version: '1' } })).status, 201);
+    const r = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/applications/shop',
+          'x-operation': 'update',
+          'x-json-patch': '[{"op":"replace","path":"/version","value":"2"}]',
+        },
+        {
+          'x-path': '/v1/config/applications/shop',
+          'x-operation': 'update',
+          'x-json-patch': '- op: add\n  path: /description\n  value: the shop\n',
+        },
+      ],
+    });
+    assert.is(r.status, 204, JSON.stringify(r.body));
+    assert.equal((await api.json('GET', '/v1/config/applications/shop')).body, {
+      name: 'shop',
+      version: '2',
+      description: 'the shop',
+    });
+    const bad = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': '/v1/config/applications/shop', 'x-operation': 'update', 'x-json-patch': '[{"op":' }],
+    });
+    assert.is(bad.status, 400);
+    assert.is(code(bad.body), 'bad-x-json-patch');
+  });
+
+  t('login and token refresh refuse dry-run and other parameters', async () => {
+    const login = await api.json('POST', '/v1/login?dry-run', {
+      body: { username: 'admin', password: 'admin-password-1' },
+      headers: { authorization: '' },
+    });
+    assert.is(login.status, 400);
+    assert.is(code(login.body), 'no-dry-run');
+    const refresh = await api.json('POST', '/v1/state/strongbox/token/refresh?x=1');
+    assert.is(refresh.status, 400);
+    assert.is(code(refresh.body), 'unknown-parameter');
+  });
+
+  t('dry-run or validate on any operation gives one code: no-dry-run', async () => {
+    const operations = ['/v1/login', '/v1/state/strongbox/token/refresh', '/v1/strongbox/unseal'];
+    for (const path of operations) {
+      for (const name of ['dry-run', 'validate']) {
+        const res = await api.json('POST', `${path}?${name}`, { body: { key: 'k' } });
+        assert.is(res.status, 400, `${path}?${name}`);
+        assert.is(code(res.body), 'no-dry-run', `${path}?${name}`);
+      }
+    }
+  });
+
+  t.run();
+}
+
+extras('embedded');
+extras('redis');

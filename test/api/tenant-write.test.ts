@@ -1,0 +1,85 @@
+/**
+ * A parent tenant writes into a subtenant's tree with `x-tenant` in a multi-object body (the
+ * same field GET /v1/config?include-tenant-config shows), on both stores. The subtenant's
+ * users then see only their own tree and cannot reach the parent's.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+
+function tenantSuite(backend: Backend): void {
+  const t = suite(`x-tenant writes (${backend})`);
+  let api: TestApi;
+  t.before(async () => {
+    api = await startApi(backend);
+  });
+  t.after(async () => {
+    await api.close();
+  });
+
+  t('parent creates a subtenant and its first user; the user logs in as name@tenant', async () => {
+    assert.is((await api.json('PUT', '/v1/config/system/tenants/acme', { body: { name: 'acme' } })).status, 201);
+    const r = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/system/users/eve',
+          'x-tenant': 'acme',
+          'x-operation': 'create',
+          password: 'eve-password-1',
+          policies: ['admin'],
+        },
+        { 'x-path': '/v1/config/applications/shop', 'x-tenant': 'acme', version: '1.0' },
+      ],
+    });
+    assert.is(r.status, 204, JSON.stringify(r.body));
+    const all = await api.json('GET', '/v1/config?include-tenant-config=true&match-path=/v1/config/applications/*');
+    assert.equal(all.body, [
+      { 'x-path': '/v1/config/applications/shop', 'x-tenant': 'acme', name: 'shop', version: '1.0' },
+    ]);
+    const mine = await api.json('GET', '/v1/config/applications');
+    assert.equal(mine.body, [], "the parent's own tree is unchanged");
+
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'eve@acme', password: 'eve-password-1' },
+      headers: { authorization: '' },
+    });
+    assert.is(login.status, 200);
+    const eve = `Bearer ${(login.body as { token: string }).token}`;
+    const seen = await api.json('GET', '/v1/config/applications', { headers: { authorization: eve } });
+    assert.equal(seen.body, [{ name: 'shop', version: '1.0' }]);
+    const users = await api.json('GET', '/v1/config/system/users?keys', { headers: { authorization: eve } });
+    assert.equal(users.body, ['eve']);
+  });
+
+  t('a subtenant cannot write into its parent or an unknown tenant', async () => {
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'eve@acme', password: 'eve-password-1' },
+      headers: { authorization: '' },
+    });
+    const eve = `Bearer ${(login.body as { token: string }).token}`;
+    for (const tenant of ['default', 'nosuch']) {
+      const r = await api.json('PATCH', '/v1/config', {
+        headers: { authorization: eve },
+        body: [{ 'x-path': '/v1/config/applications/evil', 'x-tenant': tenant, version: '1' }],
+      });
+      assert.is(r.status, 404, `${tenant}: ${JSON.stringify(r.body)}`);
+    }
+    assert.is((await api.json('GET', '/v1/config/applications/evil')).status, 404);
+  });
+
+  t('x-tenant must be a name', async () => {
+    const r = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': '/v1/config/applications/a', 'x-tenant': 7, version: '1' }],
+    });
+    assert.is(r.status, 400);
+    assert.is(
+      (r.body as { errors: Array<{ 'error-info': { code: string } }> }).errors[0]?.['error-info'].code,
+      'bad-x-tenant',
+    );
+  });
+
+  t.run();
+}
+
+tenantSuite('embedded');
+tenantSuite('redis');

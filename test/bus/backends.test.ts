@@ -1,0 +1,222 @@
+/**
+ * One suite for both bus backends (Redis streams and the embedded bus): produce and topic
+ * info, group start positions, pending redelivery and ack, lag, watch and discovery, group
+ * destruction. Then what is specific: the embedded bus survives a reopen; the Redis bus
+ * uses two connections whatever the number of watched topics.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { BusError, type Bus } from '../../src/bus/bus.js';
+import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
+import { openRedisBus } from '../../src/bus/redis-bus.js';
+import { testDbUrl, until } from '../helpers/exporter-proc.js';
+import { rejects } from '../helpers/assert.js';
+
+type Backend = { name: string; open: () => Promise<Bus> };
+let redisUrl = '';
+const backends: Backend[] = [
+  { name: 'redis', open: () => openRedisBus(redisUrl) },
+  { name: 'embedded', open: async () => openEmbeddedBus(mkdtempSync(join(tmpdir(), 'edgeplane-bus-'))) },
+];
+
+test.before(async () => {
+  redisUrl = await testDbUrl(1);
+});
+
+for (const b of backends) {
+  const t = (label: string, fn: (bus: Bus) => Promise<void>) =>
+    test(`${b.name}: ${label}`, async () => {
+      const bus = await b.open();
+      try {
+        await fn(bus);
+      } finally {
+        await bus.close();
+      }
+    });
+
+  t('produce returns increasing ids; topicInfo and listTopics see the topic', async (bus) => {
+    const a = await bus.produce(`${b.name}-info`, { payload: '1' });
+    const c = await bus.produce(`${b.name}-info`, { payload: '2', 'producer-name': 'p', host: 'h' });
+    assert.ok(/^\d+-\d+$/.test(a) && a !== c);
+    const info = await bus.topicInfo(`${b.name}-info`);
+    assert.is(info?.length, 2);
+    assert.is(info?.['last-entry-id'], c);
+    assert.equal(info?.['last-entry'], { id: c, payload: '2', 'producer-name': 'p', host: 'h' });
+    assert.ok((await bus.listTopics()).includes(`${b.name}-info`));
+    assert.is(await bus.topicInfo(`${b.name}-missing`), undefined);
+  });
+
+  t('group at end skips old entries, at beginning reads them; an existing group keeps its position', async (bus) => {
+    const topic = `${b.name}-pos`;
+    await bus.produce(topic, { payload: 'old' });
+    await bus.ensureGroup(topic, 'g-end', { at: 'end' });
+    await bus.ensureGroup(topic, 'g-beg', { at: 'beginning' });
+    await bus.produce(topic, { payload: 'new' });
+    const end = await bus.read(topic, 'g-end', 'c', { cursor: '>', count: 10 });
+    const beg = await bus.read(topic, 'g-beg', 'c', { cursor: '>', count: 10 });
+    assert.equal(
+      end.entries.map((e) => e.fields.payload),
+      ['new'],
+    );
+    assert.equal(
+      beg.entries.map((e) => e.fields.payload),
+      ['old', 'new'],
+    );
+    assert.is(end.lag, 0);
+    await bus.ensureGroup(topic, 'g-end', { at: 'beginning' });
+    assert.equal((await bus.read(topic, 'g-end', 'c', { cursor: '>', count: 10 })).entries, []);
+  });
+
+  t('unacked entries come back from the pending list (cursor 0); acked ones do not', async (bus) => {
+    const topic = `${b.name}-pel`;
+    await bus.ensureGroup(topic, 'g', { at: 'end' });
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await bus.produce(topic, { payload: `m${i}` }));
+    const r = await bus.read(topic, 'g', 'c1', { cursor: '>', count: 2 });
+    assert.is(r.entries.length, 2);
+    assert.is(r.lag, 2);
+    await bus.ack(topic, 'g', [ids[0]!]);
+    const pending = await bus.read(topic, 'g', 'c1', { cursor: '0', count: 10 });
+    assert.equal(
+      pending.entries.map((e) => e.id),
+      [ids[1]],
+    );
+    assert.equal(
+      (await bus.read(topic, 'g', 'c2', { cursor: '0', count: 10 })).entries,
+      [],
+      'pending lists are per consumer',
+    );
+    assert.equal(
+      (await bus.claimStale(topic, 'g', 'c2', 0, 10)).map((e) => e.id),
+      [ids[1]],
+      'stale entries are claimed',
+    );
+  });
+
+  t('group after an id starts right after it', async (bus) => {
+    const topic = `${b.name}-after`;
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await bus.produce(topic, { payload: `m${i}` }));
+    await bus.ensureGroup(topic, 'g', { at: 'after', id: ids[0]! });
+    assert.equal(
+      (await bus.read(topic, 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.id),
+      ids.slice(1),
+    );
+  });
+
+  t('watch wakes on new entries; discovery reports new topics', async (bus) => {
+    let woken = 0;
+    const stop = bus.watch(`${b.name}-w`, () => {
+      woken++;
+    });
+    await until(() => woken > 0, 'initial wake', 5000).catch(() => undefined);
+    const before = woken;
+    await bus.produce(`${b.name}-w`, { payload: 'x' });
+    await until(() => woken > before, 'wake after produce', 5000);
+    stop();
+    let seen: ReadonlySet<string> = new Set();
+    const off = bus.onTopics((t) => {
+      seen = t;
+    });
+    await bus.produce(`${b.name}-disc-new`, { payload: 'x' });
+    await until(() => seen.has(`${b.name}-disc-new`), 'topic discovered', 5000);
+    off();
+  });
+
+  t('a destroyed group reads as BusError no-group', async (bus) => {
+    const topic = `${b.name}-gone`;
+    await bus.ensureGroup(topic, 'g', { at: 'end' });
+    await bus.destroyGroup(topic, 'g');
+    await rejects(
+      () => bus.read(topic, 'g', 'c', { cursor: '>', count: 1 }),
+      (e) => e instanceof BusError && e.code === 'no-group',
+    );
+  });
+}
+
+test('embedded: entries, groups and pending entries survive a reopen', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const one = openEmbeddedBus(dir);
+  await one.ensureGroup('t', 'g', { at: 'beginning' });
+  const a = await one.produce('t', { payload: 'a' });
+  const c = await one.produce('t', { payload: 'b' });
+  await one.read('t', 'g', 'c', { cursor: '>', count: 10 });
+  await one.ack('t', 'g', [a]);
+  await one.close();
+  const two = openEmbeddedBus(dir);
+  assert.is((await two.topicInfo('t'))?.length, 2);
+  assert.equal(
+    (await two.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id),
+    [c],
+  );
+  assert.equal((await two.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries, []);
+  await two.close();
+});
+
+test('embedded: a torn last line is cut at open, so the record appended next survives the following restart', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const one = openEmbeddedBus(dir);
+  await one.produce('t', { payload: 'a' });
+  await one.close();
+  appendFileSync(join(dir, 'bus.jsonl'), '{"op":"add","topic":"t","id":"9-0","fie');
+  const two = openEmbeddedBus(dir);
+  assert.is((await two.topicInfo('t'))?.length, 1);
+  await two.produce('t', { payload: 'b' });
+  await two.close();
+  const three = openEmbeddedBus(dir);
+  const info = await three.topicInfo('t');
+  assert.is(info?.length, 2);
+  assert.is(info?.['last-entry']?.payload, 'b');
+  await three.close();
+});
+
+test('embedded: compaction at open keeps entries, positions and pending entries, drops the rest', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const one = openEmbeddedBus(dir);
+  await one.ensureGroup('t', 'g', { at: 'beginning' });
+  const ids = [];
+  for (let i = 0; i < 50; i++) ids.push(await one.produce('t', { payload: `m${i}` }));
+  for (let i = 0; i < 49; i++) {
+    await one.read('t', 'g', 'c', { cursor: '>', count: 1 });
+    await one.ack('t', 'g', [ids[i]!]);
+  }
+  await one.read('t', 'g', 'c', { cursor: '>', count: 1 });
+  await one.close();
+  const before = statSync(join(dir, 'bus.jsonl')).size;
+  const two = openEmbeddedBus(dir, { compactMinBytes: 0 });
+  assert.ok(statSync(join(dir, 'bus.jsonl')).size < before, 'the log shrank');
+  await two.close();
+  const three = openEmbeddedBus(dir);
+  assert.is((await three.topicInfo('t'))?.length, 50);
+  assert.equal(
+    (await three.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries.map((e) => e.id),
+    [ids[49]],
+  );
+  await three.produce('t', { payload: 'new' });
+  assert.equal(
+    (await three.read('t', 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload),
+    ['new'],
+  );
+  await three.close();
+});
+
+test('redis: two connections for many watched topics', async () => {
+  const bus = await openRedisBus(redisUrl);
+  for (let i = 0; i < 200; i++) bus.watch(`many-${i}`, () => undefined);
+  const c = createClient({ url: redisUrl });
+  await c.connect();
+  await until(
+    async () => String(await c.sendCommand(['CLIENT', 'LIST'])).includes('edgeplane-bus-notifier'),
+    'notifier named',
+  );
+  const list = String(await c.sendCommand(['CLIENT', 'LIST']));
+  assert.is(list.split('\n').filter((l) => /name=edgeplane-bus-/.test(l)).length, 2);
+  await c.close();
+  await bus.close();
+});
+
+test.run();

@@ -1,0 +1,157 @@
+/**
+ * Start-up as a user meets it (the real program, `node --import tsx worker.ts`): a failure is
+ * one JSON error line naming the setting and the cause, exit code 1, and nothing happened
+ * before it (no password printed, no file written). An unreachable Redis is waited for, one
+ * log line per attempt, requests answered 503 with the reason meanwhile.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startRedis } from '../helpers/redis.js';
+import { startServe, type ServeProc } from '../helpers/serve-proc.js';
+import { waitForRedis } from '../../src/serve.js';
+
+const tmp = (name: string) => mkdtempSync(join(tmpdir(), `edgeplane-startup-${name}-`));
+
+/** Runs the program to its exit; asserts exit 1 and exactly one JSON line, which it returns. */
+async function failsWithOneLine(env: Record<string, string>): Promise<{ setting: string; msg: string; p: ServeProc }> {
+  const p = startServe(env);
+  const code = await p.exited();
+  assert.is(code, 1, p.output());
+  const printed = p
+    .output()
+    .split('\n')
+    .filter((l) => l.trim() !== '');
+  assert.is(printed.length, 1, `one line only, got:\n${p.output()}`);
+  const line = JSON.parse(printed[0] as string) as { level: string; msg: string; setting: string; cause: string };
+  assert.is(line.level, 'error');
+  assert.ok(line.cause.length > 0);
+  assert.not.match(p.output(), /generated a password/);
+  return { setting: line.setting, msg: line.msg, p };
+}
+
+test('a port in use: one line naming PORT, exit 1, no password generated, nothing written', async () => {
+  const port = await freePort();
+  const blocker: Server = createServer();
+  await new Promise<void>((r) => blocker.listen(port, '127.0.0.1', () => r()));
+  try {
+    const dataDir = tmp('port');
+    const r = await failsWithOneLine({ PORT: String(port), DATA_DIR: dataDir });
+    assert.is(r.setting, 'PORT');
+    assert.match(r.msg, /in use/);
+    assert.equal(readdirSync(dataDir), [], 'no store, key or lock file left');
+  } finally {
+    blocker.close();
+  }
+});
+
+test('REDIS_URL=nonsense: one line naming REDIS_URL and the expected shape', async () => {
+  const r = await failsWithOneLine({ PORT: '0', REDIS_URL: 'nonsense', DATA_DIR: tmp('url') });
+  assert.is(r.setting, 'REDIS_URL');
+  assert.match(r.msg, /redis:\/\//);
+});
+
+test('REDIS_URL with another scheme never repeats its password', async () => {
+  const r = await failsWithOneLine({ PORT: '0', REDIS_URL: 'http://user:hunter2secret@h:1', DATA_DIR: tmp('url2') });
+  assert.is(r.setting, 'REDIS_URL');
+  assert.not.match(r.p.output(), /hunter2secret/);
+});
+
+test('a bad setting: one JSON line naming it, exit 1', async () => {
+  const r = await failsWithOneLine({ PORT: 'eighty', DATA_DIR: tmp('bad') });
+  assert.is(r.setting, 'PORT');
+  assert.match(r.msg, /eighty/);
+  const l = await failsWithOneLine({ PORT: '0', LOG_LEVEL: 'loud', DATA_DIR: tmp('bad2') });
+  assert.is(l.setting, 'LOG_LEVEL');
+});
+
+test('an unusable DATA_DIR: one line naming DATA_DIR', async () => {
+  const dir = tmp('file');
+  const file = join(dir, 'not-a-dir');
+  writeFileSync(file, 'x');
+  const r = await failsWithOneLine({ PORT: '0', DATA_DIR: join(file, 'data') });
+  assert.is(r.setting, 'DATA_DIR');
+  assert.match(r.msg, /not-a-dir/);
+});
+
+test('an unreadable STRONGBOX_KEY_FILE: one line naming it, no password generated', async () => {
+  const dataDir = tmp('keyfile');
+  const r = await failsWithOneLine({ PORT: '0', DATA_DIR: dataDir, STRONGBOX_KEY_FILE: join(dataDir, 'missing.key') });
+  assert.is(r.setting, 'STRONGBOX_KEY_FILE');
+});
+
+test('Redis unreachable at start: a line per retry, 503 with the reason, then serves once Redis is up', async () => {
+  const redisPort = await freePort();
+  const port = await freePort();
+  const p = startServe({
+    PORT: String(port),
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    ADMIN_PASSWORD: 'startup-test-password',
+    STRONGBOX_KEY: Buffer.alloc(32, 7).toString('base64'),
+  });
+  let redis: Awaited<ReturnType<typeof startRedis>> | undefined;
+  try {
+    const retry = (n: number) => (l: { msg?: string; attempt?: unknown }) =>
+      typeof l.msg === 'string' && l.msg.startsWith('store not reachable yet') && l.attempt === n;
+    const first = await p.waitLine(retry(1));
+    assert.is(first.setting, 'REDIS_URL');
+    assert.is(first.level, 'warn');
+    await p.waitLine(retry(2));
+    assert.not.ok(
+      p.lines().some((l) => typeof l.msg === 'string' && l.msg.startsWith('edgeplane listening')),
+      'not announced before it can serve',
+    );
+    // The socket is bound already.
+    const res = await fetch(`http://127.0.0.1:${port}/v1/config`);
+    assert.is(res.status, 503);
+    const body = (await res.json()) as { errors: { 'error-message': string }[] };
+    assert.match(body.errors[0]?.['error-message'] ?? '', /not reachable yet/);
+
+    redis = await startRedis({ port: redisPort });
+    assert.is(await p.listening(), port);
+    const login = await fetch(`http://127.0.0.1:${port}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
+    });
+    assert.is(login.status, 200);
+    p.kill('SIGTERM');
+    assert.is(await p.exited(), 0);
+  } finally {
+    p.kill('SIGKILL');
+    await redis?.dispose();
+  }
+});
+
+test('waitForRedis: one warn line per attempt with a doubling, capped delay; the reason is exposed', async () => {
+  const port = await freePort();
+  const startup = { ready: false, reason: undefined as string | undefined };
+  const delays: number[] = [];
+  const logged: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string) => {
+    logged.push(String(chunk));
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    const ok = await waitForRedis(
+      `redis://127.0.0.1:${port}`,
+      startup,
+      () => delays.length >= 8,
+      async (ms) => {
+        delays.push(ms);
+      },
+    );
+    assert.is(ok, false, 'stopped before Redis came');
+  } finally {
+    process.stdout.write = write;
+  }
+  assert.equal(delays, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+  assert.is(logged.filter((l) => l.includes('store not reachable yet')).length, 8);
+  assert.match(String(startup.reason), /not reachable yet/);
+});
+
+test.run();

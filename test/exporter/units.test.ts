@@ -1,0 +1,260 @@
+/**
+ * Pure parts of the exporter, table-driven: durations, back-off and Retry-After, JSON
+ * pointers, MSG, placement, site labels and configuration errors (codes and paths). Then
+ * one end-to-end run on the embedded store and bus (no Redis).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiError } from '../../src/lib/errors.js';
+import type { JsonObject } from '../../src/lib/json.js';
+import { backoffMs, mayRetry, nextDelayMs, retryAfterMs } from '../../src/exporter/retry.js';
+import { Message, resolvePointer } from '../../src/exporter/message.js';
+import { parseDuration } from '../../src/lib/duration.js';
+import { parsePointer } from '../../src/lib/json-pointer.js';
+import { placeHere } from '../../src/exporter/placement.js';
+import { siteLabels, type SiteContext } from '../../src/exporter/system-vars.js';
+import { compileSpec } from '../../src/resources/webhook/spec.js';
+import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
+import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { startRuntime } from '../../src/exporter/index.js';
+import { configKey } from '../../src/model/keys.js';
+import { startWebhookServer } from '../helpers/webhook-server.js';
+
+const durations: Array<[string, number | undefined]> = [
+  ['250ms', 250],
+  ['1s', 1000],
+  ['1.5s', undefined], // whole numbers only, as the schema has always required
+  ['5m', 300_000],
+  ['1h', 3_600_000],
+  ['0s', 0],
+  ['1', undefined],
+  ['s', undefined],
+  ['1d', undefined],
+  ['-1s', undefined],
+  [' 1s', undefined],
+];
+for (const [text, ms] of durations) {
+  test(`duration ${JSON.stringify(text)}`, () => {
+    if (ms !== undefined) {
+      assert.is(parseDuration(text, 'retry-interval'), ms);
+      return;
+    }
+    try {
+      parseDuration(text, 'retry-interval');
+      assert.unreachable();
+    } catch (err) {
+      assert.instance(err, ApiError);
+      assert.is((err as ApiError).info?.code, 'invalid-duration');
+      assert.is((err as ApiError).info?.path, 'retry-interval');
+    }
+  });
+}
+
+test('back-off doubles from the base, stays within ±20 % and never exceeds the maximum', () => {
+  const policy = { tries: 0, baseMs: 100, maxMs: 1000 };
+  assert.equal(
+    [1, 2, 3, 4, 5, 9].map((a) => backoffMs(policy, a, () => 0.5)),
+    [100, 200, 400, 800, 1000, 1000],
+  );
+  assert.is(
+    backoffMs(policy, 1, () => 0),
+    80,
+  );
+  assert.is(
+    backoffMs(policy, 1, () => 1),
+    120,
+  );
+  assert.is(
+    backoffMs(policy, 10, () => 1),
+    1000,
+  );
+});
+
+test('Retry-After: seconds, HTTP date, garbage; capped at the maximum', () => {
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  assert.is(retryAfterMs('3', now), 3000);
+  assert.is(retryAfterMs('Thu, 01 Jan 2026 00:00:10 GMT', now), 10_000);
+  assert.is(retryAfterMs('Wed, 31 Dec 2025 00:00:10 GMT', now), 0);
+  assert.is(retryAfterMs('soon', now), undefined);
+  assert.is(retryAfterMs(undefined, now), undefined);
+  const policy = { tries: 0, baseMs: 100, maxMs: 5000 };
+  assert.is(nextDelayMs(policy, 1, 60_000), 5000);
+  assert.is(nextDelayMs(policy, 1, 2000), 2000);
+});
+
+test('tries: 0 is without limit, n allows n attempts in all', () => {
+  assert.ok(mayRetry({ tries: 0, baseMs: 1, maxMs: 1 }, 1_000_000));
+  assert.ok(mayRetry({ tries: 3, baseMs: 1, maxMs: 1 }, 2));
+  assert.not.ok(mayRetry({ tries: 3, baseMs: 1, maxMs: 1 }, 3));
+  assert.not.ok(mayRetry({ tries: 1, baseMs: 1, maxMs: 1 }, 1));
+});
+
+const msg = new Message(
+  't',
+  { id: '1700000000123-4', fields: { payload: '{"a":{"b/c":[10,"x"]},"s":"v","~k":1}', host: 'h' } },
+  2,
+);
+const pointers: Array<[string, string | undefined]> = [
+  ['/payload/a/b~1c/0', '10'],
+  ['/payload/a/b~1c/1', 'x'],
+  ['/payload/s', 'v'],
+  ['/payload/~0k', '1'],
+  ['/payload/a', '{"b/c":[10,"x"]}'],
+  ['/mtime', '1700000000123'],
+  ['/seqno', '1700000000123-4'],
+  ['/remain', '2'],
+  ['/host', 'h'],
+  ['/origin', undefined],
+  ['/payload/a/b~1c/2', undefined],
+  ['/payload/a/b~1c/01', undefined],
+  ['/payload/s/x', undefined],
+];
+for (const [p, v] of pointers) {
+  test(`json pointer ${p}`, () => assert.is(resolvePointer(msg.object, parsePointer(p)!), v));
+}
+
+test('pointers must be empty or start with /', () => {
+  assert.equal(parsePointer(''), []);
+  assert.is(parsePointer('payload'), undefined);
+});
+
+test('MSG: time from mtime, payload kept as a string when it is not JSON', () => {
+  assert.is(msg.time, '2023-11-14T22:13:20.123Z');
+  assert.is(msg.variable('MSG_ORIGIN'), '');
+  assert.is(msg.variable('MSG_PAYLOAD'), '{"a":{"b/c":[10,"x"]},"s":"v","~k":1}');
+  const plain = new Message('t', { id: '5-0', fields: { payload: '12 apples', time: '2020-01-01T00:00:00.000Z' } }, 0);
+  assert.equal(JSON.parse(plain.text), {
+    time: '2020-01-01T00:00:00.000Z',
+    mtime: 5,
+    seqno: '5-0',
+    remain: 0,
+    payload: '12 apples',
+  });
+});
+
+const ctx: SiteContext = {
+  site: 'edge1',
+  tenant: 'default',
+  vars: new Map(),
+  deployments: new Map([
+    ['d1', 'gpu = yes'],
+    ['d2', 'env = dev'],
+  ]),
+  labels: Object.fromEntries(
+    siteLabels('edge1', {
+      name: 'edge1',
+      type: 'edge',
+      labels: { env: 'prod' },
+      hosts: [{ 'host-id': 'h', labels: { gpu: 'yes', env: 'prod2' } }],
+    }).entries(),
+  ),
+};
+const placements: Array<[JsonObject | undefined, true | false | 'invalid']> = [
+  [{ 'all-sites': true }, true],
+  [{ 'all-sites': { 'all-sites': true } }, true],
+  [{ 'all-sites': false }, false],
+  [{ sites: ['edge1'] }, true],
+  [{ sites: [] }, false],
+  [{ 'application-deployments': ['d2', 'd1'] }, true],
+  [{ 'application-deployments': ['d2', 'missing'] }, false],
+  [{ 'match-site-labels': 'env in {prod2} and system/name = edge1' }, true],
+  [{ 'match-site-labels': 'system/type = cloud' }, false],
+  [{ 'match-site-labels': 'env = (' }, 'invalid'],
+  [{}, 'invalid'],
+  [undefined, 'invalid'],
+];
+for (const [p, placed] of placements) {
+  test(`placement ${JSON.stringify(p)} → ${placed}`, () => assert.is(placeHere(p, ctx).placed, placed));
+}
+
+test('site labels: own, hosts, system/*; only system/name without a site object', () => {
+  assert.equal(Object.fromEntries(siteLabels('s', undefined)), { 'system/name': ['s'] });
+  assert.equal(ctx.labels.env, ['prod', 'prod2']);
+  assert.equal(ctx.labels['system/type'], ['edge']);
+});
+
+const badConfigs: Array<[string, JsonObject, string, string]> = [
+  ['undeclared variable', { data: '${NOPE}' }, 'undefined-variable', 'data'],
+  ['PCRE-only regex', { 'no-match-re': ['a(?=b)'] }, 'regex-unsupported', 'no-match-re[0]'],
+  ['bad topic pattern', { 'topic-patterns': ['('] }, 'regex-syntax', 'topic-patterns[0]'],
+  ['bad duration', { 'max-retry-interval': '1 minute' }, 'invalid-duration', 'max-retry-interval'],
+  ['static invalid url', { url: 'ftp://x' }, 'invalid-config', 'url'],
+  [
+    'bad pointer',
+    { variables: [{ name: 'X', 'value-from-message': { 'json-pointer': 'x' } }] },
+    'invalid-config',
+    'variables[0]/value-from-message/json-pointer',
+  ],
+  ['bad tries', { tries: -1 }, 'invalid-config', 'tries'],
+];
+for (const [label, extra, code, path] of badConfigs) {
+  test(`config error: ${label}`, () => {
+    try {
+      compileSpec('default', {
+        name: 'x',
+        'site-placement': { 'all-sites': true },
+        url: 'http://h/',
+        data: 'd',
+        ...extra,
+      });
+      assert.unreachable();
+    } catch (err) {
+      assert.instance(err, ApiError);
+      assert.is((err as ApiError).info?.code, code);
+      assert.is((err as ApiError).info?.path, path);
+    }
+  });
+}
+
+test('defaults: topic added to topics, 1 in flight, 1s..60s, unlimited tries, TLS verified', () => {
+  const s = compileSpec('default', {
+    name: 'x',
+    topic: 'old',
+    topics: ['a'],
+    'site-placement': { 'all-sites': true },
+    url: 'http://h/',
+    data: 'd',
+  });
+  assert.equal(s.topics, ['a', 'old']);
+  assert.equal(
+    [s.maxInFlight, s.policy, s.start, s.format],
+    [1, { tries: 0, baseMs: 1000, maxMs: 60_000 }, 'end', 'string'],
+  );
+  assert.equal(s.tls, { verify: true, ca: undefined, useRootCerts: true, serverName: undefined });
+});
+
+test('the runtime on the embedded store and bus delivers', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-emb-'));
+  const store = await openEmbeddedStore(dir);
+  const bus = openEmbeddedBus(dir);
+  const hook = await startWebhookServer();
+  const rt = await startRuntime({ settings: { site: 'local', globalDomain: 'g' }, store, bus, pollMs: 1000 });
+  await store.commit([
+    {
+      op: 'put',
+      key: configKey('default', 'volga/webhooks/e'),
+      value: {
+        name: 'e',
+        topics: ['et'],
+        'site-placement': { 'all-sites': true },
+        url: `${hook.url}/e`,
+        data: '${SYS_DNS_ZONES[default]} ${MSG_PAYLOAD}',
+      },
+    },
+  ]);
+  const deadline = Date.now() + 10_000;
+  while (rt.exporterState('default', 'e')?.status !== 'ready' && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  await bus.produce('et', { payload: 'hi' });
+  await hook.waitFor(() => hook.delivered().length === 1, 'delivery');
+  assert.is(hook.delivered()[0]!.body, 'local.local hi');
+  await rt.stop(1000);
+  await bus.close();
+  await store.close();
+  await hook.close();
+});
+
+test.run();

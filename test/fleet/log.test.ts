@@ -1,0 +1,113 @@
+/**
+ * The fleet change log, one suite for both implementations (in memory, and Redis with two
+ * connections standing for two control-plane processes): compare-and-set appends, entries
+ * after a version, reset outside the history, trimming by age, snapshots, and the append
+ * notification reaching the other process.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from '../../src/fleet/log.js';
+import { freshRedisDb } from '../helpers/api.js';
+import { waitUntil } from '../helpers/fleet.js';
+
+type Pair = { a: FleetLog; b: FleetLog; close(): Promise<void> };
+
+function logSuite(name: string, open: () => Promise<Pair>) {
+  const t = suite<{ pair: Pair }>(`fleet log (${name})`);
+  t.before.each(async (ctx) => {
+    ctx.pair = await open();
+  });
+  t.after.each(async (ctx) => {
+    await ctx.pair.close();
+  });
+
+  t('append is a compare-and-set on the head, never goes back in revision', async ({ pair }) => {
+    const { a, b } = pair;
+    const empty = await a.snapshot('s');
+    assert.is(empty.version, '0-0');
+    const v1 = await a.append('s', '0-0', 1, [{ op: 'put', key: 'k1', value: { n: 1 } }]);
+    assert.ok(v1);
+    assert.is(await b.append('s', '0-0', 2, [{ op: 'put', key: 'k2', value: { n: 2 } }]), undefined, 'lost the race');
+    assert.is(await b.append('s', v1!, 0, [{ op: 'put', key: 'k2', value: { n: 2 } }]), undefined, 'older revision');
+    const v2 = await b.append('s', v1!, 2, [
+      { op: 'put', key: 'k2', value: { n: 2 } },
+      { op: 'delete', key: 'k1' },
+    ]);
+    assert.ok(v2);
+    const snap = await a.snapshot('s');
+    assert.is(snap.version, v2);
+    assert.is(snap.rev, 2);
+    assert.equal([...snap.objects], [['k2', { n: 2 }]]);
+    assert.equal(await a.sites(), ['s']);
+  });
+
+  t('since: entries after a version, in order; reset outside the history', async ({ pair }) => {
+    const { a } = pair;
+    let head = '0-0';
+    const versions: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      head = (await a.append('s', head, i, [{ op: 'put', key: `k${i}`, value: { i } }]))!;
+      versions.push(head);
+    }
+    const after1 = await a.since('s', versions[1]!, 100);
+    assert.ok(after1 !== 'reset');
+    assert.equal(
+      after1.map((e) => e.version),
+      versions.slice(2),
+    );
+    assert.equal(after1[0]!.changes, [{ op: 'put', key: 'k2', value: { i: 2 } }]);
+    const limited = await a.since('s', versions[0]!, 2);
+    assert.equal(limited !== 'reset' && limited.map((e) => e.version), versions.slice(1, 3));
+    assert.equal(await a.since('s', head, 10), []);
+    assert.is(await a.since('s', '1-0', 10), 'reset', 'older than the log');
+    assert.is(await a.since('s', '99999999999999-0', 10), 'reset', 'newer than the head');
+    assert.is(await a.since('s', 'garbage', 10), 'reset');
+  });
+
+  t('trim drops entries older than the cutoff and moves the floor', async ({ pair }) => {
+    const { a } = pair;
+    const v1 = (await a.append('s', '0-0', 1, [{ op: 'put', key: 'k', value: { n: 1 } }]))!;
+    const v2 = (await a.append('s', v1, 2, [{ op: 'put', key: 'k', value: { n: 2 } }]))!;
+    await new Promise((r) => setTimeout(r, 5));
+    const cutoff = Date.now();
+    await new Promise((r) => setTimeout(r, 5));
+    const v3 = (await a.append('s', v2, 3, [{ op: 'put', key: 'k', value: { n: 3 } }]))!;
+    await a.trim('s', cutoff);
+    assert.is(await a.since('s', v1, 10), 'reset', 'trimmed away');
+    const fromFloor = await a.since('s', v2, 10);
+    assert.equal(fromFloor !== 'reset' && fromFloor.map((e) => e.version), [v3]);
+    assert.equal([...(await a.snapshot('s')).objects], [['k', { n: 3 }]], 'the set is not trimmed');
+  });
+
+  t('an append notifies the other process', async ({ pair }) => {
+    const seen: string[] = [];
+    pair.b.onAppend((site) => seen.push(site));
+    // The Redis subscription connects asynchronously: append until it has heard one.
+    let head = '0-0';
+    await waitUntil(async () => {
+      head = (await pair.a.append('site-x', head, 1, [{ op: 'put', key: 'k', value: { head } }])) ?? head;
+      return seen.includes('site-x');
+    }, 'append notification');
+  });
+
+  t.run();
+}
+
+logSuite('memory', async () => {
+  const log = createMemoryFleetLog();
+  return { a: log, b: log, close: () => log.close() };
+});
+
+logSuite('redis', async () => {
+  const url = await freshRedisDb(5);
+  const a = await openRedisFleetLog(url);
+  const b = await openRedisFleetLog(url);
+  return {
+    a,
+    b,
+    close: async () => {
+      await a.close();
+      await b.close();
+    },
+  };
+});

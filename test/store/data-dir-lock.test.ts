@@ -1,0 +1,63 @@
+/**
+ * One process per embedded DATA_DIR, with real processes: a second one refuses to start
+ * (exit 1, one line naming DATA_DIR and the holder's pid); a lock left by a process killed
+ * with kill -9 does not block the next start.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lockDataDir } from '../../src/data-dir.js';
+import { startServe } from '../helpers/serve-proc.js';
+
+const env = (dataDir: string) => ({ PORT: '0', DATA_DIR: dataDir, ADMIN_PASSWORD: 'lock-test-password' });
+
+test('a second process on the same DATA_DIR refuses to start; a kill -9 leaves no blocking lock', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-'));
+  const first = startServe(env(dataDir));
+  try {
+    await first.listening();
+    const second = startServe(env(dataDir));
+    assert.is(await second.exited(), 1, second.output());
+    const lines = second.lines();
+    assert.is(lines.length, 1, second.output());
+    assert.is(lines[0]?.setting, 'DATA_DIR');
+    assert.match(String(lines[0]?.msg), new RegExp(`in use by another edgeplane process \\(pid ${first.child.pid}\\)`));
+    assert.ok(first.child.exitCode === null, 'the first one still runs');
+
+    first.kill('SIGKILL');
+    await first.exited();
+    assert.ok(existsSync(join(dataDir, 'edgeplane.lock')), 'kill -9 left its lock file behind');
+    const third = startServe(env(dataDir));
+    try {
+      await third.listening();
+      third.kill('SIGTERM');
+      assert.is(await third.exited(), 0);
+      assert.not.ok(existsSync(join(dataDir, 'edgeplane.lock')), 'a normal exit removes the lock');
+    } finally {
+      third.kill('SIGKILL');
+    }
+  } finally {
+    first.kill('SIGKILL');
+  }
+});
+
+test('a lock naming a pid that now belongs to another program (other start time) is stale', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-reuse-'));
+  // pid 1 runs, but not the process that wrote this (Linux: its start time in /proc differs).
+  writeFileSync(join(dataDir, 'edgeplane.lock'), JSON.stringify({ pid: 1, start: 'another-start' }));
+  const lock = lockDataDir(dataDir);
+  lock.release();
+  assert.not.ok(existsSync(join(dataDir, 'edgeplane.lock')));
+});
+
+test('a half-written lock file does not block', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-torn-'));
+  writeFileSync(join(dataDir, 'edgeplane.lock'), '{"pi');
+  const lock = lockDataDir(dataDir);
+  assert.ok(existsSync(lock.path));
+  lock.release();
+});
+
+test.run();

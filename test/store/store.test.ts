@@ -1,0 +1,321 @@
+/**
+ * The Store contract against both backends (test/helpers/store-suite.ts), then what only one
+ * backend has: the embedded file (restart, torn record, compaction) and the Redis layout.
+ * Redis: databases 5 and 7 of REDIS_TEST_URL, flushed before use (no other file uses them).
+ */
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ApiError } from '../../src/lib/errors.js';
+import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { etagOf } from '../../src/store/etag.js';
+import { openStore } from '../../src/store/index.js';
+import { commitArgs, openRedisStore } from '../../src/store/redis.js';
+import { changesChannel } from '../../src/store/redis-lua.js';
+import type { Store } from '../../src/store/store.js';
+import { rejects } from '../helpers/assert.js';
+import { startRedis } from '../helpers/redis.js';
+import { eventually, storeSuite } from '../helpers/store-suite.js';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'edgeplane-store-'));
+  dirs.push(d);
+  return d;
+}
+process.once('exit', () => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function withDb(url: string, db: number): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+const redisBase = process.env.REDIS_TEST_URL;
+if (!redisBase) throw new Error('REDIS_TEST_URL is not set: run through `npm test`');
+const redisUrl = withDb(redisBase, 5);
+
+async function freshRedis(): Promise<Store> {
+  const admin = createClient({ url: redisUrl });
+  await admin.connect();
+  await admin.flushDb();
+  await admin.close();
+  return openRedisStore(redisUrl);
+}
+
+storeSuite('embedded', () => openEmbeddedStore(tempDir())).run();
+storeSuite('redis', freshRedis).run();
+
+// ---- embedded only --------------------------------------------------------------------
+
+const embedded = suite('embedded store file');
+
+embedded('configuration, revision and durable kv survive a reopen; TTL kv does not', async () => {
+  const dir = tempDir();
+  const a = await openEmbeddedStore(dir);
+  await a.commit([
+    { op: 'put', key: 't/x', value: { n: 1 } },
+    { op: 'put', key: 't/y', value: { s: 'é\n"' } },
+  ]);
+  await a.commit([{ op: 'delete', key: 't/x' }]);
+  await a.commit([{ op: 'put', key: 't/z', value: { n: 3 } }]);
+  await a.kvSet('durable', 'd');
+  await a.kvSet('gone', 'g');
+  await a.kvDel('gone');
+  await a.kvSet('was-durable', 'old');
+  await a.kvSet('was-durable', 'new', 600_000);
+  await a.kvIncr('count', 2);
+  await a.kvIncr('count', 3);
+  await a.kvSet('ttl', 't', 600_000);
+  await a.close();
+
+  const b = await openEmbeddedStore(dir);
+  assert.equal(await b.list(''), [
+    { key: 't/y', value: { s: 'é\n"' }, etag: etagOf({ s: 'é\n"' }) },
+    { key: 't/z', value: { n: 3 }, etag: etagOf({ n: 3 }) },
+  ]);
+  assert.is(await b.revision(), 3);
+  assert.equal(await b.kvKeys(''), ['count', 'durable']);
+  assert.is(await b.kvGet('count'), '5');
+  const r = await b.commit([{ op: 'put', key: 't/z', value: { n: 4 }, expect: etagOf({ n: 3 }) }]);
+  assert.equal(r.ok && r.revision, 4);
+  await b.close();
+});
+
+embedded('a torn last record is dropped and cut, later commits still persist', async () => {
+  const dir = tempDir();
+  const a = await openEmbeddedStore(dir);
+  await a.commit([{ op: 'put', key: 't/x', value: { n: 1 } }]);
+  await a.close();
+  appendFileSync(join(dir, 'store.aof'), '{"r":2,"c":[{"k":"t/y","v":{"n"');
+
+  const b = await openEmbeddedStore(dir);
+  assert.equal(
+    (await b.list('')).map((e) => e.key),
+    ['t/x'],
+  );
+  assert.is(await b.revision(), 1);
+  await b.commit([{ op: 'put', key: 't/y', value: { n: 2 } }]);
+  await b.close();
+
+  const c = await openEmbeddedStore(dir);
+  assert.equal(
+    (await c.list('')).map((e) => e.key),
+    ['t/x', 't/y'],
+  );
+  assert.is(await c.revision(), 2);
+  await c.close();
+});
+
+embedded('a damaged record before the end makes open fail', async () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'store.aof'), '{"r":1,"c":[]}\nnot json\n{"r":2,"c":[]}\n');
+  await rejects(
+    () => openEmbeddedStore(dir),
+    (e) => e instanceof Error && /line 2/.test(e.message),
+  );
+});
+
+embedded('open compacts a file much larger than its live data, keeping the state', async () => {
+  const dir = tempDir();
+  const a = await openEmbeddedStore(dir);
+  for (let i = 0; i < 500; i++) await a.commit([{ op: 'put', key: 't/x', value: { i, pad: 'x'.repeat(100) } }]);
+  await a.commit([{ op: 'put', key: 't/keep', value: { ok: true } }]);
+  await a.kvSet('k', 'v');
+  await a.close();
+  const before = statSync(join(dir, 'store.aof')).size;
+
+  const b = await openEmbeddedStore(dir, { compactMinBytes: 0 });
+  const after = statSync(join(dir, 'store.aof')).size;
+  assert.ok(after * 10 < before, `file shrank: ${before} → ${after}`);
+  assert.equal((await b.get('t/x'))?.value, { i: 499, pad: 'x'.repeat(100) });
+  assert.is(await b.revision(), 501);
+  await b.commit([{ op: 'delete', key: 't/keep' }]);
+  await b.close();
+
+  const c = await openEmbeddedStore(dir);
+  assert.equal(
+    (await c.list('')).map((e) => e.key),
+    ['t/x'],
+  );
+  assert.is(await c.kvGet('k'), 'v');
+  assert.is(await c.revision(), 502);
+  assert.is(
+    readFileSync(join(dir, 'store.aof'), 'utf8').split('\n').filter(Boolean).length,
+    5,
+    'snapshot of 4 records + 1 commit',
+  );
+  await c.close();
+});
+
+embedded('openStore picks embedded without a Redis URL', async () => {
+  const dir = tempDir();
+  const s = await openStore({ redisUrl: undefined, dataDir: join(dir, 'nested') });
+  assert.is(s.kind, 'embedded');
+  await s.commit([{ op: 'put', key: 'x', value: {} }]);
+  await s.close();
+  assert.ok(statSync(join(dir, 'nested', 'store.aof')).size > 0);
+});
+
+embedded.run();
+
+// ---- redis only -----------------------------------------------------------------------
+
+const redis = suite('redis store layout and failures');
+
+redis('script arguments: ops packed 5 fields each; change channel per database', () => {
+  const { keys, args, etags } = commitArgs(
+    [
+      { op: 'put', key: 'a/b', value: { n: 1 }, expect: null },
+      { op: 'delete', key: 'a/c', expect: '"e1"' },
+      { op: 'put', key: 'a/d', value: {}, expect: '*' },
+      { op: 'delete', key: 'a/e' },
+    ],
+    'ep:changes',
+  );
+  assert.equal(keys, ['ep:cfg:a/b', 'ep:cfg:a/c', 'ep:cfg:a/d', 'ep:cfg:a/e', 'ep:cfg-index', 'ep:rev']);
+  assert.equal(args, [
+    '4',
+    'ep:changes',
+    'put',
+    'a/b',
+    'n',
+    '',
+    `${etagOf({ n: 1 })}\n{"n":1}`,
+    'delete',
+    'a/c',
+    'e',
+    '"e1"',
+    '',
+    'put',
+    'a/d',
+    '*',
+    '',
+    `${etagOf({})}\n{}`,
+    'delete',
+    'a/e',
+    '',
+    '',
+    '',
+  ]);
+  assert.equal(etags, { 'a/b': etagOf({ n: 1 }), 'a/d': etagOf({}) });
+  assert.is(changesChannel('redis://h:1'), 'ep:changes');
+  assert.is(changesChannel('redis://h:1/0'), 'ep:changes');
+  assert.is(changesChannel('redis://h:1/5'), 'ep:changes:5');
+});
+
+redis('stores on different databases of one server do not hear each other', async () => {
+  const a = await freshRedis();
+  const other = withDb(redisBase, 7);
+  const admin = createClient({ url: other });
+  await admin.connect();
+  await admin.flushDb();
+  await admin.close();
+  const b = await openRedisStore(other);
+  try {
+    const seen: string[] = [];
+    a.onChange((keys) => seen.push(...keys));
+    await a.revision();
+    await b.commit([{ op: 'put', key: 'from-7', value: {} }]);
+    await a.commit([{ op: 'put', key: 'from-5', value: {} }]);
+    await eventually(() => seen.includes('from-5'), 'own change delivered');
+    assert.equal(seen, ['from-5']);
+    assert.is(await a.get('from-7'), undefined);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
+redis('layout is readable with a second client', async () => {
+  const store = await freshRedis();
+  const raw = createClient({ url: redisUrl });
+  await raw.connect();
+  try {
+    await store.commit([{ op: 'put', key: 'default/hooks/h1', value: { b: 2, a: 'x' } }]);
+    await store.kvSet('token:abc', 'v', 60_000);
+    assert.equal(JSON.parse((await raw.hGet('ep:cfg:default/hooks/h1', 'v')) ?? ''), { b: 2, a: 'x' });
+    assert.is(await raw.hGet('ep:cfg:default/hooks/h1', 'e'), etagOf({ a: 'x', b: 2 }));
+    assert.equal(await raw.zRange('ep:cfg-index', 0, -1), ['default/hooks/h1']);
+    assert.is(await raw.get('ep:rev'), '1');
+    assert.is(await raw.get('ep:kv:token:abc'), 'v');
+    const ttl = await raw.pTTL('ep:kv:token:abc');
+    assert.ok(ttl > 0 && ttl <= 60_000);
+    await raw.hSet('ep:cfg:default/hooks/h1', 'v', '[1]');
+    await rejects(
+      () => store.get('default/hooks/h1'),
+      (e) => e instanceof ApiError && e.code === 'internal',
+    );
+  } finally {
+    await raw.close();
+    await store.close();
+  }
+});
+
+redis('kvIncr sets the expiry only on a new key', async () => {
+  const store = await freshRedis();
+  const raw = createClient({ url: redisUrl });
+  await raw.connect();
+  try {
+    await store.kvSet('plain', '7');
+    assert.is(await store.kvIncr('plain', 1, 60_000), 8);
+    assert.is(await raw.pTTL('ep:kv:plain'), -1);
+    await store.kvIncr('fresh', 1, 60_000);
+    assert.ok((await raw.pTTL('ep:kv:fresh')) > 0);
+  } finally {
+    await raw.close();
+    await store.close();
+  }
+});
+
+redis('commit scripts are re-sent after SCRIPT FLUSH', async () => {
+  const store = await freshRedis();
+  const raw = createClient({ url: redisUrl });
+  await raw.connect();
+  try {
+    await store.commit([{ op: 'put', key: 'a', value: { n: 1 } }]);
+    await raw.scriptFlush();
+    const r = await store.commit([{ op: 'put', key: 'a', value: { n: 2 }, expect: etagOf({ n: 1 }) }]);
+    assert.equal(r.ok && r.revision, 2);
+  } finally {
+    await raw.close();
+    await store.close();
+  }
+});
+
+redis('Redis down: calls reject with unavailable, and work again after it restarts', async () => {
+  const server = await startRedis();
+  const store = await openStore({ redisUrl: server.url, dataDir: tempDir() });
+  assert.is(store.kind, 'redis');
+  try {
+    await store.commit([{ op: 'put', key: 'a', value: { n: 1 } }]);
+    await server.stop();
+    await rejects(
+      () => store.get('a'),
+      (e) => e instanceof ApiError && e.code === 'unavailable',
+    );
+    await rejects(
+      () => store.commit([{ op: 'put', key: 'b', value: {} }]),
+      (e) => e instanceof ApiError && e.code === 'unavailable',
+    );
+    await server.restart();
+    // The server kept no data (no persistence): success means the client reconnected.
+    await eventually(
+      async () =>
+        await store.get('a').then(
+          () => true,
+          () => false,
+        ),
+      'store usable after restart',
+    );
+    assert.ok((await store.commit([{ op: 'put', key: 'b', value: {} }])).ok);
+  } finally {
+    await store.close();
+    await server.stop();
+  }
+});
+
+redis.run();
