@@ -15,8 +15,9 @@ import { parseBody } from '../api/body.js';
 import { multiObjectChanges } from '../api/multi-object.js';
 import { tenantChecks } from '../api/tenant-checks.js';
 import { isObject } from '../lib/json.js';
-import { verifyPassword } from '../auth/passwords.js';
-import { passwordHashField, usersPath } from '../auth/users.js';
+import { verifyPassword } from '../secrets/passwords.js';
+import { usersPath } from '../auth/users.js';
+import { passwordHashField } from '../resources/user.js';
 import { configKey } from '../model/keys.js';
 import { runTransaction } from '../model/transaction.js';
 

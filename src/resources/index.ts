@@ -12,7 +12,7 @@ import { site } from './site.js';
 import { settings } from './settings.js';
 import { dnsZone } from './dns-zone.js';
 import { user } from './user.js';
-import { policy } from './policy.js';
+import { policy } from './policy/index.js';
 import { tenant } from './tenant.js';
 import { vault } from './vault.js';
 import { secret } from './secret.js';

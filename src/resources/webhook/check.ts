@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors.js';
 import type { Json, JsonObject } from '../../lib/json.js';
 import { compileRegex } from '../../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
-import { jsonSyntaxError } from '../../api/body.js';
+import { jsonSyntaxError } from '../../lib/json.js';
 import { compileLabelExpr } from '../../query/labels.js';
 import { durationMs } from '../../lib/duration.js';
 import { retryDefaults } from '../schemas.js';

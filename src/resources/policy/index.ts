@@ -1,10 +1,11 @@
 /**
  * A policy (`system/policies/<name>`): rules of path patterns and operations. Its rules are
- * checked when written (each problem with its field path and position) and compiled by auth/.
+ * checked when written (rules.ts: each problem with its field path and position) and
+ * compiled by auth/policies.ts.
  */
-import { policyProblems } from '../auth/policies.js';
-import { policySchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { policySchema } from '../schemas.js';
+import type { ResourceModule } from '../module.js';
+import { policyProblems } from './rules.js';
 
 export const policy: ResourceModule = {
   id: 'policy',
