@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey, webhookStateKey } from '../model/keys.js';
-import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
+import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';
@@ -155,7 +155,8 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
         const r = resolvePath(e.key.slice(p.tenant.length + 1));
         if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
       }
-      lists.add('system/dns-zones').add('system/settings');
+      // Resources with objects that exist in effect (the default DNS zone, the settings) are read even when none is stored.
+      for (const d of resources) if (d.stateItems && !d.parent) lists.add(d.segments.join('/'));
       const addItem = (item: Item, def: ResourceDef | undefined) => {
         const xPath = `${PREFIX}/${item.path}`;
         if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;

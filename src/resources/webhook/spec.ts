@@ -211,7 +211,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   const headers = rawHeaders.map((h, i) => {
     if (!isObject(h) || typeof h.name !== 'string' || typeof h.value !== 'string')
       throw bad(`headers[${i}]`, `Cannot use headers[${i}]: it needs name and value strings`);
-    return { name: h.name, value: compileTemplate(h.value, { field: `headers[${i}].value`, isDefined }) };
+    return { name: h.name, value: compileTemplate(h.value, { field: `headers[${i}]/value`, isDefined }) };
   });
 
   const baseMs = parseDuration(
