@@ -19,7 +19,7 @@ import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/index.js';
 import { setLogLevel } from '../src/lib/log.js';
-import { configKey } from '../src/model/keys.js';
+import { configKey } from '../src/store/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';
 import { startRedis } from '../test/helpers/redis.js';

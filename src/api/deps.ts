@@ -1,5 +1,5 @@
 /** What the HTTP layer is built from; worker.ts assembles it. */
-import type { Settings } from '../settings.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';

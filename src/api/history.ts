@@ -13,7 +13,7 @@ import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
-import { configKey, kvPrefix, parseWebhookStateKey } from '../model/keys.js';
+import { configKey, kvPrefix, parseWebhookStateKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';

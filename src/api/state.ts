@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
-import { configKey, webhookStateKey } from '../model/keys.js';
+import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';

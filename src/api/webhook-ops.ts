@@ -6,7 +6,7 @@
  */
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { readAttempts } from '../exporter/attempts.js';
 import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';

@@ -5,7 +5,7 @@
  */
 import { ApiError, type DetailFor } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
-import type { Settings } from '../settings.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import { record, type AuditEvent, type AuditSink } from './audit.js';
 import { bootstrapAdmin } from './bootstrap.js';

@@ -8,7 +8,7 @@
  * authCacheMaxAgeMs in case a notification was lost.
  */
 import { ApiError } from '../lib/errors.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { authCacheMaxAgeMs } from './cache.js';
 

@@ -6,7 +6,7 @@
  * looking at the password, with Retry-After set to the window.
  */
 import { ApiError } from '../lib/errors.js';
-import { kvPrefix } from '../model/keys.js';
+import { kvPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 
 export type ThrottleOptions = {

@@ -9,7 +9,7 @@
  * produce, the audit trail for the root) goes through one, so it reaches only its own topics.
  */
 import { ApiError } from '../lib/errors.js';
-import { reservedTopicPrefix } from '../lib/topics.js';
+import { reservedTopicPrefix } from './topics.js';
 import { streamPrefix, type Bus, type TopicInfo } from './bus.js';
 
 /** The name of a tenant's topic on the bus (its stream is `volga:` + this). */

@@ -4,7 +4,7 @@
  * change to sites, deployments or system/ triggers one), never per message.
  */
 import { isObject, type JsonObject } from '../lib/json.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import type { Labels } from '../query/labels.js';
 import type { Store } from '../store/store.js';
 

@@ -15,7 +15,7 @@
  * Nothing else.
  */
 import { isObject, type JsonObject } from '../lib/json.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { placeHere } from '../exporter/placement.js';
 import { siteLabels, type SiteContext } from '../exporter/system-vars.js';
 import { compileLabelExpr } from '../query/labels.js';

@@ -10,7 +10,7 @@
  */
 import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
-import { splitKey } from '../model/keys.js';
+import { splitKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 
 export const syncRecordKey = '~fleet/sync';

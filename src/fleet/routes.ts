@@ -20,7 +20,7 @@ import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppDeps, AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options, principalOf, reply, searchParams } from '../api/http.js';
 import { ApiError } from '../lib/errors.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { parseQuery } from '../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject } from '../lib/json.js';

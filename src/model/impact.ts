@@ -11,7 +11,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { REDACTED } from '../secrets/secrets.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { diffObjects, type FieldChange } from './diff.js';
 import { listRulesOf, resources, type ResourceDef, type Resolved } from './resources.js';
 

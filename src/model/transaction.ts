@@ -16,7 +16,7 @@ import { ApiError, combine } from '../lib/errors.js';
 import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
 import type { Store, WriteOp } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
 import { childListsOf, listRulesOf, parentPathOf, resolvePath, type Resolved } from './resources.js';

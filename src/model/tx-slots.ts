@@ -5,7 +5,7 @@
  */
 import type { JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { childListsOf, parentPathOf, resolvePath, type Resolved } from './resources.js';
 import type { Op, TxContext } from './transaction.js';
 

@@ -18,7 +18,7 @@ import { isObject } from '../lib/json.js';
 import { verifyPassword } from '../secrets/passwords.js';
 import { usersPath } from '../auth/users.js';
 import { passwordHashField } from '../resources/user.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
 
 export class ConfigFileError extends Error {}

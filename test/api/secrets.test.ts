@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
-import { loadSettings, type Settings } from '../../src/settings.js';
-import { createInstance, type Instance } from '../../src/server.js';
+import { loadSettings, type Settings } from '../../src/lib/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
 import { startApi, type Backend, type TestApi } from '../helpers/api.js';
 
 const PLAIN = 'very-secret-plaintext-4711';

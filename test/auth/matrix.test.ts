@@ -13,14 +13,14 @@ import { join } from 'node:path';
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { buildApp } from '../../src/app.js';
-import { publicPaths } from '../../src/auth/middleware.js';
+import { buildApp } from '../../src/main/app.js';
+import { publicPaths } from '../../src/api/auth-middleware.js';
 import { auditToBus, createAuth } from '../../src/auth/index.js';
 import { openBus } from '../../src/bus/index.js';
 import type { Json } from '../../src/lib/json.js';
 import { setLogLevel } from '../../src/lib/log.js';
 import { Strongbox } from '../../src/secrets/strongbox.js';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/lib/settings.js';
 import { openStore } from '../../src/store/index.js';
 import { startRedis } from '../helpers/redis.js';
 

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import type { Runtime } from '../../src/exporter/index.js';
-import { webhookStateKey } from '../../src/model/keys.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
 
 let env: Env;

@@ -9,7 +9,7 @@ import { createClient } from 'redis';
 import { openEnv, testDbUrl, staticSecrets, until, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import type { Runtime } from '../../src/exporter/index.js';
-import { webhookStateKey } from '../../src/model/keys.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
 
 let env: Env;

@@ -20,7 +20,7 @@ import { compileSpec } from '../../src/resources/webhook/spec.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { startRuntime } from '../../src/exporter/index.js';
-import { configKey } from '../../src/model/keys.js';
+import { configKey } from '../../src/store/keys.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 
 const durations: Array<[string, number | undefined]> = [

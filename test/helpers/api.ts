@@ -7,8 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from 'redis';
-import { loadSettings, type Settings } from '../../src/settings.js';
-import { createInstance, type Instance } from '../../src/server.js';
+import { loadSettings, type Settings } from '../../src/lib/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
 
 export type Backend = 'embedded' | 'redis';
 

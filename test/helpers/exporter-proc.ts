@@ -18,7 +18,7 @@ import {
   type SecretReader,
 } from '../../src/exporter/index.js';
 import type { JsonObject } from '../../src/lib/json.js';
-import { configKey } from '../../src/model/keys.js';
+import { configKey } from '../../src/store/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
 

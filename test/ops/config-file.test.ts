@@ -13,8 +13,8 @@ import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { freshRedisDb, type Backend } from '../helpers/api.js';
 import { applyConfigFile } from '../../src/ops/config-file.js';
-import { createInstance, type Instance } from '../../src/server.js';
-import { loadSettings } from '../../src/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
+import { loadSettings } from '../../src/lib/settings.js';
 
 const yamlFile = `
 x-path: /v1/config/sites/edge-1

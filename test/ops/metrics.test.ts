@@ -6,7 +6,7 @@
  */
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/lib/settings.js';
 import { startApi, type Backend } from '../helpers/api.js';
 import { until } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';

@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { configKey } from '../../src/model/keys.js';
+import { configKey } from '../../src/store/keys.js';
 import { specOf } from '../../src/resources/webhook/compiled.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 

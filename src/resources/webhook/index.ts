@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../../lib/errors.js';
 import { isObject } from '../../lib/json.js';
-import { reservedTopicPrefix, topicAllowed } from '../../lib/topics.js';
+import { reservedTopicPrefix, topicAllowed } from '../../bus/topics.js';
 import { webhookSchema } from '../schemas.js';
 import type { ResourceModule } from '../module.js';
 import { collectProblems } from '../problems.js';

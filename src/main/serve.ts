@@ -19,12 +19,12 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from './api/node-server.js';
-import { errorResponse } from './api/reply.js';
-import { ApiError } from './lib/errors.js';
-import { log, setLogLevel } from './lib/log.js';
+import { serverOptions } from '../api/node-server.js';
+import { errorResponse } from '../api/reply.js';
+import { ApiError } from '../lib/errors.js';
+import { log, setLogLevel } from '../lib/log.js';
 import { createInstance, type Instance } from './server.js';
-import { loadSettings, SettingsError, type Settings } from './settings.js';
+import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 
 /** What the process waits for before it serves; `/readyz` may report it. */
 export type Startup = { ready: boolean; reason: string | undefined };

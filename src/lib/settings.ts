@@ -1,6 +1,6 @@
 /** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
 import { readFileSync } from 'node:fs';
-import type { LogLevel } from './lib/log.js';
+import type { LogLevel } from './log.js';
 
 export type Settings = {
   port: number;
