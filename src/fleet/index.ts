@@ -9,13 +9,11 @@
  * server.ts calls openFleet right after opening the store and start() once the app exists.
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
-import type { JsonObject } from '../lib/json.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
-import type { ProbeCheck } from '../ops/probes.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
@@ -23,7 +21,7 @@ import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
 import { startSiteSync, type SiteSync } from './site-sync.js';
 
-export type Fleet = {
+export type Fleet = FleetView & {
   role: 'control-plane' | 'edge-site';
   /** The store the rest of the process uses (at an edge site: synced objects read-only). */
   store: Store;
@@ -33,8 +31,6 @@ export type Fleet = {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
-  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
-  siteState(site: string): Promise<JsonObject | undefined>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
   start(): void;

@@ -7,7 +7,7 @@ import type { JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
 import { configKey } from '../store/keys.js';
 import { childListsOf, parentPathOf, resolvePath, type Resolved } from './resources.js';
-import type { Op, TxContext } from './transaction.js';
+import type { Op, TxContext } from './tx-types.js';
 
 export type Slot = {
   resolved: Resolved;

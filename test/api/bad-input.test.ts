@@ -7,7 +7,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = {
   code?: string;
@@ -420,5 +421,4 @@ function badInputSuite(backend: Backend): void {
   t.run();
 }
 
-badInputSuite('embedded');
-badInputSuite('redis');
+forEachBackend(badInputSuite);

@@ -5,7 +5,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; 'x-path'?: string };
 type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
@@ -242,5 +243,4 @@ function crudSuite(backend: Backend): void {
   t.run();
 }
 
-crudSuite('embedded');
-crudSuite('redis');
+forEachBackend(crudSuite);

@@ -4,7 +4,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type Errors = { errors: Array<{ 'error-info'?: { code?: string; parameter?: string } }> };
 const code = (body: unknown) => (body as Errors).errors[0]?.['error-info']?.code;
@@ -85,5 +86,4 @@ function extras(backend: Backend): void {
   t.run();
 }
 
-extras('embedded');
-extras('redis');
+forEachBackend(extras);

@@ -8,8 +8,9 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function fieldsSuite(backend: Backend): void {
   const t = suite(`http fields (${backend})`);
@@ -273,5 +274,4 @@ function fieldsSuite(backend: Backend): void {
   t.run();
 }
 
-fieldsSuite('embedded');
-fieldsSuite('redis');
+forEachBackend(fieldsSuite);

@@ -10,8 +10,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { webhookStateKey } from '../../src/store/keys.js';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function whereSuite(backend: Backend): void {
   const t = suite(`http where (${backend})`);
@@ -299,5 +300,4 @@ function whereSuite(backend: Backend): void {
   t.run();
 }
 
-whereSuite('embedded');
-whereSuite('redis');
+forEachBackend(whereSuite);

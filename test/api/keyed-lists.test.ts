@@ -6,7 +6,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: Record<string, unknown> }> };
 
@@ -195,5 +196,4 @@ function keyedSuite(backend: Backend): void {
   t.run();
 }
 
-keyedSuite('embedded');
-keyedSuite('redis');
+forEachBackend(keyedSuite);

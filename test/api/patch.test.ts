@@ -6,7 +6,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; 'op-index'?: number; [k: string]: unknown };
 
@@ -283,5 +284,4 @@ function patchSuite(backend: Backend): void {
   t.run();
 }
 
-patchSuite('embedded');
-patchSuite('redis');
+forEachBackend(patchSuite);

@@ -5,7 +5,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type Case = {
   /** Config path of the list (or of the singleton object). */
@@ -269,5 +270,4 @@ function resourceSuite(backend: Backend): void {
   t.run();
 }
 
-resourceSuite('embedded');
-resourceSuite('redis');
+forEachBackend(resourceSuite);

@@ -12,7 +12,8 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 const PLAIN = 'very-secret-plaintext-4711';
 const VAULT = '/v1/config/strongbox/vaults/v';
@@ -259,5 +260,4 @@ function secretSuite(backend: Backend): void {
   t.run();
 }
 
-secretSuite('embedded');
-secretSuite('redis');
+forEachBackend(secretSuite);

@@ -5,7 +5,8 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function tenantSuite(backend: Backend): void {
   const t = suite(`x-tenant writes (${backend})`);
@@ -81,5 +82,4 @@ function tenantSuite(backend: Backend): void {
   t.run();
 }
 
-tenantSuite('embedded');
-tenantSuite('redis');
+forEachBackend(tenantSuite);

@@ -9,10 +9,12 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { serve, type ServerType } from '@hono/node-server';
 import { Agent, EventSource } from 'undici';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { readEvents, type SseEvent } from '../../src/cli/sse.js';
 import { watchHub } from '../../src/api/watch.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { eventually } from '../helpers/wait.js';
 
 type Obj = Record<string, unknown>;
 
@@ -60,22 +62,17 @@ function watchSuite(backend: Backend): void {
     });
     const events: SseEvent[] = [];
     let comments = 0;
-    const waiters: Array<() => void> = [];
     const w: Watch = {
       status: res.status,
       events,
       comments: () => comments,
       async next(pred, what) {
-        const deadline = Date.now() + 15_000;
-        for (;;) {
-          const hit = events.findIndex(pred);
-          if (hit >= 0) return events.splice(0, hit + 1)[hit] as SseEvent;
-          if (Date.now() > deadline) throw new Error(`no event ${what}; got ${JSON.stringify(events)}`);
-          await new Promise<void>((r) => {
-            waiters.push(r);
-            setTimeout(r, 200);
-          });
-        }
+        const end = await eventually(
+          () => events.findIndex(pred) + 1 || undefined,
+          () => `an event ${what}; got ${JSON.stringify(events)}`,
+          { everyMs: 10 },
+        );
+        return events.splice(0, end)[end - 1] as SseEvent;
       },
       close: () => ctl.abort(),
     };
@@ -87,7 +84,6 @@ function watchSuite(backend: Backend): void {
         try {
           for await (const e of readEvents(a)) {
             events.push(e);
-            for (const r of waiters.splice(0)) r();
           }
         } catch {
           /* aborted */
@@ -290,9 +286,11 @@ function watchSuite(backend: Backend): void {
     try {
       const w = await watch('/v1/config/sites?watch');
       await w.next(synced, 'synced');
-      const deadline = Date.now() + 10_000;
-      while (w.comments() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(w.comments() >= 2, `keep-alives: ${w.comments()}`);
+      await eventually(
+        () => w.comments() >= 2,
+        () => `two keep-alives (got ${w.comments()})`,
+        10_000,
+      );
     } finally {
       hub.keepAliveMs = before;
     }
@@ -314,8 +312,7 @@ function watchSuite(backend: Backend): void {
 
   t('many watchers share one store subscription; closed streams leave the hub', async () => {
     const hub = watchHub(api.instance.deps);
-    const deadline0 = Date.now() + 10_000;
-    while (hub.size > 0 && Date.now() < deadline0) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => hub.size === 0, 'streams of earlier tests left the hub', 10_000);
     const store = api.instance.deps.store;
     const original = store.onChange.bind(store);
     let subscriptions = 0;
@@ -331,17 +328,18 @@ function watchSuite(backend: Backend): void {
     await api.json('POST', '/v1/config/applications', { body: { name: 'fan', version: '1' } });
     for (const w of ws) await w.next(isChange('/v1/config/applications/fan'), 'fan');
     for (const w of ws) w.close();
-    const deadline = Date.now() + 10_000;
-    while (hub.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    assert.is(hub.size, 0);
+    await eventually(
+      () => hub.size === 0,
+      () => `closed streams left the hub (${hub.size} left)`,
+      10_000,
+    );
     await api.req('DELETE', '/v1/config/applications/fan');
   });
 
   t.run();
 }
 
-watchSuite('embedded');
-watchSuite('redis');
+forEachBackend(watchSuite);
 
 const expiry = suite('watch: the stream ends when its token expires');
 expiry('event: expired, then the end of the stream', async () => {

@@ -7,7 +7,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; position?: number; line?: number; column?: number };
 
@@ -201,5 +202,4 @@ function wireSuite(backend: Backend): void {
   t.run();
 }
 
-wireSuite('embedded');
-wireSuite('redis');
+forEachBackend(wireSuite);

@@ -8,7 +8,8 @@ import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse, parseAllDocuments } from 'yaml';
 import { encode } from '../../src/api/reply.js';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 // Strings a YAML 1.1 reader (the spec's types, PyYAML, go-yaml v2) does not read as strings.
 const otherTypes = [
@@ -98,5 +99,4 @@ function apiSuite(backend: Backend): void {
 }
 
 test.run();
-apiSuite('embedded');
-apiSuite('redis');
+forEachBackend(apiSuite);

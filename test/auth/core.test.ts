@@ -16,7 +16,7 @@ import type { JsonObject } from '../../src/lib/json.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import type { Store } from '../../src/store/store.js';
 import { rejects } from '../helpers/assert.js';
-import { eventually } from '../helpers/store-suite.js';
+import { eventually } from '../helpers/wait.js';
 
 const dirs: string[] = [];
 process.once('exit', () => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

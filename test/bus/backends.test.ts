@@ -6,31 +6,21 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { appendFileSync, mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import { BusError, type Bus } from '../../src/bus/bus.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
-import { testDbUrl, until } from '../helpers/exporter-proc.js';
 import { rejects } from '../helpers/assert.js';
+import { forEachBackend, openTestBus, tempDir } from '../helpers/backends.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
-type Backend = { name: string; open: () => Promise<Bus> };
-let redisUrl = '';
-const backends: Backend[] = [
-  { name: 'redis', open: () => openRedisBus(redisUrl) },
-  { name: 'embedded', open: async () => openEmbeddedBus(mkdtempSync(join(tmpdir(), 'edgeplane-bus-'))) },
-];
-
-test.before(async () => {
-  redisUrl = await testDbUrl(1);
-});
-
-for (const b of backends) {
+forEachBackend((backend) => {
   const t = (label: string, fn: (bus: Bus) => Promise<void>) =>
-    test(`${b.name}: ${label}`, async () => {
-      const bus = await b.open();
+    test(`${backend}: ${label}`, async () => {
+      const bus = await openTestBus(backend);
       try {
         await fn(bus);
       } finally {
@@ -39,19 +29,19 @@ for (const b of backends) {
     });
 
   t('produce returns increasing ids; topicInfo and listTopics see the topic', async (bus) => {
-    const a = await bus.produce(`${b.name}-info`, { payload: '1' });
-    const c = await bus.produce(`${b.name}-info`, { payload: '2', 'producer-name': 'p', host: 'h' });
+    const a = await bus.produce(`${backend}-info`, { payload: '1' });
+    const c = await bus.produce(`${backend}-info`, { payload: '2', 'producer-name': 'p', host: 'h' });
     assert.ok(/^\d+-\d+$/.test(a) && a !== c);
-    const info = await bus.topicInfo(`${b.name}-info`);
+    const info = await bus.topicInfo(`${backend}-info`);
     assert.is(info?.length, 2);
     assert.is(info?.['last-entry-id'], c);
     assert.equal(info?.['last-entry'], { id: c, payload: '2', 'producer-name': 'p', host: 'h' });
-    assert.ok((await bus.listTopics()).includes(`${b.name}-info`));
-    assert.is(await bus.topicInfo(`${b.name}-missing`), undefined);
+    assert.ok((await bus.listTopics()).includes(`${backend}-info`));
+    assert.is(await bus.topicInfo(`${backend}-missing`), undefined);
   });
 
   t('group at end skips old entries, at beginning reads them; an existing group keeps its position', async (bus) => {
-    const topic = `${b.name}-pos`;
+    const topic = `${backend}-pos`;
     await bus.produce(topic, { payload: 'old' });
     await bus.ensureGroup(topic, 'g-end', { at: 'end' });
     await bus.ensureGroup(topic, 'g-beg', { at: 'beginning' });
@@ -72,7 +62,7 @@ for (const b of backends) {
   });
 
   t('unacked entries come back from the pending list (cursor 0); acked ones do not', async (bus) => {
-    const topic = `${b.name}-pel`;
+    const topic = `${backend}-pel`;
     await bus.ensureGroup(topic, 'g', { at: 'end' });
     const ids = [];
     for (let i = 0; i < 4; i++) ids.push(await bus.produce(topic, { payload: `m${i}` }));
@@ -98,7 +88,7 @@ for (const b of backends) {
   });
 
   t('group after an id starts right after it', async (bus) => {
-    const topic = `${b.name}-after`;
+    const topic = `${backend}-after`;
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(await bus.produce(topic, { payload: `m${i}` }));
     await bus.ensureGroup(topic, 'g', { at: 'after', id: ids[0]! });
@@ -110,25 +100,25 @@ for (const b of backends) {
 
   t('watch wakes on new entries; discovery reports new topics', async (bus) => {
     let woken = 0;
-    const stop = bus.watch(`${b.name}-w`, () => {
+    const stop = bus.watch(`${backend}-w`, () => {
       woken++;
     });
-    await until(() => woken > 0, 'initial wake', 5000).catch(() => undefined);
+    await eventually(() => woken > 0, 'initial wake', 5000).catch(() => undefined);
     const before = woken;
-    await bus.produce(`${b.name}-w`, { payload: 'x' });
-    await until(() => woken > before, 'wake after produce', 5000);
+    await bus.produce(`${backend}-w`, { payload: 'x' });
+    await eventually(() => woken > before, 'wake after produce', 5000);
     stop();
     let seen: ReadonlySet<string> = new Set();
     const off = bus.onTopics((t) => {
       seen = t;
     });
-    await bus.produce(`${b.name}-disc-new`, { payload: 'x' });
-    await until(() => seen.has(`${b.name}-disc-new`), 'topic discovered', 5000);
+    await bus.produce(`${backend}-disc-new`, { payload: 'x' });
+    await eventually(() => seen.has(`${backend}-disc-new`), 'topic discovered', 5000);
     off();
   });
 
   t('a destroyed group reads as BusError no-group', async (bus) => {
-    const topic = `${b.name}-gone`;
+    const topic = `${backend}-gone`;
     await bus.ensureGroup(topic, 'g', { at: 'end' });
     await bus.destroyGroup(topic, 'g');
     await rejects(
@@ -136,10 +126,10 @@ for (const b of backends) {
       (e) => e instanceof BusError && e.code === 'no-group',
     );
   });
-}
+});
 
 test('embedded: entries, groups and pending entries survive a reopen', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const dir = tempDir('edgeplane-bus-');
   const one = openEmbeddedBus(dir);
   await one.ensureGroup('t', 'g', { at: 'beginning' });
   const a = await one.produce('t', { payload: 'a' });
@@ -158,7 +148,7 @@ test('embedded: entries, groups and pending entries survive a reopen', async () 
 });
 
 test('embedded: a torn last line is cut at open, so the record appended next survives the following restart', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const dir = tempDir('edgeplane-bus-');
   const one = openEmbeddedBus(dir);
   await one.produce('t', { payload: 'a' });
   await one.close();
@@ -175,7 +165,7 @@ test('embedded: a torn last line is cut at open, so the record appended next sur
 });
 
 test('embedded: compaction at open keeps entries, positions and pending entries, drops the rest', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-bus-'));
+  const dir = tempDir('edgeplane-bus-');
   const one = openEmbeddedBus(dir);
   await one.ensureGroup('t', 'g', { at: 'beginning' });
   const ids = [];
@@ -205,11 +195,12 @@ test('embedded: compaction at open keeps entries, positions and pending entries,
 });
 
 test('redis: two connections for many watched topics', async () => {
+  const redisUrl = await freshRedisDb();
   const bus = await openRedisBus(redisUrl);
   for (let i = 0; i < 200; i++) bus.watch(`many-${i}`, () => undefined);
   const c = createClient({ url: redisUrl });
   await c.connect();
-  await until(
+  await eventually(
     async () => String(await c.sendCommand(['CLIENT', 'LIST'])).includes('edgeplane-bus-notifier'),
     'notifier named',
   );

@@ -7,8 +7,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { busTopic, streamKey, topicOfBus } from '../../src/bus/tenant-topics.js';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 const unit = suite('tenant-topics mapping');
 unit('one mapping, both ways', () => {
@@ -163,5 +164,4 @@ function tenantSuite(backend: Backend, db: number): void {
   t.run();
 }
 
-tenantSuite('embedded', 10);
-tenantSuite('redis', 10);
+forEachBackend((backend) => tenantSuite(backend, 10));

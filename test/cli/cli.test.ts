@@ -14,10 +14,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
 import { ensureCommand } from '../helpers/apt.js';
-import { until } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const worker = join(root, 'worker.ts');
@@ -280,12 +280,12 @@ test('produce, restart and watch of an exporter state', async () => {
   watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
   watcher.stderr.on('data', (d: Buffer) => (err += d.toString()));
   try {
-    await until(() => /watching for changes/.test(err), `watch synced (${err})`, 30_000);
+    await eventually(() => /watching for changes/.test(err), `watch synced (${err})`, 30_000);
     const p = await ctl(['produce', 'cli-t', '{"n": 1}']);
     assert.is(p.code, 0, p.stderr);
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/h1'), 'delivery');
     assert.equal(JSON.parse(sink.requests.find((r) => r.path === '/h1')?.body ?? 'null'), { n: 1 });
-    await until(() => out.includes('"delivered":1'), `watch shows delivered 1: ${out}`, 30_000);
+    await eventually(() => out.includes('"delivered":1'), `watch shows delivered 1: ${out}`, 30_000);
     const events = out
       .trim()
       .split('\n')
@@ -312,11 +312,11 @@ test('top under tmux: the exporter with its numbers; q quits', async () => {
   assert.is(started.status, 0, started.stderr);
   try {
     const pane = () => tmux('capture-pane', '-p', '-t', 'top').stdout;
-    await until(() => /h1\s+ready/.test(pane()), `top shows h1: ${pane()}`, 30_000);
+    await eventually(() => /h1\s+ready/.test(pane()), `top shows h1: ${pane()}`, 30_000);
     for (let i = 2; i <= 4; i++) assert.is((await ctl(['produce', 'cli-t', `{"n": ${i}}`])).code, 0);
     await sink.waitFor((reqs) => reqs.filter((r) => r.path === '/h1').length >= 4, 'four deliveries');
     // The row: name, status, delivered, delivered/s, lag, in-flight, failed, dropped.
-    const row = await until(
+    const row = await eventually(
       () => {
         const m = /^h1\s+ready\s+(\d+)\s+([\d.]+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)/m.exec(pane());
         return m && Number(m[1]) >= 4 ? m : undefined;
@@ -330,7 +330,7 @@ test('top under tmux: the exporter with its numbers; q quits', async () => {
     assert.match(screen, /NAME\s+STATUS\s+DELIVERED\s+DELIVERED\/S\s+LAG/);
     assert.match(screen, /edgeplane top/);
     tmux('send-keys', '-t', 'top', 'q');
-    await until(() => /top exited 0/.test(pane()), `top quits on q: ${pane()}`, 15_000);
+    await eventually(() => /top exited 0/.test(pane()), `top quits on q: ${pane()}`, 15_000);
   } finally {
     tmux('kill-server');
   }

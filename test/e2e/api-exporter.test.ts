@@ -6,10 +6,11 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
-import { until } from '../helpers/exporter-proc.js';
 import { tenantBus } from '../../src/bus/tenant-topics.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { eventually } from '../helpers/wait.js';
 
 type Errors = { errors: Array<{ 'error-info'?: { code?: string } }> };
 
@@ -49,14 +50,14 @@ function e2e(backend: Backend): void {
       },
     });
     assert.is(created.status, 201, JSON.stringify(created.body));
-    await until(async () => (await state('h1')).status === 'ready', 'exporter ready');
+    await eventually(async () => (await state('h1')).status === 'ready', 'exporter ready');
     const produced = await api.json('POST', '/v1/state/volga/topics/e2e/produce', { body: { payload: { temp: 21 } } });
     assert.is(produced.status, 201);
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/in/e2e'), 'delivery');
     const got = sink.requests.find((r) => r.path === '/in/e2e');
     assert.equal(JSON.parse(got?.body ?? 'null'), { t: 21, site: 'local' });
     assert.is(got?.headers['content-type'], 'application/json');
-    await until(async () => (await state('h1')).delivered === 1, 'delivered counter');
+    await eventually(async () => (await state('h1')).delivered === 1, 'delivered counter');
   });
 
   t('state = the configuration as configured + runtime fields; content splits them; where agrees', async () => {
@@ -70,7 +71,7 @@ function e2e(backend: Backend): void {
     assert.is((await api.json('POST', '/v1/config/volga/webhooks', { body: cfg })).status, 201);
     const pat = { ...cfg, name: 'st2', topics: undefined, 'topic-patterns': ['^st-p'] };
     assert.is((await api.json('POST', '/v1/config/volga/webhooks', { body: pat })).status, 201);
-    await until(async () => (await state('st1')).status === 'ready', 'st1 ready');
+    await eventually(async () => (await state('st1')).status === 'ready', 'st1 ready');
     const all = (await api.json('GET', '/v1/state/volga/webhooks/st1')).body as Record<string, unknown>;
     assert.equal(all.topics, ['st-t1'], 'topics as configured');
     assert.equal(all['topic-lag'], [{ topic: 'st-t1', lag: 0 }]);
@@ -111,16 +112,16 @@ function e2e(backend: Backend): void {
       },
     });
     assert.is(created.status, 201);
-    await until(async () => (await state('rt')).status === 'ready', 'rt ready');
+    await eventually(async () => (await state('rt')).status === 'ready', 'rt ready');
     for (let i = 0; i < 5; i++) await api.json('POST', '/v1/state/volga/topics/rt-t/produce', { body: { payload: i } });
     const lagOf = (s: Record<string, unknown>) => (s['topic-lag'] as Array<{ lag: number }>)[0]?.lag;
-    const failing = await until(async () => {
+    const failing = await eventually(async () => {
       const s = (await state('rt')) as Record<string, unknown>;
       return s.status === 'retrying' && lagOf(s) === 5 ? s : undefined;
     }, 'retrying with a backlog of 5');
     assert.match(String(failing['last-error']), /HTTP 500/);
     sink.script([]);
-    const after = await until(async () => {
+    const after = await eventually(async () => {
       const s = (await state('rt')) as Record<string, unknown>;
       return s.delivered === 5 && lagOf(s) === 0 ? s : undefined;
     }, 'all delivered and lag 0');
@@ -195,7 +196,7 @@ function e2e(backend: Backend): void {
     assert.is(byPattern.status, 204, JSON.stringify(byPattern.body));
     await acmeBus().produce('acme-p1', { payload: 'x' });
     await sink.waitFor((reqs) => reqs.some((r) => r.path === '/spy'), 'pattern delivery');
-    const st = await until(() => {
+    const st = await eventually(() => {
       const s = api.instance.runtime?.exporterState('acme', 'spy');
       return s?.['consumed-topics'] ? s : undefined;
     }, 'consumed topics');
@@ -214,7 +215,7 @@ function e2e(backend: Backend): void {
     assert.is(unshare.status, 204, JSON.stringify(unshare.body));
     const restarted = await api.instance.runtime?.restart('acme', 'acme-hook');
     assert.ok(restarted);
-    const st = await until(() => {
+    const st = await eventually(() => {
       const s = api.instance.runtime?.exporterState('acme', 'acme-hook');
       return s?.status === 'error' ? s : undefined;
     }, 'error status');
@@ -225,5 +226,4 @@ function e2e(backend: Backend): void {
   t.run();
 }
 
-e2e('embedded');
-e2e('redis');
+forEachBackend(e2e);

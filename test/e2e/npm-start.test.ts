@@ -6,11 +6,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../helpers/redis.js';
+import { freePort, portOpen } from '../helpers/redis.js';
 import { startServe } from '../helpers/serve-proc.js';
+import { eventually } from '../helpers/wait.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -32,23 +32,6 @@ function descendants(pid: number): string[] {
     out.push(...descendants(Number(c)));
   }
   return out;
-}
-
-/** True once nothing accepts connections on the port (bounded: 15 s). */
-async function portFreed(port: number): Promise<boolean> {
-  for (let i = 0; i < 150; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (!open) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
 }
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -83,7 +66,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
         p.lines().some((l) => String(l.msg).startsWith(`${signal}: stopping`)),
         'the service itself got the signal',
       );
-      assert.ok(await portFreed(port), `nothing holds port ${port} after npm exited`);
+      await eventually(async () => !(await portOpen(port)), `nothing holds port ${port} after npm exited`, {
+        timeoutMs: 15_000,
+        everyMs: 100,
+      });
     } finally {
       p.kill('SIGKILL');
     }

@@ -9,25 +9,25 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { Webhook } from 'standardwebhooks';
-import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from '../helpers/exporter-proc.js';
+import { openEnv, fakeClock, staticSecrets, type Env, uniq } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { startApi } from '../helpers/api.js';
 import type { Runtime } from '../../src/exporter/index.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { Breakers, breakerThreshold } from '../../src/exporter/breaker.js';
 import { AdaptiveLimit } from '../../src/exporter/adaptive.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 let env: Env;
 let hook: WebhookServer;
 let rt: Runtime;
 let redis: ReturnType<typeof createClient>;
-let seq = 0;
 const clock = fakeClock();
-const uniq = (p: string) => `${p}${++seq}`;
 const signingKey = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
 
 test.before(async () => {
-  env = await openEnv(await testDbUrl(7));
+  env = await openEnv(await freshRedisDb(7));
   redis = createClient({ url: env.url });
   await redis.connect();
   hook = await startWebhookServer();
@@ -43,26 +43,7 @@ test.after(async () => {
   await redis.close();
 });
 
-async function exporter(cfg: JsonObject, wait = true): Promise<{ topic: string; name: string }> {
-  const topic = uniq('topic-');
-  const name = uniq('hook-');
-  await env.webhook({
-    name,
-    topics: [topic],
-    'site-placement': { 'all-sites': true },
-    url: `${hook.url}/${name}`,
-    data: '${MSG_PAYLOAD}',
-    ...cfg,
-  });
-  if (wait)
-    await env.state(
-      rt,
-      name,
-      (s) => s.status === 'ready' && (s['consumed-topics'] as string[]).length > 0,
-      `${name} ready`,
-    );
-  return { topic, name };
-}
+const exporter = (cfg: JsonObject, wait = true) => env.exporter(rt, hook.url, cfg, wait);
 
 const bodiesOf = (name: string) => hook.delivered().filter((r) => r.path.startsWith(`/${name}`));
 const requestsOf = (name: string) => hook.requests.filter((r) => r.path.startsWith(`/${name}`));
@@ -120,7 +101,7 @@ test('dead-letter-topic: a dropped and an ignored message land there with their 
   const ignoredId = await env.produce(topic, 'not a url at all');
   await env.produce(topic, `${hook.url}/${name}-good`);
   await env.state(rt, name, (s) => s.dropped === 1 && s.ignored === 1 && s.delivered === 1, 'all three handled');
-  const entries = await until(async () => {
+  const entries = await eventually(async () => {
     const e = await streamEntries(dlq);
     return e.length === 2 ? e : undefined;
   }, 'two dead letters');
@@ -155,7 +136,7 @@ test('retry-on: an unlisted 401 is dropped at once (to the dead-letter topic); a
   await env.state(rt, name, (s) => s.dropped === 1 && s.delivered === 1, 'dropped and delivered');
   assert.is(requestsOf(name).filter((r) => r.body === 'auth').length, 1);
   assert.is(requestsOf(name).filter((r) => r.body === 'flaky').length, 3);
-  const dl = await until(async () => {
+  const dl = await eventually(async () => {
     const e = await streamEntries(dlq);
     return e.length === 1 ? e[0] : undefined;
   }, 'one dead letter');

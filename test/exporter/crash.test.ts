@@ -5,14 +5,15 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openEnv, spawnExporterProc, testDbUrl, until } from '../helpers/exporter-proc.js';
+import { openEnv, spawnExporterProc } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
-import { startRedis } from '../helpers/redis.js';
+import { startRedis, freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 const total = 150;
 
 test('kill -9 mid-stream, then a restart: all delivered at least once, none skipped, in order', async () => {
-  const url = await testDbUrl(5);
+  const url = await freshRedisDb(5);
   const env = await openEnv(url);
   // Slow replies so the kill lands while messages are still queued.
   const hook = await startWebhookServer();
@@ -73,7 +74,7 @@ test('Redis restarted mid-stream: the runtime reconnects and delivery resumes', 
   await redis.restart();
   for (let i = 0; i < 40; i++) await env.produce('rr-t', `b${i}`);
   await hook.waitFor(() => new Set(hook.delivered().map((r) => r.body)).size === 100, 'all 100 delivered', 60_000);
-  const s = await until(() => {
+  const s = await eventually(() => {
     const x = rt.exporterState('default', 'rr');
     // The receiver counts a delivery when it answers, the exporter a moment later.
     return x && x.status === 'ready' && Number(x.delivered) >= 100 ? x : undefined;
@@ -85,7 +86,7 @@ test('Redis restarted mid-stream: the runtime reconnects and delivery resumes', 
 });
 
 test('a consumer group destroyed under a running exporter is recreated after the last handled message', async () => {
-  const url = await testDbUrl(6);
+  const url = await freshRedisDb(6);
   const env = await openEnv(url);
   const hook = await startWebhookServer();
   await env.webhook({

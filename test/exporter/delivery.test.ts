@@ -6,25 +6,25 @@
 import { Webhook } from 'standardwebhooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openEnv, testDbUrl, fakeClock, staticSecrets, until, type Env } from '../helpers/exporter-proc.js';
+import { openEnv, fakeClock, staticSecrets, type Env, uniq } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import type { Runtime } from '../../src/exporter/index.js';
 import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 let env: Env;
 let hook: WebhookServer;
 let rt: Runtime;
-let seq = 0;
 const clock = fakeClock();
-const uniq = (p: string) => `${p}${++seq}`;
 const vault: Record<string, Record<string, string>> = {
   'default/v1/s1': { token: 'sekret' },
   'default/v1/rot': { token: 'old' },
 };
 
 test.before(async () => {
-  env = await openEnv(await testDbUrl(2));
+  env = await openEnv(await freshRedisDb(2));
   hook = await startWebhookServer();
   await env.put('sites/local', {
     name: 'local',
@@ -42,26 +42,8 @@ test.after(async () => {
   await hook.close();
 });
 
-/** Creates an exporter on a fresh topic, waits until it is ready, returns topic and name. */
-async function exporter(cfg: JsonObject): Promise<{ topic: string; name: string }> {
-  const topic = uniq('topic-');
-  const name = uniq('hook-');
-  await env.webhook({
-    name,
-    topics: [topic],
-    'site-placement': { 'all-sites': true },
-    url: `${hook.url}/${name}`,
-    data: '${MSG_PAYLOAD}',
-    ...cfg,
-  });
-  await env.state(
-    rt,
-    name,
-    (s) => s.status === 'ready' && (s['consumed-topics'] as string[]).length > 0,
-    `${name} ready`,
-  );
-  return { topic, name };
-}
+/** An exporter on a fresh topic, ready: its topic and name. */
+const exporter = (cfg: JsonObject) => env.exporter(rt, hook.url, cfg);
 
 const bodiesOf = (name: string) => hook.delivered().filter((r) => r.path.startsWith(`/${name}`));
 
@@ -321,7 +303,7 @@ test('start-position end skips older messages; beginning reads them', async () =
 test('state is published to the store kv area', async () => {
   const { topic, name } = await exporter({});
   await env.produce(topic, 'k');
-  const raw = await until(async () => {
+  const raw = await eventually(async () => {
     const v = await env.store.kvGet(webhookStateKey('default', name, 'local'));
     return v && JSON.parse(v).delivered === 1 ? v : undefined;
   }, 'kv state');
@@ -343,7 +325,7 @@ test('a changed vault secret is sent from the next message on, without a restart
   // What writing the secret does: a change under strongbox.
   await env.put('strongbox/vaults/v1/secrets/rot', { name: 'rot', changed: 1 });
   const started = rt.exporterState('default', name)?.['start-time'];
-  await until(async () => {
+  await eventually(async () => {
     await env.produce(topic, 'b');
     await new Promise((r) => setTimeout(r, 100));
     return bodiesOf(name).some((r) => r.body === 'new');
@@ -380,7 +362,7 @@ test('a rotated signing key signs from the next message on, without a restart', 
   vault['default/v1/sigrot'] = { key: keyB };
   await env.put('strongbox/vaults/v1/secrets/sigrot', { name: 'sigrot', changed: 1 });
   const started = rt.exporterState('default', name)?.['start-time'];
-  await until(async () => {
+  await eventually(async () => {
     await env.produce(topic, 'b');
     await new Promise((r) => setTimeout(r, 100));
     return bodiesOf(name).some((r) => verifies(keyB, r));

@@ -5,14 +5,15 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openEnv, spawnExporterProc, testDbUrl } from '../helpers/exporter-proc.js';
+import { openEnv, spawnExporterProc } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 const total = 300;
 
 async function setup(db: number, name: string, placement: JsonObject) {
-  const env = await openEnv(await testDbUrl(db));
+  const env = await openEnv(await freshRedisDb(db));
   const hook = await startWebhookServer();
   // Slow enough (about 8 s in all) that the second process joins before the first is done.
   hook.script(() => ({ delayMs: 50 }));

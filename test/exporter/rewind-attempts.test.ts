@@ -4,11 +4,12 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
-import { until } from '../helpers/exporter-proc.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import { readAttempts } from '../../src/exporter/attempts.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { eventually } from '../helpers/wait.js';
 
 type Errors = { errors: Array<{ 'error-message': string; 'error-info'?: { code?: string; path?: string } }> };
 
@@ -51,7 +52,7 @@ function run(backend: Backend): void {
       },
     });
     assert.is(r.status, 201, JSON.stringify(r.body));
-    await until(async () => (await state(name)).status === 'ready', `${name} ready`);
+    await eventually(async () => (await state(name)).status === 'ready', `${name} ready`);
   };
   const rewind = (name: string, to: unknown) =>
     api.json('POST', `/v1/state/volga/webhooks/${name}/rewind`, { body: { to } });
@@ -101,7 +102,7 @@ function run(backend: Backend): void {
     await create('at', 'at-topic');
     await produce('at-topic', 'x1');
     for (let i = 0; i < 110; i++) await produce('at-topic', `y${i}`);
-    const list = await until(async () => {
+    const list = await eventually(async () => {
       const r = await api.json('GET', '/v1/state/volga/webhooks/at/attempts');
       const l = r.body as Array<Record<string, unknown>>;
       return r.status === 200 && l.length === 100 && l[0]!.seqno !== undefined && bodies('at').length === 111
@@ -125,7 +126,7 @@ function run(backend: Backend): void {
     // The failed attempt of x1 is older than the last 100, so a new failure is made to show it.
     sink.script((_n, req) => (req.path === '/at' && req.body === 'z' && ++zs === 1 ? { status: 503 } : {}));
     await produce('at-topic', 'z');
-    const fail = await until(async () => {
+    const fail = await eventually(async () => {
       const l = (await api.json('GET', '/v1/state/volga/webhooks/at/attempts')).body as Array<Record<string, unknown>>;
       return l.find((a) => a.status === 503);
     }, 'the failed attempt');
@@ -149,5 +150,4 @@ function run(backend: Backend): void {
   t.run();
 }
 
-run('embedded');
-run('redis');
+forEachBackend(run);

@@ -5,16 +5,18 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openEnv, testDbUrl, until, type Env } from '../helpers/exporter-proc.js';
+import { openEnv, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { webhookStateKey } from '../../src/store/keys.js';
 import { ExporterState } from '../../src/exporter/state.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 let env: Env;
 let hook: WebhookServer;
 
 test.before(async () => {
-  env = await openEnv(await testDbUrl(7));
+  env = await openEnv(await freshRedisDb(7));
   hook = await startWebhookServer();
 });
 test.after(async () => {
@@ -103,13 +105,13 @@ test('counters survive a restart of the process; each site keeps its own state',
   await env.state(a, 'keep', (s) => s.status === 'ready');
   await env.state(b, 'keep', (s) => s.status === 'ready');
   for (let i = 0; i < 4; i++) await env.produce('keep-t', `k${i}`);
-  await until(() => {
+  await eventually(() => {
     const n =
       Number(a.exporterState('default', 'keep')?.delivered) + Number(b.exporterState('default', 'keep')?.delivered);
     return n === 4;
   }, 'four delivered between the sites');
   const aDelivered = Number(a.exporterState('default', 'keep')?.delivered);
-  await until(async () => {
+  await eventually(async () => {
     const raw = await env.store.kvGet(webhookStateKey('default', 'keep', 'site-a'));
     const other = await env.store.kvGet(webhookStateKey('default', 'keep', 'site-b'));
     return raw && other && JSON.parse(raw).delivered === aDelivered && JSON.parse(raw).site === 'site-a';

@@ -6,11 +6,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
-import { openEnv, testDbUrl, staticSecrets, until, type Env } from '../helpers/exporter-proc.js';
+import { openEnv, staticSecrets, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import type { Runtime } from '../../src/exporter/index.js';
 import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -21,7 +23,7 @@ type Redis = ReturnType<typeof createClient>;
 let redis: Redis;
 
 test.before(async () => {
-  const url = await testDbUrl(4);
+  const url = await freshRedisDb(4);
   env = await openEnv(url);
   redis = createClient({ url });
   await redis.connect();
@@ -111,9 +113,9 @@ test('placed elsewhere keeps the group; deleting destroys it and the state', asy
   await env.state(rt, 'del', (s) => s.status === 'stopped', 'stopped');
   assert.equal(await groups('del-topic'), ['edgeplane:default:del']);
   await env.del('volga/webhooks/del');
-  await until(() => rt.exporterState('default', 'del') === undefined, 'state gone');
-  await until(async () => (await groups('del-topic')).length === 0, 'group destroyed');
-  await until(async () => (await env.store.kvGet('state:webhook:default/del')) === undefined, 'kv state removed');
+  await eventually(() => rt.exporterState('default', 'del') === undefined, 'state gone');
+  await eventually(async () => (await groups('del-topic')).length === 0, 'group destroyed');
+  await eventually(async () => (await env.store.kvGet('state:webhook:default/del')) === undefined, 'kv state removed');
 });
 
 test('topic-patterns: new matching topics are found and read from their start', async () => {
@@ -181,7 +183,7 @@ test('each site keeps its own state: one where the exporter is placed elsewhere 
   await env.state(other, 'multi', (s) => s.status === 'stopped' && s.site === 'edge2', 'stopped at edge2');
   await env.produce('multi-topic', 'm');
   await hook.waitFor(() => got('multi').length === 1, 'delivered by edge1');
-  const kv = await until(async () => {
+  const kv = await eventually(async () => {
     const raw = await env.store.kvGet(webhookStateKey('default', 'multi', 'edge1'));
     const v = raw ? JSON.parse(raw) : undefined;
     return v && v.delivered === 1 ? v : undefined;

@@ -5,11 +5,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openEnv, testDbUrl, fakeClock, type Env } from '../helpers/exporter-proc.js';
+import { openEnv, fakeClock, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { makeCerts, type TestCerts } from '../helpers/tls.js';
 import type { Runtime } from '../../src/exporter/index.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -19,7 +20,7 @@ let seq = 0;
 
 test.before(async () => {
   certs = makeCerts();
-  env = await openEnv(await testDbUrl(3));
+  env = await openEnv(await freshRedisDb(3));
   hook = await startWebhookServer({ tls: { key: certs.key, cert: certs.cert } });
   rt = await env.start({ clock: fakeClock() });
 });

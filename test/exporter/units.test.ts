@@ -22,6 +22,7 @@ import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { startRuntime } from '../../src/exporter/index.js';
 import { configKey } from '../../src/store/keys.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
+import { eventually } from '../helpers/wait.js';
 
 const durations: Array<[string, number | undefined]> = [
   ['250ms', 250],
@@ -245,9 +246,7 @@ test('the runtime on the embedded store and bus delivers', async () => {
       },
     },
   ]);
-  const deadline = Date.now() + 10_000;
-  while (rt.exporterState('default', 'e')?.status !== 'ready' && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => rt.exporterState('default', 'e')?.status === 'ready', 'exporter e ready', 10_000);
   await bus.produce('et', { payload: 'hi' });
   await hook.waitFor(() => hook.delivered().length === 1, 'delivery');
   assert.is(hook.delivered()[0]!.body, 'local.local hi');

@@ -14,10 +14,10 @@ import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { client, startTcpProxy, waitUntil, type Client, type TcpProxy } from '../helpers/fleet.js';
-import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
+import { client, startTcpProxy, type Client, type TcpProxy, SITE_WAIT } from '../helpers/fleet.js';
+import { freePort, startRedis, type RedisServer, freshRedisDb } from '../helpers/redis.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { eventually } from '../helpers/wait.js';
 
 const password = 'fleet-catchup-password';
 const dirs: string[] = [];
@@ -110,13 +110,13 @@ async function views(): Promise<{
 }
 
 async function waitInSync(what: string): Promise<void> {
-  await waitUntil(
+  await eventually(
     async () => {
       const v = await views();
       return v.cpHead !== '' && v.siteVersion === v.cpHead;
     },
     what,
-    60_000,
+    { ...SITE_WAIT, timeoutMs: 60_000 },
   );
   const v = await views();
   assert.equal(v.siteSet, v.cpSet, `${what}: the site's synced configuration equals the control plane's view of it`);
@@ -188,10 +188,14 @@ test('an edge site that never synced is not ready, and /readyz says why', async 
 
 test('the site syncs and delivers', async () => {
   await waitInSync('first sync');
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/main');
-    return (r.body as { status?: string }).status === 'ready';
-  }, 'exporter ready at the site');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/main');
+      return (r.body as { status?: string }).status === 'ready';
+    },
+    'exporter ready at the site',
+    SITE_WAIT,
+  );
   assert.is((await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'm-0' })).status, 201);
   await sink.waitFor((reqs) => reqs.some((r) => r.body === 'm-0'), 'first delivery');
   assert.is((await readyz(site)).status, 200, 'ready once synced');
@@ -220,10 +224,14 @@ test('cut off: 100 changes at the control plane, the site keeps delivering, rest
   await startSite();
   const kept = await siteAdmin.call('GET', '/v1/config/volga/webhooks/main');
   assert.is(kept.status, 200, 'last applied configuration kept across a restart while cut off');
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/main');
-    return (r.body as { status?: string }).status === 'ready';
-  }, 'exporter running again while cut off');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/main');
+      return (r.body as { status?: string }).status === 'ready';
+    },
+    'exporter running again while cut off',
+    SITE_WAIT,
+  );
   assert.is(
     (await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'm-restarted' })).status,
     201,
@@ -250,9 +258,10 @@ test('a site kill -9 in the middle of a burst of changes: restarted, it catches 
     for (let i = 0; i < 40; i++)
       await admin.call('PUT', `/v1/config/volga/webhooks/b-${i % 10}`, hook(`b-${i % 10}`, { tries: i }));
   })();
-  await waitUntil(
+  await eventually(
     async () => (await views()).siteSet['default/volga/webhooks/b-0'] !== undefined,
     'the burst reaches the site',
+    SITE_WAIT,
   );
   await kill9(site);
   await burst;

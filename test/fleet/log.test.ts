@@ -7,8 +7,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from '../../src/fleet/log.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { waitUntil } from '../helpers/fleet.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
+import { SITE_WAIT } from '../helpers/fleet.js';
 
 type Pair = { a: FleetLog; b: FleetLog; close(): Promise<void> };
 
@@ -84,10 +85,14 @@ function logSuite(name: string, open: () => Promise<Pair>) {
     pair.b.onAppend((site) => seen.push(site));
     // The Redis subscription connects asynchronously: append until it has heard one.
     let head = '0-0';
-    await waitUntil(async () => {
-      head = (await pair.a.append('site-x', head, 1, [{ op: 'put', key: 'k', value: { head } }])) ?? head;
-      return seen.includes('site-x');
-    }, 'append notification');
+    await eventually(
+      async () => {
+        head = (await pair.a.append('site-x', head, 1, [{ op: 'put', key: 'k', value: { head } }])) ?? head;
+        return seen.includes('site-x');
+      },
+      'append notification',
+      SITE_WAIT,
+    );
   });
 
   t.run();

@@ -13,8 +13,9 @@ import { startProjector } from '../../src/fleet/projector.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { waitUntil } from '../helpers/fleet.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
+import { SITE_WAIT } from '../helpers/fleet.js';
 
 /** Every entry of a site's stream (ep:fleet:<site>:log, read with a plain client), applied in order to an empty set. */
 async function replay(url: string, site: string): Promise<Map<string, JsonObject>> {
@@ -66,10 +67,14 @@ test('two projectors on one Redis: the log replays to exactly what applies, for 
     const view = new Map((await a.list('')).map((e) => [e.key, e.value]));
     for (const site of ['s1', 's2', 's3']) {
       const expected = site === 's1' ? new Map() : applicableTo(view, site, 'default');
-      await waitUntil(async () => {
-        const snap = await logs[0]!.snapshot(site);
-        return JSON.stringify([...snap.objects].sort()) === JSON.stringify([...expected].sort());
-      }, `${site}'s set is what applies to it`);
+      await eventually(
+        async () => {
+          const snap = await logs[0]!.snapshot(site);
+          return JSON.stringify([...snap.objects].sort()) === JSON.stringify([...expected].sort());
+        },
+        `${site}'s set is what applies to it`,
+        SITE_WAIT,
+      );
       const replayed = await replay(url, site);
       assert.equal([...replayed].sort(), [...expected].sort(), `${site}: the history replays to the set`);
     }

@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { freshRedisDb } from '../helpers/api.js';
-import { client, waitUntil, type Client } from '../helpers/fleet.js';
+import { client, type Client, SITE_WAIT } from '../helpers/fleet.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 const password = 'fleet-admin-password';
 const dirs: string[] = [];
@@ -132,14 +133,18 @@ test('an exporter placed by label reaches the site, delivers there, and is read-
   });
   procs.push(site);
   siteAdmin = client(site.url, password);
-  await waitUntil(() => siteHas('volga/webhooks/to-sink'), 'the exporter synced to edge-1');
+  await eventually(() => siteHas('volga/webhooks/to-sink'), 'the exporter synced to edge-1', SITE_WAIT);
   assert.ok(await siteHas('sites/edge-1'), 'its own site object');
   assert.not.ok(await siteHas('sites/edge-2'), "another site's object stays at the control plane");
   // Local operations work: produce at the site, delivered by the site's exporter.
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
-    return (r.body as { status?: string }).status === 'ready';
-  }, 'exporter ready at the site');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
+      return (r.body as { status?: string }).status === 'ready';
+    },
+    'exporter ready at the site',
+    SITE_WAIT,
+  );
   const produced = await siteAdmin.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'hello-edge' });
   assert.is(produced.status, 201, produced.text);
   await sink.waitFor(
@@ -168,24 +173,32 @@ test("the site's ADMIN_PASSWORD is ignored once synced: the control plane's admi
 
 test('a change of site labels moves the exporter away within seconds; a change of it reaches the site', async () => {
   assert.is((await admin.call('PATCH', '/v1/config/volga/webhooks/to-sink', { tries: 7 })).status, 204);
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/config/volga/webhooks/to-sink');
-    return (r.body as { tries?: number }).tries === 7;
-  }, 'the patch reached the site');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/config/volga/webhooks/to-sink');
+      return (r.body as { tries?: number }).tries === 7;
+    },
+    'the patch reached the site',
+    SITE_WAIT,
+  );
   assert.is((await admin.call('PATCH', '/v1/config/sites/edge-1', { labels: { region: 'us' } })).status, 204);
-  await waitUntil(async () => !(await siteHas('volga/webhooks/to-sink')), 'the exporter left edge-1');
+  await eventually(async () => !(await siteHas('volga/webhooks/to-sink')), 'the exporter left edge-1', SITE_WAIT);
   assert.ok(await siteHas('applications/local-app'), 'local objects stay');
-  await waitUntil(async () => {
-    const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
-    return r.status === 404;
-  }, 'the exporter stopped at the site');
+  await eventually(
+    async () => {
+      const r = await siteAdmin.call('GET', '/v1/state/volga/webhooks/to-sink');
+      return r.status === 404;
+    },
+    'the exporter stopped at the site',
+    SITE_WAIT,
+  );
 });
 
 test('GET /v1/state/sites/<name>: connection, last-seen, config-version, in-sync', async () => {
   assert.is((await admin.call('PUT', '/v1/config/sites/edge-3', { name: 'edge-3' })).status, 201);
   type Link = { connection?: string; 'last-seen'?: string; 'config-version'?: string; 'in-sync'?: boolean };
   const link = async (name: string) => (await admin.call('GET', `/v1/state/sites/${name}`)).body as Link;
-  await waitUntil(async () => (await link('edge-1'))['in-sync'] === true, 'edge-1 in sync');
+  await eventually(async () => (await link('edge-1'))['in-sync'] === true, 'edge-1 in sync', SITE_WAIT);
   const one = await link('edge-1');
   assert.is(one.connection, 'connected');
   assert.match(one['config-version'] ?? '', /^\d+-\d+$/);
@@ -195,13 +208,17 @@ test('GET /v1/state/sites/<name>: connection, last-seen, config-version, in-sync
   assert.is((await link('edge-2')).connection, 'disconnected', 'its stream was opened once, then closed');
   // A change the site has not applied yet is not in sync; once applied it is again.
   assert.is((await admin.call('PATCH', '/v1/config/sites/edge-1', { labels: { tier: 'silver' } })).status, 204);
-  await waitUntil(async () => {
-    const l = await link('edge-1');
-    return l['in-sync'] === true && l['config-version'] !== one['config-version'];
-  }, 'edge-1 applied the change and acknowledged it');
+  await eventually(
+    async () => {
+      const l = await link('edge-1');
+      return l['in-sync'] === true && l['config-version'] !== one['config-version'];
+    },
+    'edge-1 applied the change and acknowledged it',
+    SITE_WAIT,
+  );
   await site!.stop();
   site = undefined;
-  await waitUntil(async () => (await link('edge-1')).connection === 'disconnected', 'edge-1 disconnected');
+  await eventually(async () => (await link('edge-1')).connection === 'disconnected', 'edge-1 disconnected', SITE_WAIT);
 });
 
 test.run();

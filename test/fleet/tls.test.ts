@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
-import { client, startTlsProxy, waitUntil } from '../helpers/fleet.js';
+import { client, startTlsProxy, SITE_WAIT } from '../helpers/fleet.js';
 import { makeCerts } from '../helpers/tls.js';
+import { eventually } from '../helpers/wait.js';
 
 const password = 'fleet-tls-password';
 const dirs: string[] = [];
@@ -79,11 +80,16 @@ test('a site syncs over HTTPS with CONTROL_PLANE_CA, and not without it', async 
   });
   procs.push(bad);
   const atGood = client(good.url, password);
-  await waitUntil(
+  await eventually(
     async () => (await atGood.call('GET', '/v1/config/volga/webhooks/secure-hook')).status === 200,
     'synced over HTTPS',
+    SITE_WAIT,
   );
-  await waitUntil(() => /sync with the control plane failed/.test(bad.output()), 'the site without the CA says why');
+  await eventually(
+    () => /sync with the control plane failed/.test(bad.output()),
+    'the site without the CA says why',
+    SITE_WAIT,
+  );
   assert.match(bad.output(), /certificate/i);
   const atBad = client(bad.url, password);
   assert.is((await atBad.call('GET', '/v1/config/volga/webhooks/secure-hook')).status, 404, 'nothing synced');

@@ -1,16 +1,12 @@
 /**
  * An edgeplane instance for HTTP tests: the real app on the embedded store (temp dir) or on
- * the test Redis (a DB of its own, flushed), logged in as admin. Requests go through
- * app.fetch — the same handler the server runs — or, with `listen`, over real HTTP.
+ * the test Redis (a database of its own, emptied: helpers/redis.ts), logged in as admin. Requests go
+ * through app.fetch, the same handler the server runs.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createClient } from 'redis';
 import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
-
-export type Backend = 'embedded' | 'redis';
+import { tempDir, type Backend } from './backends.js';
+import { freshRedisDb } from './redis.js';
 
 export type TestApi = {
   instance: Instance;
@@ -30,25 +26,11 @@ export type TestApi = {
   close(): Promise<void>;
 };
 
-let dbCounter = 0;
-
-/** A Redis URL on its own flushed DB, so test files sharing the server do not collide. */
-export async function freshRedisDb(db: number): Promise<string> {
-  const base = process.env.REDIS_TEST_URL;
-  if (!base) throw new Error('REDIS_TEST_URL is not set: run the tests with npm test');
-  const url = `${base}/${db}`;
-  const c = createClient({ url });
-  await c.connect();
-  await c.flushDb();
-  await c.quit();
-  return url;
-}
-
 export async function startApi(
   backend: Backend,
   opts: { db?: number; env?: Record<string, string>; runtime?: boolean } = {},
 ): Promise<TestApi> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-api-'));
+  const dataDir = tempDir('edgeplane-api-');
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     ADMIN_PASSWORD: 'admin-password-1',
@@ -56,7 +38,7 @@ export async function startApi(
     SITE: 'local',
     ...opts.env,
   };
-  if (backend === 'redis') env.REDIS_URL = await freshRedisDb(opts.db ?? 1 + (dbCounter++ % 15));
+  if (backend === 'redis') env.REDIS_URL = await freshRedisDb(opts.db);
   const settings = loadSettings(env);
   const instance = await createInstance(settings, { runtime: opts.runtime ?? false, announce: () => {} });
   const call = async (

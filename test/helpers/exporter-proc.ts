@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createClient } from 'redis';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
 import type { Bus, ProduceInput } from '../../src/bus/bus.js';
 import {
@@ -20,33 +19,8 @@ import {
 import type { JsonObject } from '../../src/lib/json.js';
 import { configKey } from '../../src/store/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';
+import { eventually } from './wait.js';
 import type { Store } from '../../src/store/store.js';
-
-/** REDIS_TEST_URL with a database number, emptied first. */
-export async function testDbUrl(db: number): Promise<string> {
-  const base = process.env.REDIS_TEST_URL;
-  if (!base) throw new Error('REDIS_TEST_URL is not set: run the tests with npm test');
-  const url = `${base.replace(/\/\d+$/, '')}/${db}`;
-  const c = createClient({ url });
-  await c.connect();
-  await c.flushDb();
-  await c.close();
-  return url;
-}
-
-export async function until<T>(
-  fn: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 export type Env = {
   url: string;
@@ -58,10 +32,19 @@ export type Env = {
   webhook(cfg: JsonObject): Promise<void>;
   produce(topic: string, payload: string, extra?: Omit<ProduceInput, 'payload'>): Promise<string>;
   start(opts?: Partial<RuntimeOptions> & { site?: string }): Promise<Runtime>;
+  /**
+   * A webhook exporter on a fresh topic (names from `uniq`) posting the payload to
+   * `${sinkUrl}/<name>`, `cfg` on top; waits until `rt` consumes its topic unless `wait` is false.
+   */
+  exporter(rt: Runtime, sinkUrl: string, cfg?: JsonObject, wait?: boolean): Promise<{ topic: string; name: string }>;
   /** Polls the runtime's state of an exporter until `cond` holds. */
   state(rt: Runtime, name: string, cond: (s: JsonObject) => boolean, what?: string): Promise<JsonObject>;
   close(): Promise<void>;
 };
+
+let seq = 0;
+/** A name no other call of this process gets: the prefix and a counter. */
+export const uniq = (prefix: string): string => `${prefix}${++seq}`;
 
 export async function openEnv(url: string, tenant = 'default'): Promise<Env> {
   const store = await openRedisStore(url);
@@ -71,7 +54,7 @@ export async function openEnv(url: string, tenant = 'default'): Promise<Env> {
     const r = await store.commit(ops);
     if (!r.ok) throw new Error(`commit failed: ${r.reason} ${r.key}`);
   };
-  return {
+  const env: Env = {
     url,
     store,
     bus,
@@ -92,8 +75,28 @@ export async function openEnv(url: string, tenant = 'default'): Promise<Env> {
       runtimes.push(rt);
       return rt;
     },
+    async exporter(rt, sinkUrl, cfg = {}, wait = true) {
+      const topic = uniq('topic-');
+      const name = uniq('hook-');
+      await env.webhook({
+        name,
+        topics: [topic],
+        'site-placement': { 'all-sites': true },
+        url: `${sinkUrl}/${name}`,
+        data: '${MSG_PAYLOAD}',
+        ...cfg,
+      });
+      if (wait)
+        await env.state(
+          rt,
+          name,
+          (st) => st.status === 'ready' && (st['consumed-topics'] as string[]).length > 0,
+          `${name} ready`,
+        );
+      return { topic, name };
+    },
     state: (rt, name, cond, what) =>
-      until(
+      eventually(
         () => {
           const s = rt.exporterState(tenant, name);
           return s && cond(s) ? s : undefined;
@@ -106,6 +109,7 @@ export async function openEnv(url: string, tenant = 'default'): Promise<Env> {
       await store.close();
     },
   };
+  return env;
 }
 
 /** A clock whose sleeps return at once and are recorded (retry tests never wait). */

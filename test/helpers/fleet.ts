@@ -1,11 +1,11 @@
 /**
  * Fleet test helpers: an HTTP client for an API process that logs in again when its token
- * stops working (a site's users change when it syncs), a bounded poll, and a TCP proxy that a
- * test can cut to take a site off the network.
+ * stops working (a site's users change when it syncs), how to wait on such processes, and a
+ * TCP proxy that a test can cut to take a site off the network.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import * as assert from 'uvu/assert';
+import type { EventuallyOptions } from './wait.js';
 
 export type Reply = { status: number; body: unknown; headers: Headers; text: string };
 
@@ -57,23 +57,11 @@ export function client(url: string, password: string, user = 'admin'): Client {
   return c;
 }
 
-/** Polls `check` every 50 ms until it holds; fails naming `what` after `timeoutMs`. */
-export async function waitUntil(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet: the process may be restarting */
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.unreachable(`never happened within ${timeoutMs} ms: ${what}`);
-}
+/**
+ * How tests wait on API processes that sync, restart or are cut off: checks every 50 ms for up
+ * to 20 s, and a check that throws (a process restarting) is tried again.
+ */
+export const SITE_WAIT: EventuallyOptions = { timeoutMs: 20_000, everyMs: 50, retryErrors: true };
 
 export type TcpProxy = {
   port: number;

@@ -1,12 +1,44 @@
 /**
- * A real redis-server for tests and benchmarks: started on a free port in a temporary
- * directory, installed with apt-get when missing and we are root. Never a mock.
+ * The one place a test gets its Redis: a real redis-server, never a mock.
+ * - `freshRedisDb(db?)`: a database of the redis-server the test runner started for this file
+ *   (REDIS_TEST_URL), emptied first; `redisTestUrl()` is that server's URL.
+ * - `startRedis()`: a server of the test's own (a second one, one to stop and restart), on a
+ *   free port in a temporary directory, installed with apt-get when missing and we are root.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from 'redis';
+import { eventually } from './wait.js';
+
+/** The runner's redis-server for this test file (REDIS_TEST_URL), without a database number. */
+export function redisTestUrl(): string {
+  const base = process.env.REDIS_TEST_URL;
+  if (!base) throw new Error('REDIS_TEST_URL is not set: run the tests with npm test (scripts/test.ts)');
+  const u = new URL(base);
+  u.pathname = '';
+  return u.toString().replace(/\/$/, '');
+}
+
+let nextDb = 1;
+
+/**
+ * The URL of database `db` of the runner's redis-server, emptied first. Without `db`, the next
+ * one this process has not handed out yet (1 to 15, then round again), so that two suites of
+ * one file never share a database by accident.
+ */
+export async function freshRedisDb(db?: number): Promise<string> {
+  const n = db ?? nextDb;
+  if (db === undefined) nextDb = (nextDb % 15) + 1;
+  const url = `${redisTestUrl()}/${n}`;
+  const c = createClient({ url });
+  await c.connect();
+  await c.flushDb();
+  await c.close();
+  return url;
+}
 
 export function ensureRedisInstalled(): void {
   if (spawnSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' }).status === 0) return;
@@ -31,22 +63,18 @@ export function freePort(): Promise<number> {
   });
 }
 
-function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const sock = connect(port, '127.0.0.1');
-      sock.once('connect', () => {
-        sock.destroy();
-        resolve();
-      });
-      sock.once('error', () => {
-        sock.destroy();
-        if (Date.now() > deadline) reject(new Error(`redis-server did not listen on ${port}`));
-        else setTimeout(attempt, 25);
-      });
-    };
-    attempt();
+/** True when something accepts connections on 127.0.0.1:port. */
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect(port, '127.0.0.1');
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => {
+      sock.destroy();
+      resolve(false);
+    });
   });
 }
 
@@ -91,7 +119,7 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
     args.push('--appendonly', opts.persist ? 'yes' : 'no');
     if (opts.persist) args.push('--appendfsync', 'always');
     child = spawn('redis-server', args, { stdio: 'ignore' });
-    await waitForPort(port, 10_000);
+    await eventually(() => portOpen(port), `redis-server listening on ${port}`, 10_000);
   };
   await launch();
   const server: RedisServer = {

@@ -1,21 +1,13 @@
 /**
  * The behaviour every Store backend must share (in the style of Hono's common.case.test.ts):
- * test/store/store.test.ts runs it against the embedded and the Redis store.
+ * test/store/store.test.ts runs it against both (helpers/backends.ts).
  */
 import type { JsonObject } from '../../src/lib/json.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { etagOf } from '../../src/store/etag.js';
 import type { Store } from '../../src/store/store.js';
-
-/** Polls `check` until it holds; fails (never hangs) after a generous bound. Not a timing assertion. */
-export async function eventually(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.unreachable(`never happened: ${what}`);
-}
+import { eventually } from './wait.js';
 
 async function put(store: Store, key: string, value: JsonObject): Promise<string> {
   const r = await store.commit([{ op: 'put', key, value }]);

@@ -12,6 +12,7 @@ import {
 } from 'node:http';
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { eventually } from './wait.js';
 
 export type Reply = {
   status?: number;
@@ -109,11 +110,14 @@ export async function startWebhookServer(
       script = r;
     },
     async waitFor(cond, what, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!cond(requests)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (got ${requests.length} requests)`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await eventually(
+        () => cond(requests),
+        () => `${what} (got ${requests.length} requests)`,
+        {
+          timeoutMs,
+          everyMs: 20,
+        },
+      );
     },
     async close() {
       for (const s of sockets) s.destroy();

@@ -18,8 +18,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { freshRedisDb } from '../helpers/api.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 const SITES = ['s1', 's2', 's3'];
 const CLIENTS = 50;

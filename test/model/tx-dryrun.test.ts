@@ -7,7 +7,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend } from '../helpers/backends.js';
 
 const C = '/v1/config';
 const hook = (name: string, extra: Record<string, unknown>) => ({
@@ -53,7 +54,7 @@ async function dryRun(api: TestApi, body: unknown[]): Promise<Impacted[]> {
 const infos = (body: unknown): Info[] =>
   ((body as { errors?: Array<{ 'error-info'?: Info }> }).errors ?? []).map((e) => e['error-info'] ?? {});
 
-for (const backend of ['embedded', 'redis'] as Backend[]) {
+forEachBackend((backend) => {
   const t = (name: string, fn: (api: TestApi) => Promise<void>) =>
     test(`${backend}: ${name}`, async () => {
       const api = await startApi(backend, { db: 13 });
@@ -321,6 +322,6 @@ for (const backend of ['embedded', 'redis'] as Backend[]) {
     for (const p of ['data', 'url', 'no-match-re[0]', 'topics'])
       assert.ok(codes.includes(p), `${p} in ${JSON.stringify(single.body)}`);
   });
-}
+});
 
 test.run();

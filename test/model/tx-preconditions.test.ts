@@ -8,27 +8,18 @@
  * (write skew), which is what an expectation on the written objects alone allows.
  * Likewise a secret created while its vault is deleted must fail, not be stored orphaned.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../../src/lib/errors.js';
 import { runTransaction, type Change, type TxContext } from '../../src/model/transaction.js';
 import { Strongbox } from '../../src/secrets/strongbox.js';
-import { openEmbeddedStore } from '../../src/store/embedded.js';
-import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
-import { freshRedisDb } from '../helpers/api.js';
 import { rejects } from '../helpers/assert.js';
+import { forEachBackend, openTestStore } from '../helpers/backends.js';
 
 const TENANT = 'default';
 const key = (name: string) => `${TENANT}/applications/${name}`;
-
-const backends: Array<[string, () => Promise<Store>]> = [
-  ['embedded', () => openEmbeddedStore(mkdtempSync(join(tmpdir(), 'edgeplane-tx-pre-')))],
-  ['redis', async () => openRedisStore(await freshRedisDb(15))],
-];
 
 /** The same store, except that its first commit() first runs `before` to completion. */
 function interleaved(store: Store, before: () => Promise<void>): Store {
@@ -59,9 +50,9 @@ const is412 = (err: unknown) =>
 const isTestFailed = (err: unknown) =>
   err instanceof ApiError && err.status === 400 && err.info?.code === 'test-failed';
 
-for (const [name, open] of backends) {
+forEachBackend((name) => {
   test(`${name}: x-etag on an unchanged object is checked at commit (no write skew)`, async () => {
-    const store = await open();
+    const store = await openTestStore(name, { db: 15 });
     try {
       const { e1, e2 } = await seed(store);
       const t1: Change[] = [
@@ -88,7 +79,7 @@ for (const [name, open] of backends) {
   });
 
   test(`${name}: a JSON Patch test on an unchanged object is checked at commit`, async () => {
-    const store = await open();
+    const store = await openTestStore(name, { db: 15 });
     try {
       await seed(store);
       const t1: Change[] = [
@@ -111,7 +102,7 @@ for (const [name, open] of backends) {
   });
 
   test(`${name}: a secret written while its vault is deleted is refused, never left without a vault`, async () => {
-    const store = await open();
+    const store = await openTestStore(name, { db: 15 });
     try {
       const box = new Strongbox(store);
       await box.init();
@@ -135,7 +126,7 @@ for (const [name, open] of backends) {
   });
 
   test(`${name}: an unchanged precondition that still holds lets the transaction commit, ETag kept`, async () => {
-    const store = await open();
+    const store = await openTestStore(name, { db: 15 });
     try {
       const { e1 } = await seed(store);
       const r = await runTransaction(ctxOf(store), [
@@ -149,6 +140,6 @@ for (const [name, open] of backends) {
       await store.close();
     }
   });
-}
+});
 
 test.run();

@@ -6,7 +6,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type Backend, type TestApi } from '../helpers/api.js';
+import { startApi, type TestApi } from '../helpers/api.js';
+import { forEachBackend } from '../helpers/backends.js';
 
 type Item = Record<string, unknown>;
 type Case = {
@@ -278,7 +279,7 @@ async function seed(api: TestApi): Promise<void> {
   assert.is(r.status, 204, JSON.stringify(r.body));
 }
 
-for (const backend of ['embedded', 'redis'] as Backend[]) {
+forEachBackend((backend) => {
   const t = (name: string, fn: (api: TestApi) => Promise<void>) =>
     test(`${backend}: ${name}`, async () => {
       const api = await startApi(backend, { db: 12 });
@@ -449,6 +450,6 @@ for (const backend of ['embedded', 'redis'] as Backend[]) {
       { 'x-path': '/v1/state/applications/a2', name: 'a2', version: '1' },
     ]);
   });
-}
+});
 
 test.run();

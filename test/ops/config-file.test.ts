@@ -6,15 +6,15 @@
  * nothing of it is applied.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { freshRedisDb, type Backend } from '../helpers/api.js';
 import { applyConfigFile } from '../../src/ops/config-file.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
 import { loadSettings } from '../../src/lib/settings.js';
+import { forEachBackend, tempDir, type Backend } from '../helpers/backends.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
 const yamlFile = `
 x-path: /v1/config/sites/edge-1
@@ -44,16 +44,6 @@ name: operator
 password: operator-password-1
 policies: [admin]
 `;
-
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-config-file-'));
-  dirs.push(d);
-  return d;
-};
-test.after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
 
 async function start(env: Record<string, string>): Promise<Instance> {
   return createInstance(loadSettings({ ADMIN_PASSWORD: 'admin-password-1', LOG_LEVEL: 'error', ...env }), {
@@ -85,7 +75,7 @@ const etags = (objs: Array<Record<string, unknown>>) =>
 function idempotent(backend: Backend): void {
   const t = suite(`EDGEPLANE_CONFIG applied at start (${backend})`);
   t('one transaction; a second start with the same file changes nothing (same ETags)', async () => {
-    const dir = tempDir();
+    const dir = tempDir('edgeplane-config-file-');
     const file = join(dir, 'edgeplane.yaml');
     writeFileSync(file, yamlFile);
     const env: Record<string, string> = { DATA_DIR: dir, EDGEPLANE_CONFIG: file };
@@ -123,11 +113,10 @@ function idempotent(backend: Backend): void {
   t.run();
 }
 
-idempotent('embedded');
-idempotent('redis');
+forEachBackend(idempotent);
 
 test('the JSON output of GET /v1/config applies as is, changing nothing', async () => {
-  const dir = tempDir();
+  const dir = tempDir('edgeplane-config-file-');
   const yaml = join(dir, 'in.yaml');
   writeFileSync(yaml, yamlFile);
   const first = await start({ DATA_DIR: dir, EDGEPLANE_CONFIG: yaml });
@@ -192,7 +181,7 @@ const bad: Array<[string, string, string, RegExp]> = [
 
 for (const [name, content, what, problem] of bad) {
   test(`a bad file (${what}): exit 1, one error line naming the file and the problem, nothing applied`, async () => {
-    const dir = tempDir();
+    const dir = tempDir('edgeplane-config-file-');
     const file = join(dir, name);
     if (content) writeFileSync(file, content);
     const run = await runProgram({ DATA_DIR: dir, EDGEPLANE_CONFIG: file });

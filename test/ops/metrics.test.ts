@@ -6,10 +6,11 @@
  */
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { startApi } from '../helpers/api.js';
 import { loadSettings } from '../../src/lib/settings.js';
-import { startApi, type Backend } from '../helpers/api.js';
-import { until } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { eventually } from '../helpers/wait.js';
 
 type Sample = { name: string; labels: Record<string, string>; value: number };
 
@@ -55,7 +56,7 @@ function exporters(backend: Backend): void {
           201,
         );
       const state = async () => (await api.json('GET', '/v1/state/volga/webhooks/m1')).body as Record<string, unknown>;
-      await until(async () => (await state()).delivered === 3 && (await state()).filtered === 1, 'deliveries');
+      await eventually(async () => (await state()).delivered === 3 && (await state()).filtered === 1, 'deliveries');
       await api.json('GET', '/v1/config/volga/webhooks/m1');
       await api.json('GET', '/v1/config/no/such/path');
       await api.json('GET', '/nowhere');
@@ -123,8 +124,7 @@ function exporters(backend: Backend): void {
   t.run();
 }
 
-exporters('embedded');
-exporters('redis');
+forEachBackend(exporters);
 
 test('METRICS_TOKEN: /metrics needs Bearer METRICS_TOKEN, and only it', async () => {
   const api = await startApi('embedded', { env: { METRICS_TOKEN: 'scrape-secret-1' } });

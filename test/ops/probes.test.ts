@@ -14,6 +14,7 @@ import { startRedis } from '../helpers/redis.js';
 import { runChecks } from '../../src/ops/probes.js';
 import { createInstance } from '../../src/main/server.js';
 import { loadSettings } from '../../src/lib/settings.js';
+import { eventually } from '../helpers/wait.js';
 
 type Probe = {
   status: number;
@@ -74,12 +75,11 @@ test('readyz: 503 naming the store and the bus while Redis is unreachable, 200 o
     assert.is((await probe(inst.app.fetch, '/healthz')).status, 200);
     await redis.restart();
     let up: Probe | undefined;
-    for (let i = 0; i < 100; i++) {
-      up = await probe(inst.app.fetch, '/readyz');
-      if (up.status === 200) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.is(up?.status, 200, JSON.stringify(up));
+    await eventually(
+      async () => (up = await probe(inst.app.fetch, '/readyz')).status === 200,
+      () => `ready again after Redis is back: ${JSON.stringify(up)}`,
+      { timeoutMs: 10_000, everyMs: 100 },
+    );
   } finally {
     await inst.close(1000);
     await redis.dispose();

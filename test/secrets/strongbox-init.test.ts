@@ -11,7 +11,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { createInstance } from '../../src/main/server.js';
-import { startApi, type Backend } from '../helpers/api.js';
+import { startApi } from '../helpers/api.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function codeOf(body: unknown): string | undefined {
   return (body as { errors?: Array<{ 'error-info'?: { code?: string } }> }).errors?.[0]?.['error-info']?.code;
@@ -121,5 +122,4 @@ async function dumpRedis(url: string): Promise<Record<string, string>> {
   return out;
 }
 
-initSuite('embedded', 8);
-initSuite('redis', 8);
+forEachBackend((backend) => initSuite(backend, 8));

@@ -1,22 +1,17 @@
 /**
  * Several processes writing through the Redis store at once: optimistic concurrency loses no
- * update, and a multi-object commit is never seen half applied. Database 6 of REDIS_TEST_URL.
+ * update, and a multi-object commit is never seen half applied. Database 6 of the runner's redis-server.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openRedisStore } from '../../src/store/redis.js';
+import { freshRedisDb } from '../helpers/redis.js';
 
-const base = process.env.REDIS_TEST_URL;
-if (!base) throw new Error('REDIS_TEST_URL is not set: run through `npm test`');
-const u = new URL(base);
-u.pathname = '/6';
-const url = u.toString();
 const worker = fileURLToPath(new URL('../helpers/store-worker.ts', import.meta.url));
 
-function runWorker(id: string, rounds: number): Promise<{ code: number | null; out: string }> {
+function runWorker(url: string, id: string, rounds: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', worker, url, id, String(rounds)], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -33,11 +28,7 @@ function runWorker(id: string, rounds: number): Promise<{ code: number | null; o
 }
 
 test('3 processes × 50 optimistic increments = 150; 3-object commits never partial', async () => {
-  const admin = createClient({ url });
-  await admin.connect();
-  await admin.flushDb();
-  await admin.close();
-
+  const url = await freshRedisDb(6);
   const store = await openRedisStore(url);
   let running = true;
   let snapshots = 0;
@@ -54,7 +45,7 @@ test('3 processes × 50 optimistic increments = 150; 3-object commits never part
     }
   })();
 
-  const results = await Promise.all(['a', 'b', 'c'].map((id) => runWorker(id, 50)));
+  const results = await Promise.all(['a', 'b', 'c'].map((id) => runWorker(url, id, 50)));
   running = false;
   await watcher;
   for (const r of results) assert.is(r.code, 0, r.out);

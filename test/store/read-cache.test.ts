@@ -5,23 +5,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createClient } from 'redis';
 import { openRedisStore } from '../../src/store/redis.js';
 import { createReadCache } from '../../src/store/read-cache.js';
+import { freshRedisDb } from '../helpers/redis.js';
 import type { Entry } from '../../src/store/store.js';
-import { until } from '../helpers/exporter-proc.js';
-
-const base = process.env.REDIS_TEST_URL;
-if (!base) throw new Error('REDIS_TEST_URL is not set: run through `npm test`');
-const url = `${base}/3`;
+import { eventually } from '../helpers/wait.js';
 
 const entry = (key: string, n: number): Entry => ({ key, value: { n }, etag: `"${n}"` });
 
 test("two stores on one Redis: own commits at once, the other's after its notification", async () => {
-  const c = createClient({ url });
-  await c.connect();
-  await c.flushDb();
-  await c.quit();
+  const url = await freshRedisDb(3);
   const a = await openRedisStore(url);
   const b = await openRedisStore(url);
   // The cache is live while the store's change subscription runs: a listener starts it.
@@ -30,11 +23,11 @@ test("two stores on one Redis: own commits at once, the other's after its notifi
     assert.ok((await a.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: null }])).ok);
     assert.equal((await a.get('t/x'))?.value, { n: 1 });
     // Make sure A's cache is live (its subscription is up) and holds the object.
-    await until(async () => (await a.get('t/x'))?.value.n === 1, 'cached read');
+    await eventually(async () => (await a.get('t/x'))?.value.n === 1, 'cached read');
     const cur = await b.get('t/x', { fresh: true });
     assert.ok((await b.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: cur?.etag }])).ok);
     assert.equal((await a.get('t/x', { fresh: true }))?.value, { n: 2 }, 'a fresh read sees it at once');
-    await until(async () => (await a.get('t/x'))?.value.n === 2, 'the cached read follows the notification');
+    await eventually(async () => (await a.get('t/x'))?.value.n === 2, 'the cached read follows the notification');
     assert.ok((await a.commit([{ op: 'put', key: 't/x', value: { n: 3 } }])).ok);
     assert.equal((await a.get('t/x'))?.value, { n: 3 }, 'own commit: at once');
     assert.ok((await a.commit([{ op: 'delete', key: 't/x' }])).ok);

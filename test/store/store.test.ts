@@ -1,10 +1,9 @@
 /**
  * The Store contract against both backends (test/helpers/store-suite.ts), then what only one
  * backend has: the embedded file (restart, torn record, compaction) and the Redis layout.
- * Redis: databases 5 and 7 of REDIS_TEST_URL, flushed before use (no other file uses them).
+ * Redis: databases 5 and 7 of the runner's redis-server, emptied before use.
  */
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import { suite } from 'uvu';
@@ -17,37 +16,18 @@ import { commitArgs, openRedisStore } from '../../src/store/redis.js';
 import { changesChannel } from '../../src/store/redis-lua.js';
 import type { Store } from '../../src/store/store.js';
 import { rejects } from '../helpers/assert.js';
-import { startRedis } from '../helpers/redis.js';
-import { eventually, storeSuite } from '../helpers/store-suite.js';
+import { freshRedisDb, redisTestUrl, startRedis } from '../helpers/redis.js';
+import { forEachBackend, openTestStore, tempDir } from '../helpers/backends.js';
+import { storeSuite } from '../helpers/store-suite.js';
+import { eventually } from '../helpers/wait.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-store-'));
-  dirs.push(d);
-  return d;
-}
-process.once('exit', () => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function withDb(url: string, db: number): string {
-  const u = new URL(url);
-  u.pathname = `/${db}`;
-  return u.toString();
-}
-
-const redisBase = process.env.REDIS_TEST_URL;
-if (!redisBase) throw new Error('REDIS_TEST_URL is not set: run through `npm test`');
-const redisUrl = withDb(redisBase, 5);
-
+/** Database 5 of the runner's redis-server, emptied, and a Redis store on it. */
 async function freshRedis(): Promise<Store> {
-  const admin = createClient({ url: redisUrl });
-  await admin.connect();
-  await admin.flushDb();
-  await admin.close();
-  return openRedisStore(redisUrl);
+  return openRedisStore(await freshRedisDb(5));
 }
+const redisUrl = `${redisTestUrl()}/5`;
 
-storeSuite('embedded', () => openEmbeddedStore(tempDir())).run();
-storeSuite('redis', freshRedis).run();
+forEachBackend((backend) => storeSuite(backend, () => openTestStore(backend, { db: 5 })).run());
 
 // ---- embedded only --------------------------------------------------------------------
 
@@ -209,12 +189,7 @@ redis('script arguments: ops packed 5 fields each; change channel per database',
 
 redis('stores on different databases of one server do not hear each other', async () => {
   const a = await freshRedis();
-  const other = withDb(redisBase, 7);
-  const admin = createClient({ url: other });
-  await admin.connect();
-  await admin.flushDb();
-  await admin.close();
-  const b = await openRedisStore(other);
+  const b = await openRedisStore(await freshRedisDb(7));
   try {
     const seen: string[] = [];
     a.onChange((keys) => seen.push(...keys));

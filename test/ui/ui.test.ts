@@ -13,11 +13,13 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { DeliveredHistory } from '../../src/api/history.js';
 import { webhookStateKey } from '../../src/store/keys.js';
-import { startApi, freshRedisDb, type Backend } from '../helpers/api.js';
+import { startApi } from '../helpers/api.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { ensureCommand } from '../helpers/apt.js';
-import { until } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { freshRedisDb } from '../helpers/redis.js';
+import { eventually } from '../helpers/wait.js';
 
 function historySuite(backend: Backend): void {
   const t = suite(`status page: files and history (${backend})`);
@@ -121,8 +123,7 @@ function historySuite(backend: Backend): void {
   t.run();
 }
 
-historySuite('embedded');
-historySuite('redis');
+forEachBackend(historySuite);
 
 test('the page in chromium: login, live exporter numbers, plot, sites; screenshot', async () => {
   ensureCommand('chromium', 'chromium');
@@ -180,10 +181,10 @@ test('the page in chromium: login, live exporter numbers, plot, sites; screensho
           samples?: Array<{ delivered: number }>;
         }
       ).samples ?? [];
-    await until(async () => (await history()).length > 0, 'a first history sample', 30_000);
+    await eventually(async () => (await history()).length > 0, 'a first history sample', 30_000);
     await produce(3);
     await sink.waitFor((r) => r.length >= 3, 'first deliveries');
-    await until(async () => (await history()).some((p) => p.delivered === 3), 'history shows 3 delivered', 30_000);
+    await eventually(async () => (await history()).some((p) => p.delivered === 3), 'history shows 3 delivered', 30_000);
 
     // A fresh profile directory (playwright passes it as --user-data-dir).
     browser = await chromium.launchPersistentContext(profile, {
