@@ -10,8 +10,7 @@ import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import { compileLabelExpr } from '../query/labels.js';
-import { siteLabels } from '../exporter/system-vars.js';
+import { selectedSites } from '../exporter/placement.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
@@ -47,16 +46,12 @@ function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>
     },
     // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
     siteLink: async (name) => (tenant === deps.settings.tenant ? await deps.fleet?.siteState(name) : undefined),
-    async sitesMatching(expr) {
+    async selectedSites(deployment) {
       const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-      try {
-        const m = compileLabelExpr(expr);
-        return sites
-          .filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value))))
-          .map((s) => String(s.value.name));
-      } catch {
-        return [];
-      }
+      return selectedSites(
+        deployment,
+        sites.map((e) => e.value),
+      );
     },
   };
 }

@@ -1,5 +1,6 @@
 /** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
 import { readFileSync } from 'node:fs';
+import { settingDurationMs } from './duration.js';
 import type { LogLevel } from './log.js';
 
 export type Settings = {
@@ -75,19 +76,16 @@ function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
   throw new SettingsError(name, `${name} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** A duration setting: a whole number and a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`. */
 function duration(env: NodeJS.ProcessEnv, name: string, defMs: number, minMs: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return defMs;
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
-  if (!m)
+  const ms = settingDurationMs(raw);
+  if (ms === undefined)
     throw new SettingsError(
       name,
       `${name} must be a number and a unit (ms, s, m, h, d) such as 7d, got ${JSON.stringify(raw)}`,
     );
-  const ms = Number(m[1]) * durationUnits[m[2]!]!;
   if (ms < minMs) throw new SettingsError(name, `${name} must be at least ${minMs} ms, got ${JSON.stringify(raw)}`);
   return ms;
 }

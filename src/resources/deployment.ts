@@ -31,10 +31,7 @@ export const deployment: ResourceModule = {
     return typeof app === 'string' ? [`application:${app}`] : [];
   },
   async derivedState(value, ctx) {
-    const placement = isObject(value.placement) ? value.placement : {};
-    const expr = placement['match-site-labels'];
-    const selected = typeof expr === 'string' ? await ctx.sitesMatching(expr) : [];
-    return { status: { 'selected-sites': selected } };
+    return { status: { 'selected-sites': await ctx.selectedSites(value) } };
   },
   stateMembers: {
     status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },

@@ -43,8 +43,8 @@ export type StateContext = {
   exporterState(name: string): Promise<JsonObject | undefined>;
   /** At a control plane, the link of site `name` to it (root tenant only); else undefined. */
   siteLink(name: string): Promise<JsonObject | undefined>;
-  /** The names of the tenant's sites whose labels match the label expression (none when it is invalid). */
-  sitesMatching(expr: string): Promise<string[]>;
+  /** The names of the tenant's sites a deployment selects (exporter/placement.ts; none when its selector is invalid). */
+  selectedSites(deployment: JsonObject): Promise<string[]>;
 };
 
 export type ResourceModule = {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dirs: string[] = [];
 
 /** Writes `files` (path under src/ → text) into a fresh temp tree and runs the checker on it. */
