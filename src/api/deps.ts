@@ -8,7 +8,7 @@ import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
-import type { JsonObject } from '../lib/json.js';
+import type { Json, JsonObject } from '../lib/json.js';
 import type { DeliveredHistory } from './history.js';
 import type { RuntimeView } from './runtime-view.js';
 
@@ -20,10 +20,26 @@ export type ProbeCheck = {
   run(): Promise<string | undefined> | string | undefined;
 };
 
+/** A `site=` read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
+export type ForwardedRead = { id: string; tenant: string; path: string; query: string };
+/** The site's answer: the HTTP status and the JSON body its own API gave. */
+export type ForwardedAnswer = { status: number; body: Json };
+/** What a site reported: per tenant, its state objects (state.ts `ReportedItem`), and when. */
+export type SiteReport = { time: string; tenants: Record<string, unknown[]> };
+
+/** At a control plane: what `site=` reads of another site use (api/site-reads.ts). */
+export type SiteReads = {
+  /** The site's live answer, or undefined when it is not connected or did not answer in time. */
+  ask(site: string, read: Omit<ForwardedRead, 'id'>): Promise<ForwardedAnswer | undefined>;
+  lastReport(site: string): Promise<SiteReport | undefined>;
+};
+
 /** What the API asks of the fleet role (src/fleet/ implements it). */
 export type FleetView = {
   /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
   siteState(site: string): Promise<JsonObject | undefined>;
+  /** At a control plane: reads of another site (`site=`); undefined at an edge site. */
+  reads: SiteReads | undefined;
 };
 
 export type AppDeps = {

@@ -4,7 +4,7 @@ import { ApiError } from '../lib/errors.js';
 import { configKey } from '../store/keys.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { DeliveredHistory } from './history.js';
-import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
+import { checkSite, methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
 import { parseQuery } from '../query/params.js';
 
 const PATH = '/v1/state/volga/webhooks/:name/history';
@@ -14,7 +14,7 @@ export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
   app.get(PATH, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
     // Reading the history is reading the exporter's state.
     deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
     if (deps.strongbox.sealed)

@@ -24,6 +24,7 @@ import { openApiRoutes } from '../ops/openapi.js';
 import { webhookOpRoutes } from '../api/webhook-ops.js';
 import { errorResponse, negotiate, type ReplyFormat } from '../api/reply.js';
 import type { AppDeps, AppEnv } from '../api/deps.js';
+import { withSiteReads } from '../api/site-reads.js';
 
 /** The app's dependencies: those of the route modules, and the fleet role and metrics of the layers above api/. */
 export type AppInput = AppDeps & {
@@ -52,10 +53,11 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
       authRoutes(deps.auth),
       operationRoutes(deps),
       configRoutes(deps),
-      historyRoutes(deps),
-      webhookOpRoutes(deps),
+      // At a control plane, site=<another site> on these reads is answered for that site.
+      withSiteReads(deps, historyRoutes(deps)),
+      withSiteReads(deps, webhookOpRoutes(deps)),
       ...fleetUser,
-      stateRoutes(deps),
+      withSiteReads(deps, stateRoutes(deps)),
     ],
     guard,
     (route, handler) => metrics.timed(routeLabel(route), handler),

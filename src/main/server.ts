@@ -21,6 +21,7 @@ import { applyConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
 import { openFleet } from '../fleet/index.js';
+import { siteHooks } from '../api/site-reads.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -105,7 +106,8 @@ export async function createInstance(
     ...(runtime ? { runtime } : {}),
   };
   const app = buildApp(deps);
-  fleet.start();
+  // At an edge site: answer the control plane's site= reads and report this site's state.
+  fleet.start(fleet.role === 'edge-site' ? siteHooks(deps) : undefined);
   return {
     app,
     deps,
