@@ -19,6 +19,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['query', 'expand'],
   ['store'],
   ['secrets', 'bus'],
+  ['resources'],
   ['auth'],
   ['exporter'],
   ['model'],

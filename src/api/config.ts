@@ -60,6 +60,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
       store: deps.store,
       strongbox: deps.strongbox,
       tenant: p.tenant,
+      rootTenant: deps.settings.tenant,
       authorize: (change) => {
         // replace may create or update: both must be allowed unless one clearly applies.
         const path = `${PREFIX}/${change.path}`;
@@ -336,7 +337,7 @@ async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
         if (!r || r.kind === 'list') continue;
         if (q.matchPath && !q.matchPath(xPath)) continue;
         if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
-        if (r.def.needsUnsealed && deps.strongbox.sealed && r.def.id !== 'webhook') continue;
+        if (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed) continue;
         const value = redact(r.def, e.value);
         if (q.where && !q.where.test(value)) continue;
         const shaped = shape(r.def, value, q);

@@ -6,14 +6,11 @@ import type { Json, JsonObject } from '../lib/json.js';
 import type { ParsedQuery } from '../query/params.js';
 import { applyDefaults } from '../model/defaults.js';
 import type { ResourceDef } from '../model/resources.js';
-import type { Schema } from '../model/schemas.js';
-import { redactSecret } from '../secrets/secrets.js';
-import { redactUser } from '../auth/index.js';
+import type { Schema } from '../resources/schemas.js';
 
+/** What a configuration read shows of a stored object (the resource's `redact`). */
 export function redact(def: ResourceDef, value: JsonObject): JsonObject {
-  if (def.id === 'secret') return redactSecret(value);
-  if (def.id === 'user') return redactUser(value);
-  return value;
+  return def.redact ? def.redact(value) : value;
 }
 
 /** Applies with-defaults then fields; `where` is applied by the caller before this. */
@@ -24,20 +21,12 @@ export function shape(def: ResourceDef | undefined, value: JsonObject, q: Parsed
 }
 
 /**
- * Members /v1/state adds to an object's configuration (api/state.ts extras), so `fields` can
- * select them and still reject names that exist nowhere. Webhook state is open-ended
- * (counters, per-topic lag): no check there.
+ * `fields` checking for a state read of `def`; undefined when every name is accepted. The
+ * members /v1/state adds to an object's configuration are the resource's `stateMembers`.
  */
-const stateMembers: Readonly<Record<string, Record<string, Schema>>> = {
-  deployment: {
-    status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },
-  },
-};
-
-/** `fields` checking for a state read of `def`; undefined when every name is accepted. */
 export function knownInState(def: ResourceDef): ((path: string[]) => boolean) | undefined {
-  if (def.id === 'webhook') return undefined;
-  const extra = stateMembers[def.id];
+  const extra = def.stateMembers;
+  if (extra === 'any') return undefined;
   if (!extra) return knownIn(def.schema);
   const props = (def.schema.properties ?? {}) as Record<string, Schema>;
   return knownIn({ ...def.schema, properties: { ...props, ...extra } });

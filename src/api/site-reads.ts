@@ -181,7 +181,7 @@ export function withSiteReads(deps: AppDeps, source: Hono<AppEnv>): Hono<AppEnv>
         parameter: 'site',
       });
     // A secret's state is the control plane's own (secrets flow down only): the route answers it.
-    if (resolved?.def.id === 'secret' && resolved.kind !== 'list') return handler(c);
+    if (resolved?.def.itemState && resolved.kind !== 'list') return handler(c);
     // The caller's policies, as the route itself would apply them (an exporter's history is its state).
     if (path !== '/v1/state') deps.auth.authorize(p, path.replace(/\/history$/, ''), 'read');
     const rest = new URLSearchParams(params);

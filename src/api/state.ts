@@ -7,10 +7,10 @@ import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey, webhookStateKey } from '../store/keys.js';
-import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
+import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
+import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { selectedSites } from '../exporter/placement.js';
-import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
@@ -22,7 +22,7 @@ const PREFIX = '/v1/state';
 const readOnly = ['GET', 'OPTIONS'] as const;
 const operationMethods = ['POST', 'OPTIONS'] as const;
 
-type Item = { path: string; value: JsonObject; config: ReadonlySet<string> };
+type Item = StateItem;
 
 /**
  * Where the state routes take their objects from: this process (its store, runtime and bus),
@@ -41,45 +41,36 @@ export type StateSource = {
 /** One state object as a site reports it: its path, value and which of its fields are configuration. */
 export type ReportedItem = { path: string; value: JsonObject; config: string[] };
 
-/** Runtime fields of one object, added to its applied configuration. */
-async function extras(
-  deps: AppDeps,
-  tenant: string,
-  def: ResourceDef,
-  value: JsonObject,
-  cache: Map<string, Entry[]>,
-): Promise<JsonObject> {
-  if (def.id === 'webhook' && typeof value.name === 'string') {
-    const live = deps.runtime?.exporterState(tenant, value.name);
-    if (live) return live;
-    const stored = await deps.store.kvGet(webhookStateKey(tenant, value.name, deps.settings.site));
-    if (stored) {
-      try {
-        const v = JSON.parse(stored) as unknown;
-        if (isObject(v)) return v;
-      } catch {
-        /* fall through */
+/** What the resources' state hooks read: this site's exporters, the fleet, the tenant's sites. */
+function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>): StateContext {
+  return {
+    tenant,
+    site: deps.settings.site,
+    getConfig: async (path) => (await deps.store.get(configKey(tenant, path)))?.value,
+    async exporterState(name) {
+      const live = deps.runtime?.exporterState(tenant, name);
+      if (live) return live;
+      const stored = await deps.store.kvGet(webhookStateKey(tenant, name, deps.settings.site));
+      if (stored) {
+        try {
+          const v = JSON.parse(stored) as unknown;
+          if (isObject(v)) return v;
+        } catch {
+          /* fall through */
+        }
       }
-    }
-    return { status: 'starting' };
-  }
-  // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
-  if (def.id === 'site' && tenant === deps.settings.tenant && typeof value.name === 'string') {
-    const link = await deps.fleet?.siteState(value.name);
-    if (link) return { ...value, ...link };
-  }
-  if (def.id === 'deployment') {
-    const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-    return {
-      status: {
-        'selected-sites': selectedSites(
-          value,
-          sites.map((s) => s.value),
-        ),
-      },
-    };
-  }
-  return {};
+      return undefined;
+    },
+    // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
+    siteLink: async (name) => (tenant === deps.settings.tenant ? await deps.fleet?.siteState(name) : undefined),
+    async selectedSites(deployment) {
+      const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
+      return selectedSites(
+        deployment,
+        sites.map((e) => e.value),
+      );
+    },
+  };
 }
 
 type Entry = { key: string; value: JsonObject };
@@ -123,46 +114,30 @@ async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map
           const e = await deps.store.get(configKey(tenant, r.path));
           return e ? [e] : [];
         })();
+  const ctx = stateContext(deps, tenant, cache);
   const items: Item[] = [];
   for (const e of entries) {
     const value = redact(r.def, e.value);
+    const derived = r.def.derivedState ? await r.def.derivedState(value, ctx) : {};
     items.push({
       path: e.key.slice(tenant.length + 1),
-      value: withoutOverride(value, await extras(deps, tenant, r.def, value, cache)),
+      value: withoutOverride(value, derived),
       config: new Set(Object.keys(value)),
     });
   }
-  if (
-    r.def.id === 'dns-zone' &&
-    !items.some((i) => i.value.name === 'default') &&
-    (r.kind === 'list' || r.name === 'default')
-  ) {
-    const settings = await deps.store.get(configKey(tenant, 'system/settings'));
-    const domain = settings?.value['default-domain'] ?? `${deps.settings.site}.local`;
-    items.unshift({ path: 'system/dns-zones/default', value: { name: 'default', domain }, config: new Set() });
-  }
-  if (r.def.id === 'settings' && items.length === 0) {
-    items.push({
-      path: 'system/settings',
-      value: { 'default-domain': `${deps.settings.site}.local` },
-      config: new Set(),
-    });
-  } else if (r.def.id === 'settings') {
-    const v = items[0] as Item;
-    if (v.value['default-domain'] === undefined)
-      v.value = { ...v.value, 'default-domain': `${deps.settings.site}.local` };
-  }
-  return items;
+  return r.def.stateItems ? await r.def.stateItems(items, r, ctx) : items;
 }
 
-/** The list and singleton paths of `tenant` in this process's store, plus the two that always exist. */
+/** The list and singleton paths of `tenant` in this process's store, plus those of resources that exist in effect. */
 async function storedPaths(deps: AppDeps, tenant: string): Promise<Set<string>> {
   const lists = new Set<string>();
   for (const e of await deps.store.list(tenant)) {
     const r = resolvePath(e.key.slice(tenant.length + 1));
     if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
   }
-  return lists.add('system/dns-zones').add('system/settings');
+  // Resources with objects that exist in effect (the default DNS zone, the settings) are read even when none is stored.
+  for (const d of resources) if (d.stateItems && !d.parent) lists.add(d.segments.join('/'));
+  return lists;
 }
 
 export function localSource(deps: AppDeps): StateSource {
@@ -183,7 +158,7 @@ export async function stateReport(deps: AppDeps, tenant: string): Promise<Report
   const out: ReportedItem[] = [];
   for (const listPath of [...(await storedPaths(deps, tenant))].sort()) {
     const r = resolvePath(listPath);
-    if (!r || r.def.id === 'secret' || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+    if (!r || r.def.itemState || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
     for (const i of await stateItems(deps, tenant, r, cache))
       out.push({ path: i.path, value: i.value, config: [...i.config] });
   }
@@ -349,7 +324,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
     checkSite(deps, q.site);
     const one = async (): Promise<JsonObject | undefined> => {
       // A secret in clear only from this process's own store (a site never reports one).
-      if (r.def.id === 'secret' && source.topics) return await secretState(deps, p.tenant, r);
+      if (r.def.itemState && source.topics) return await itemState(deps, p.tenant, r);
       const item = (await source.items(p.tenant, r, cache)).find((i) => i.path === r.path);
       if (!item)
         throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
@@ -366,7 +341,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
           cache.clear();
           try {
             const v = await one();
-            return v ? [{ xPath: c.req.path, value: r.def.id === 'secret' ? v : shape(r.def, v, q) }] : [];
+            return v ? [{ xPath: c.req.path, value: r.def.itemState ? v : shape(r.def, v, q) }] : [];
           } catch (err) {
             if (err instanceof ApiError && err.status === 404) return [];
             throw err;
@@ -374,7 +349,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
         }),
       );
     const value = await one();
-    return reply(c, 200, r.def.id === 'secret' ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
+    return reply(c, 200, r.def.itemState ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
   });
   return app;
 }
@@ -385,11 +360,10 @@ function stateWatch(tenant: string, read: () => Promise<WatchedObject[]>) {
   return { relevant: (keys: readonly string[]) => keys.some((k) => k.startsWith(prefix)), runtimeState: true, read };
 }
 
-/** A secret in clear ({name, dict}) for a caller whose policies allow reading its state path. */
-async function secretState(deps: AppDeps, tenant: string, r: Resolved): Promise<JsonObject> {
+/** One item's own state form (a secret in clear, {name, dict}) for a caller whose policies allow reading its state path. */
+async function itemState(deps: AppDeps, tenant: string, r: Resolved): Promise<JsonObject> {
   const key = configKey(tenant, r.path);
   const entry = await deps.store.get(key);
-  if (!entry) throw new ApiError('not-found', `No secret at ${PREFIX}/${r.path}`, { code: 'missing' });
-  const plain = decryptSecret(deps.strongbox, key, entry.value);
-  return { name: plain.name ?? r.name ?? '', dict: isObject(plain.data) ? plain.data : {} };
+  if (!entry) throw new ApiError('not-found', `No ${r.def.id} at ${PREFIX}/${r.path}`, { code: 'missing' });
+  return r.def.itemState?.(entry.value, { strongbox: deps.strongbox, key, name: r.name ?? '' }) ?? entry.value;
 }

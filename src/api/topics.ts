@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type JsonObject } from '../lib/json.js';
-import { TOPIC_PATTERN } from '../model/schemas.js';
+import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';

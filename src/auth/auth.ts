@@ -9,8 +9,8 @@ import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import { record, type AuditEvent, type AuditSink } from './audit.js';
 import { bootstrapAdmin } from './bootstrap.js';
-import { verifyPassword } from './passwords.js';
-import { isProblem, matches, parsePattern, splitPath, type PathPattern } from './patterns.js';
+import { verifyPassword } from '../secrets/passwords.js';
+import { isProblem, matches, parsePattern, splitPath, type PathPattern } from '../resources/policy/patterns.js';
 import { decide, type Operation } from './policies.js';
 import { createDirectory, type Principal } from './principal.js';
 import { createTenantTree, type TenantTree } from './tenants.js';
@@ -24,7 +24,7 @@ import {
   tokenId,
   type TokenReply,
 } from './tokens.js';
-import { prepareUserForStore } from './users.js';
+import { prepareUserForStore } from '../resources/user.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type AuthOptions = {

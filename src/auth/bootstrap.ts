@@ -9,9 +9,10 @@
 import { configKey } from '../store/keys.js';
 import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
-import { generatePassword, hashPassword, verifyPassword } from './passwords.js';
+import { generatePassword, hashPassword, verifyPassword } from '../secrets/passwords.js';
 import { adminPolicyName } from './policies.js';
-import { passwordHashField, readUser, usersPath } from './users.js';
+import { readUser, usersPath } from './users.js';
+import { passwordHashField } from '../resources/user.js';
 
 export const adminUser = 'admin';
 

@@ -2,7 +2,8 @@
 export { createAuth, type Auth, type AuthOptions } from './auth.js';
 export type { Principal } from './principal.js';
 export { operations, validatePolicy, policyProblems, adminPolicyName, type Operation } from './policies.js';
-export { prepareUserForStore, redactUser, usersPath, policiesPath, passwordHashField } from './users.js';
+export { usersPath, policiesPath } from './users.js';
+export { prepareUserForStore, redactUser, passwordHashField } from '../resources/user.js';
 export { tenantsPath, type TenantTree } from './tenants.js';
 export { auditTopic, auditToBus, type AuditEvent, type AuditSink } from './audit.js';
 export type { TokenReply } from './tokens.js';

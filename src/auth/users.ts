@@ -2,60 +2,15 @@
  * Users are configuration objects at `/v1/config/system/users/<name>` of their tenant:
  * `{name, password?, policies?: [name...]}`. `password` is write-only: it is replaced by
  * `password-hash` (scrypt) before the object reaches the store, and `password-hash` is
- * never returned (redactUser on every read path).
+ * never returned: both are the user resource's storage form (resources/user.ts). Here: a
+ * stored user read for login.
  */
-import { ApiError } from '../lib/errors.js';
-import { isObject, type JsonObject } from '../lib/json.js';
-import { hashPassword, isPasswordHash, maxPasswordLength } from './passwords.js';
+import { isObject } from '../lib/json.js';
+import { isPasswordHash } from '../secrets/passwords.js';
+import { passwordHashField } from '../resources/user.js';
 
 export const usersPath = 'system/users';
 export const policiesPath = 'system/policies';
-export const passwordHashField = 'password-hash';
-
-/**
- * The write-path hook: returns the object to store. A `password` is hashed into
- * `password-hash`; without one, a well-formed `password-hash` already in `obj` is kept (the
- * merged result of a PATCH), else the one of `previous` (a PUT that leaves the password
- * alone keeps it). A `password-hash` that is not one of ours is a 400, never stored.
- */
-export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject): Promise<JsonObject> {
-  const out: JsonObject = { ...obj };
-  const password = out.password;
-  delete out.password;
-  if (password !== undefined) {
-    if (typeof password !== 'string' || password.length === 0 || password.length > maxPasswordLength) {
-      throw new ApiError(
-        'invalid-value',
-        `Cannot accept the user: password must be a non-empty string of at most ${maxPasswordLength} characters`,
-        { code: 'invalid-password', path: '/password' },
-      );
-    }
-    out[passwordHashField] = await hashPassword(password);
-    return out;
-  }
-  const given = out[passwordHashField];
-  if (given !== undefined) {
-    if (!isPasswordHash(given)) {
-      throw new ApiError(
-        'invalid-value',
-        'Cannot accept the user: password-hash is set by the server; send password instead',
-        { code: 'invalid-password-hash', path: `/${passwordHashField}` },
-      );
-    }
-    return out;
-  }
-  const kept = previous?.[passwordHashField];
-  if (isPasswordHash(kept)) out[passwordHashField] = kept;
-  return out;
-}
-
-/** A user object as clients may see it: without password-hash (and never a password). */
-export function redactUser(obj: JsonObject): JsonObject {
-  const out: JsonObject = { ...obj };
-  delete out[passwordHashField];
-  delete out.password;
-  return out;
-}
 
 export type UserRecord = { name: string; passwordHash: string | undefined; policies: string[] };
 

@@ -7,7 +7,8 @@
  * used the whole limit with an RTT not above the average adds one. So the limit grows while
  * the endpoint keeps up and backs off as soon as its queue grows.
  */
-export const adaptiveMax = 512;
+import { adaptiveMax } from '../resources/webhook/spec.js';
+
 const decreaseRatio = 0.9;
 const ewmaAlpha = 0.4;
 const deviationScale = 2.5;

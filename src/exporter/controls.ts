@@ -1,52 +1,21 @@
 /**
- * Delivery controls of an exporter, compiled from its configuration (`controlsOf`) and made
- * live for one run (`startControls`): `enabled`, `dead-letter-topic`, `retry-on`, `signing`,
+ * Delivery controls of an exporter, compiled from its configuration (`controlsOf` in
+ * resources/webhook/spec.ts) and made live for one run (`startControls`): `enabled`, `dead-letter-topic`, `retry-on`, `signing`,
  * `max-in-flight: auto`, plus the attempt log and the per-origin circuit breakers every
  * exporter has. deliver.ts and exporter.ts call into `RunControls` at a few marked places.
  */
 import type { Bus } from '../bus/bus.js';
-import { ApiError } from '../lib/errors.js';
-import type { JsonObject } from '../lib/json.js';
-import { topicAllowed } from '../bus/topics.js';
 import type { Store } from '../store/store.js';
 import { AdaptiveLimit } from './adaptive.js';
 import { AttemptLog, attemptsKey } from './attempts.js';
 import { Breakers } from './breaker.js';
 import type { Clock } from '../lib/clock.js';
 import { DeadLetter } from './dead-letter.js';
-import { compileRetryOn, type RetryOn } from './retry-on.js';
-import { Signer, signingSecretVar, signingVar } from './signing.js';
-import type { RetryPolicy } from './retry.js';
-import type { SecretVar } from './secret-vars.js';
+import type { RetryOn } from '../resources/webhook/retry-on.js';
+import { signingVar } from '../resources/webhook/spec.js';
+import type { ExporterSpec } from '../resources/webhook/spec.js';
+import { Signer } from './signing.js';
 import type { ExporterState } from './state.js';
-
-export type ControlsSpec = {
-  enabled: boolean;
-  deadLetterTopic: string | undefined;
-  retryOn: RetryOn | undefined;
-  /** The vault secret holding the whsec_ key, read with the other secret variables. */
-  signing: SecretVar | undefined;
-  adaptive: boolean;
-};
-
-const bad = (path: string, message: string) => new ApiError('invalid-value', message, { code: 'invalid-config', path });
-
-export function controlsOf(cfg: JsonObject, tenant: string, rootTenant: string): ControlsSpec {
-  const dlt = cfg['dead-letter-topic'];
-  if (dlt !== undefined && typeof dlt !== 'string')
-    throw bad('dead-letter-topic', 'Cannot use dead-letter-topic: it must be a topic name');
-  if (typeof dlt === 'string' && !topicAllowed(dlt, tenant, rootTenant))
-    throw bad('dead-letter-topic', `Cannot write to topic ${dlt}: system: topics are for the root tenant only`);
-  const signing = signingSecretVar(cfg.signing, tenant);
-  if (cfg.signing !== undefined && !signing) throw bad('signing', 'Cannot use signing: it needs vault, secret and key');
-  return {
-    enabled: cfg.enabled !== false,
-    deadLetterTopic: typeof dlt === 'string' ? dlt : undefined,
-    retryOn: compileRetryOn(cfg['retry-on']),
-    signing,
-    adaptive: cfg['max-in-flight'] === 'auto',
-  };
-}
 
 export type RunControls = {
   signer: Signer | undefined;
@@ -59,8 +28,7 @@ export type RunControls = {
 };
 
 export function startControls(o: {
-  /** The parts of the exporter's spec (spec.ts) the controls use. */
-  spec: { tenant: string; name: string; policy: RetryPolicy; controls: ControlsSpec };
+  spec: ExporterSpec;
   bus: Bus;
   store: Store;
   clock: Clock;

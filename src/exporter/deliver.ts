@@ -12,7 +12,7 @@ import type { Message } from './message.js';
 import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce } from './send.js';
-import { parseTarget, type ExporterSpec } from './spec.js';
+import { parseTarget, type ExporterSpec } from '../resources/webhook/spec.js';
 import type { ExporterState } from './state.js';
 import type { RunControls } from './controls.js';
 import { webhookId } from './signing.js';

@@ -13,7 +13,7 @@ import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import { deliver, type DeliverContext } from './deliver.js';
 import { Message } from './message.js';
-import type { ExporterSpec } from './spec.js';
+import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';

@@ -4,15 +4,7 @@
  * header (seconds or an HTTP date) replaces the computed delay, capped at the maximum.
  */
 
-/** Back-off of a failing webhook POST when the configuration does not say (also the schema's defaults). */
-export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
-
-export type RetryPolicy = {
-  /** Attempts in all, 0 = without limit. */
-  tries: number;
-  baseMs: number;
-  maxMs: number;
-};
+import type { RetryPolicy } from '../resources/webhook/spec.js';
 
 /** Delay before attempt `attempt + 1` (attempt counts from 1): base·2^(attempt-1), capped, ±20 % jitter. */
 export function backoffMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {

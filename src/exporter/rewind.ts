@@ -8,7 +8,7 @@
 import { idBefore, type Bus, type StartAt } from '../bus/bus.js';
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
-import { compileSpec } from './spec.js';
+import { compileSpec } from '../resources/webhook/spec.js';
 
 const isoTime = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 

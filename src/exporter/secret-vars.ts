@@ -4,16 +4,7 @@
  * values in place), never per message; a sealed store or a missing vault, secret or key makes the exporter
  * status `error` with a last-error that names the variable (never the value).
  */
-
-/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
-export type SecretVar = {
-  name: string;
-  tenant: string;
-  fromTenant?: string;
-  vault: string;
-  secret: string;
-  key: string;
-};
+import type { SecretVar } from '../resources/webhook/spec.js';
 
 /** Injected by the caller (the secret store); values are plaintext. */
 export type SecretReader = {

@@ -7,17 +7,6 @@
  */
 import { createHmac } from 'node:crypto';
 import { log } from '../lib/log.js';
-import type { SecretVar } from './secret-vars.js';
-
-/** The secret variable name the signing key is read under: not a valid template name, so no clash. */
-export const signingVar = 'signing.secret';
-
-export function signingSecretVar(cfg: unknown, tenant: string): SecretVar | undefined {
-  if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) return undefined;
-  const o = cfg as Record<string, unknown>;
-  if (typeof o.vault !== 'string' || typeof o.secret !== 'string' || typeof o.key !== 'string') return undefined;
-  return { name: signingVar, tenant, vault: o.vault, secret: o.secret, key: o.key };
-}
 
 export class Signer {
   private key: Buffer;

@@ -16,7 +16,8 @@ import { Exporter } from './exporter.js';
 import { placeHere } from './placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
-import { compileSpec, type ExporterSpec } from './spec.js';
+import type { ExporterSpec } from '../resources/webhook/spec.js';
+import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
 import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
@@ -161,7 +162,7 @@ export class Supervisor {
         continue;
       }
       this.forced.delete(id);
-      changes.push(() => this.replace(id, slot, d.tenant, d.name, d.cfg, ctx, fingerprint));
+      changes.push(() => this.replace(id, slot, d, ctx, fingerprint));
     }
     for (const [id, slot] of this.slots) if (!desired.has(id)) changes.push(() => this.remove(id, slot));
     // Bounded parallelism: a change to a site can restart every exporter of a tenant.
@@ -171,9 +172,7 @@ export class Supervisor {
   private async replace(
     id: string,
     old: Slot | undefined,
-    tenant: string,
-    name: string,
-    cfg: JsonObject,
+    { tenant, name, cfg, etag }: { tenant: string; name: string; cfg: JsonObject; etag: string },
     ctx: SiteContext,
     fingerprint: string,
   ): Promise<void> {
@@ -200,7 +199,8 @@ export class Supervisor {
 
     let spec: ExporterSpec;
     try {
-      spec = compileSpec(tenant, cfg, this.o.rootTenant);
+      // Compiled at write time when this process committed this revision; else compiled now.
+      spec = specOf(configKey(tenant, `volga/webhooks/${name}`), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
       state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
       state.setStatus('error');

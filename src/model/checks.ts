@@ -1,200 +1,14 @@
 /**
  * Semantic checks a JSON Schema cannot express, run at write time so a bad pattern,
- * template or label expression is a 400 then, never a failure per message later.
+ * template or label expression is a 400 then, never a failure per message later: the
+ * duplicate keys of keyed lists here, the rest in each resource's own `check` (resources/).
  */
 import { ApiError } from '../lib/errors.js';
-import type { Json, JsonObject } from '../lib/json.js';
-import { compileRegex } from '../lib/regex.js';
+import type { JsonObject } from '../lib/json.js';
 import { fieldPath } from './validate.js';
-import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
-import { parseTarget } from '../exporter/spec.js';
-import { jsonSyntaxError } from '../lib/json.js';
-import { compileLabelExpr } from '../query/labels.js';
-import { policyProblems } from '../auth/policies.js';
 import { duplicateKeys } from './merge.js';
-import { listRulesOf, resourceById, type ResourceDef } from './resources.js';
-import { controlProblems } from '../exporter/control-checks.js';
-import { durationMs } from '../lib/duration.js';
-import { retryDefaults } from './schemas.js';
-
-function strings(v: Json | undefined): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-}
-
-/** Runs `fn` and turns a thrown ApiError into a list entry, adding x-path and the field. */
-function attempt(out: ApiError[], xPath: string, field: string, fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    out.push(
-      err.rewrap(`${err.message} (${xPath})`, {
-        path: err.info?.path ?? field,
-        'x-path': xPath,
-      }),
-    );
-  }
-}
-
-function checkWebhook(obj: JsonObject, xPath: string): ApiError[] {
-  const out: ApiError[] = [];
-  if (obj.topic === undefined && strings(obj.topics).length === 0 && strings(obj['topic-patterns']).length === 0) {
-    out.push(
-      new ApiError('invalid-value', `Missing topics: give topics, topic-patterns or topic (${xPath})`, {
-        code: 'no-topics',
-        path: 'topics',
-        'x-path': xPath,
-      }),
-    );
-  }
-  for (const field of ['topic-patterns', 'match-re', 'no-match-re'] as const) {
-    strings(obj[field]).forEach((p, i) =>
-      attempt(out, xPath, `${field}[${i}]`, () => compileRegex(p, `${field}[${i}]`)),
-    );
-  }
-  const vars = Array.isArray(obj.variables) ? obj.variables : [];
-  const declared = new Set<string>();
-  vars.forEach((v, i) => {
-    const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? v.name : undefined;
-    if (typeof n !== 'string') return;
-    // A name declared twice is a duplicate key of the list (duplicateKeyErrors).
-    if (knownVariable(n, new Set())) {
-      out.push(
-        new ApiError(
-          'invalid-value',
-          `Cannot declare variable ${n} in variables[${i}]: the name is a built-in variable (${xPath})`,
-          { code: 'duplicate-variable', path: `variables[${i}]/name`, 'x-path': xPath },
-        ),
-      );
-    }
-    declared.add(n);
-  });
-  const isDefined = (name: string) => knownVariable(name, declared);
-  if (typeof obj.url === 'string')
-    attempt(out, xPath, 'url', () => {
-      const url = compileTemplate(obj.url as string, { field: 'url', isDefined });
-      if (url.static) checkStaticUrl(url.renderSample(() => ''));
-    });
-  if (typeof obj.data === 'string')
-    attempt(out, xPath, 'data', () => {
-      const data = compileTemplate(obj.data as string, { field: 'data', isDefined });
-      if (obj['data-format'] === 'json') checkJsonData(data);
-    });
-  (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
-    const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
-    if (typeof value === 'string')
-      attempt(out, xPath, `headers[${i}]/value`, () =>
-        compileTemplate(value, { field: `headers[${i}]/value`, isDefined }),
-      );
-  });
-  const placement = obj['site-placement'];
-  if (
-    typeof placement === 'object' &&
-    placement !== null &&
-    !Array.isArray(placement) &&
-    typeof placement['match-site-labels'] === 'string'
-  ) {
-    const expr = placement['match-site-labels'];
-    attempt(out, xPath, 'site-placement/match-site-labels', () => compileLabelExpr(expr));
-  }
-  const ri = String(obj['retry-interval'] ?? retryDefaults['retry-interval']);
-  const mri = String(obj['max-retry-interval'] ?? retryDefaults['max-retry-interval']);
-  if ((durationMs(ri) ?? NaN) > (durationMs(mri) ?? NaN)) {
-    out.push(
-      new ApiError(
-        'invalid-value',
-        `Cannot use retry-interval ${ri} with max-retry-interval ${mri}: the first must not exceed the second (${xPath})`,
-        { code: 'retry-interval', path: 'retry-interval', 'x-path': xPath },
-      ),
-    );
-  }
-  out.push(...controlProblems(obj, xPath));
-  return out;
-}
-
-/** A url without variables is known now: it must be an absolute http or https URL. */
-function checkStaticUrl({ text }: { text: string }): void {
-  if (parseTarget(text)) return;
-  throw new ApiError(
-    'invalid-value',
-    `Cannot use ${JSON.stringify(text.slice(0, 200))} as url: it must be an absolute http or https URL`,
-    { code: 'invalid-url', path: 'url' },
-  );
-}
-
-/**
- * Values that stand for each variable when a `data-format: json` template is tried at write
- * time: realistic ones first (MSG is a message object, MSG_PAYLOAD a JSON object), then the
- * same number everywhere (fits both inside a JSON string and as a value), then a JSON string.
- * The template is accepted when one of them gives JSON, so only a template that cannot give
- * JSON whatever the message (a missing `}`, a stray comma) is refused.
- */
-const sampleMsg = {
-  time: '2024-01-01T00:00:00.000Z',
-  mtime: 1704067200000,
-  seqno: '1704067200000-0',
-  remain: 0,
-  'producer-name': 'producer',
-  host: 'host',
-  origin: 'origin',
-  payload: { value: 1 },
-};
-const realistic: Record<string, string> = {
-  MSG: JSON.stringify(sampleMsg),
-  MSG_PAYLOAD: JSON.stringify(sampleMsg.payload),
-  MSG_MTIME: String(sampleMsg.mtime),
-  MSG_REMAIN: '0',
-  MSG_SEQNO: sampleMsg.seqno,
-  MSG_TIME: sampleMsg.time,
-};
-const samples: Array<(variable: string) => string> = [(v) => realistic[v] ?? 'sample', () => '0', () => '"sample"'];
-
-function checkJsonData(data: Template): void {
-  let first: { position: number; reason: string } | undefined;
-  for (const sample of samples) {
-    const r = data.renderSample(sample);
-    try {
-      JSON.parse(r.text);
-      return;
-    } catch (err) {
-      if (first) continue;
-      const e = jsonSyntaxError(err, r.text);
-      first = { position: r.sourceAt(e.position), reason: e.reason };
-    }
-  }
-  if (!first) return;
-  throw new ApiError(
-    'invalid-value',
-    `Cannot use data as a JSON template (data-format json): with sample values it gives no JSON (${first.reason}) at position ${first.position}`,
-    { code: 'invalid-json-template', path: 'data', position: first.position },
-  );
-}
-
-function checkDeployment(obj: JsonObject, xPath: string): ApiError[] {
-  const out: ApiError[] = [];
-  const placement = obj.placement;
-  if (
-    typeof placement === 'object' &&
-    placement !== null &&
-    !Array.isArray(placement) &&
-    typeof placement['match-site-labels'] === 'string'
-  ) {
-    const expr = placement['match-site-labels'];
-    attempt(out, xPath, 'placement/match-site-labels', () => compileLabelExpr(expr));
-  }
-  return out;
-}
-
-/** Policy rules: path patterns and operations, with positions (auth/policies.ts). */
-function checkPolicy(obj: JsonObject, xPath: string): ApiError[] {
-  return policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath }));
-}
-
-const checks: Record<string, (obj: JsonObject, xPath: string) => ApiError[]> = {
-  webhook: checkWebhook,
-  deployment: checkDeployment,
-  policy: checkPolicy,
-};
+import { listRulesOf, type ResourceDef } from './resources.js';
+import type { WriteContext } from '../resources/module.js';
 
 /**
  * Keyed lists (lists of objects merged by `name`, or `host-id` for a site's `hosts`): a key
@@ -217,7 +31,12 @@ export function duplicateKeyErrors(def: ResourceDef, obj: JsonObject, xPath: str
   );
 }
 
-export function semanticErrors(resourceId: string, obj: JsonObject, xPath: string): ApiError[] {
-  const def = resourceById.get(resourceId);
-  return [...(def ? duplicateKeyErrors(def, obj, xPath) : []), ...(checks[resourceId]?.(obj, xPath) ?? [])];
+export function semanticErrors(
+  def: ResourceDef,
+  obj: JsonObject,
+  xPath: string,
+  ctx: WriteContext,
+  compiled: unknown,
+): ApiError[] {
+  return [...duplicateKeyErrors(def, obj, xPath), ...(def.check?.(obj, xPath, ctx, compiled) ?? [])];
 }

@@ -4,7 +4,7 @@
  * left out; explicit: the object as written.
  */
 import { deepEqual, isObject, type Json, type JsonObject } from '../lib/json.js';
-import type { Schema } from './schemas.js';
+import type { Schema } from '../resources/schemas.js';
 
 export type WithDefaults = 'report-all' | 'trim' | 'explicit';
 

@@ -8,12 +8,12 @@
  * Secret values never appear: a changed secret value is shown as REDACTED on both sides.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { isObject, type JsonObject } from '../lib/json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { REDACTED } from '../secrets/secrets.js';
 import { configKey } from '../store/keys.js';
 import { diffObjects, type FieldChange } from './diff.js';
-import { listRulesOf, type Resolved } from './resources.js';
+import { listRulesOf, resources, type ResourceDef, type Resolved } from './resources.js';
 
 export type Impacted = { path: string; fields: FieldChange[] };
 
@@ -21,19 +21,10 @@ type ChangedSlot = { resolved: Resolved; before: JsonObject | undefined; after: 
 
 /** Per-process key: equal secret values map to equal tokens, nothing maps back to a value. */
 const maskKey = randomBytes(32);
+const hide = (v: unknown) => 'masked:' + createHmac('sha256', maskKey).update(String(v)).digest('base64url');
 
-function masked(obj: JsonObject | undefined, resourceId: string): JsonObject | undefined {
-  if (!obj) return obj;
-  const hide = (v: unknown) => 'masked:' + createHmac('sha256', maskKey).update(String(v)).digest('base64url');
-  if (resourceId === 'secret' && isObject(obj.data)) {
-    return { ...obj, data: Object.fromEntries(Object.entries(obj.data).map(([k, v]) => [k, hide(v)])) };
-  }
-  if (resourceId === 'user') {
-    const out: JsonObject = { ...obj };
-    for (const f of ['password', 'password-hash']) if (out[f] !== undefined) out[f] = hide(out[f]);
-    return out;
-  }
-  return obj;
+function masked(obj: JsonObject | undefined, def: ResourceDef): JsonObject | undefined {
+  return obj && def.masked ? def.masked(obj, hide) : obj;
 }
 
 function unmask(changes: FieldChange[]): FieldChange[] {
@@ -41,61 +32,56 @@ function unmask(changes: FieldChange[]): FieldChange[] {
   return changes.map((c) => ({ field: c.field, added: fix(c.added), deleted: fix(c.deleted) }));
 }
 
-function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+/** `<id>:<name>` of an addressed object; a nested one's name is its parents' keys and its own (`vault/secret`). */
+function refOf(r: Resolved): string | undefined {
+  if (r.name === undefined) return undefined;
+  return `${r.def.id}:${[...Object.values(r.params), r.name].join('/')}`;
+}
+
+/**
+ * Objects of the tenant that depend on a changed one (resources with `dependsOn`), found
+ * until nothing new turns up, so a dependent of a dependent counts (an application's
+ * deployments, then the webhooks those deployments place).
+ */
+async function dependentsOf(store: Store, tenant: string, changed: Set<string>): Promise<string[]> {
+  const found = new Set<string>();
+  const lists = new Map<string, Array<{ value: JsonObject }>>();
+  const dependents = resources.filter((d) => d.dependsOn && d.shape === 'list' && !d.parent);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const def of dependents) {
+      if (!def.dependsOnIds?.some((id) => [...changed].some((c) => c.startsWith(`${id}:`)))) continue;
+      const listPath = def.segments.join('/');
+      let entries = lists.get(listPath);
+      if (!entries) lists.set(listPath, (entries = await store.list(configKey(tenant, listPath))));
+      for (const e of entries) {
+        const name = e.value.name;
+        if (typeof name !== 'string') continue;
+        const path = `/v1/config/${listPath}/${name}`;
+        if (found.has(path) || !def.dependsOn?.(e.value, tenant).some((d) => changed.has(d))) continue;
+        found.add(path);
+        changed.add(`${def.id}:${name}`);
+        grew = true;
+      }
+    }
+  }
+  return [...found];
 }
 
 export async function impactedResources(store: Store, tenant: string, changed: ChangedSlot[]): Promise<Impacted[]> {
   const out: Impacted[] = changed
     .map((s) => {
-      const id = s.resolved.def.id;
-      const rules = listRulesOf(s.resolved.def);
+      const def = s.resolved.def;
+      const rules = listRulesOf(def);
       return {
         path: `/v1/config/${s.resolved.path}`,
-        fields: unmask(diffObjects(masked(s.before, id), masked(s.after, id), rules.ordered, rules.keyOf)),
+        fields: unmask(diffObjects(masked(s.before, def), masked(s.after, def), rules.ordered, rules.keyOf)),
       };
     })
     .sort((a, b) => a.path.localeCompare(b.path));
   const listed = new Set(out.map((i) => i.path));
-  const secrets = new Set<string>();
-  const vaults = new Set<string>();
-  const deployments = new Set<string>();
-  const applications = new Set<string>();
-  for (const s of changed) {
-    const r = s.resolved;
-    if (r.def.id === 'secret') secrets.add(`${r.params.vault}/${r.name}`);
-    if (r.def.id === 'vault' && r.name) vaults.add(r.name);
-    if (r.def.id === 'deployment' && r.name) deployments.add(r.name);
-    if (r.def.id === 'application' && r.name) applications.add(r.name);
-  }
-  const dependents: string[] = [];
-  if (applications.size > 0) {
-    for (const e of await store.list(configKey(tenant, 'application-deployments'))) {
-      const app = e.value['application-name'];
-      if (typeof app === 'string' && applications.has(app) && typeof e.value.name === 'string') {
-        dependents.push(`/v1/config/application-deployments/${e.value.name}`);
-        deployments.add(e.value.name);
-      }
-    }
-  }
-  if (secrets.size + vaults.size + deployments.size > 0) {
-    for (const e of await store.list(configKey(tenant, 'volga/webhooks'))) {
-      const w = e.value;
-      const usesSecret = (Array.isArray(w.variables) ? w.variables : []).some((v) => {
-        const src = isObject(v) ? v['value-from-vault-secret'] : undefined;
-        return (
-          isObject(src) &&
-          typeof src.vault === 'string' &&
-          src['from-tenant'] === undefined &&
-          (vaults.has(src.vault) || secrets.has(`${src.vault}/${String(src.secret)}`))
-        );
-      });
-      const placement = isObject(w['site-placement']) ? w['site-placement'] : {};
-      const placedBy = strings(placement['application-deployments']).some((d) => deployments.has(d));
-      if (usesSecret || placedBy) dependents.push(`/v1/config/volga/webhooks/${String(w.name)}`);
-    }
-  }
-  for (const path of dependents.sort()) {
+  const refs = new Set(changed.flatMap((s) => refOf(s.resolved) ?? []));
+  for (const path of (await dependentsOf(store, tenant, refs)).sort()) {
     if (listed.has(path)) continue;
     listed.add(path);
     out.push({ path, fields: [] });

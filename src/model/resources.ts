@@ -1,122 +1,15 @@
 /**
- * The resource registry: every configuration list and singleton the API serves, its
- * schema, which arrays are ordered, and how a URL path resolves to it.
- * Paths here are relative to /v1/config (no leading slash).
+ * URL paths → resources: which resource of the registry (resources/index.ts) a path under
+ * /v1/config (or /v1/state) addresses, as a list, one item or a singleton, and the list rules
+ * of a resource. Paths here are relative to /v1/config (no leading slash).
  */
-import * as s from './schemas.js';
-import type { Schema } from './schemas.js';
+import { childrenOf, parentOf, resources, type ResourceModule } from '../resources/index.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 
-export type ResourceDef = {
-  readonly id: string;
-  /** Path segments of the list (or object); ':x' marks the key of an enclosing list. */
-  readonly segments: readonly string[];
-  readonly shape: 'list' | 'object';
-  readonly schema: Schema;
-  /** Array members replaced, not merged, by a plain patch (by member path 'a/b'). */
-  readonly ordered: ReadonlySet<string>;
-  /** Key member of the entries of a keyed list, by member path, when it is not `name`. */
-  readonly listKeys?: Readonly<Record<string, string>>;
-  /** Served only while the secret store is unsealed. */
-  readonly needsUnsealed: boolean;
-  /** For a nested list: the resource that must hold the enclosing key (vault of a secret). */
-  readonly parent?: string;
-};
+export { resources };
 
-const none: ReadonlySet<string> = new Set();
-
-export const resources: readonly ResourceDef[] = [
-  {
-    id: 'webhook',
-    segments: ['volga', 'webhooks'],
-    shape: 'list',
-    schema: s.webhookSchema,
-    ordered: new Set(['headers']),
-    needsUnsealed: true,
-  },
-  {
-    id: 'application',
-    segments: ['applications'],
-    shape: 'list',
-    schema: s.applicationSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'deployment',
-    segments: ['application-deployments'],
-    shape: 'list',
-    schema: s.deploymentSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'site',
-    segments: ['sites'],
-    shape: 'list',
-    schema: s.siteSchema,
-    ordered: new Set(['management-ipv4-access-list']),
-    listKeys: { hosts: 'host-id' },
-    needsUnsealed: false,
-  },
-  {
-    id: 'settings',
-    segments: ['system', 'settings'],
-    shape: 'object',
-    schema: s.settingsSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'dns-zone',
-    segments: ['system', 'dns-zones'],
-    shape: 'list',
-    schema: s.dnsZoneSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'user',
-    segments: ['system', 'users'],
-    shape: 'list',
-    schema: s.userSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'policy',
-    segments: ['system', 'policies'],
-    shape: 'list',
-    schema: s.policySchema,
-    ordered: new Set(['rules']),
-    needsUnsealed: false,
-  },
-  {
-    id: 'tenant',
-    segments: ['system', 'tenants'],
-    shape: 'list',
-    schema: s.tenantSchema,
-    ordered: none,
-    needsUnsealed: false,
-  },
-  {
-    id: 'vault',
-    segments: ['strongbox', 'vaults'],
-    shape: 'list',
-    schema: s.vaultSchema,
-    ordered: none,
-    needsUnsealed: true,
-  },
-  {
-    id: 'secret',
-    segments: ['strongbox', 'vaults', ':vault', 'secrets'],
-    shape: 'list',
-    schema: s.secretSchema,
-    ordered: none,
-    needsUnsealed: true,
-    parent: 'vault',
-  },
-];
+/** A resource of the registry: its table entry and its hooks (resources/module.ts). */
+export type ResourceDef = ResourceModule;
 
 /** The list rules of a resource, as the plain patch and the duplicate-key check take them. */
 export function listRulesOf(def: ResourceDef): {
@@ -128,8 +21,6 @@ export function listRulesOf(def: ResourceDef): {
     keyOf: (p) => def.listKeys?.[p.join('/')] ?? 'name',
   };
 }
-
-export const resourceById: ReadonlyMap<string, ResourceDef> = new Map(resources.map((r) => [r.id, r]));
 
 export type Resolved = {
   readonly def: ResourceDef;
@@ -192,4 +83,26 @@ export function resolvePath(path: string): Resolved | undefined {
   const r = resolve(path.split('/'));
   recent.set(path, r ?? null);
   return r;
+}
+
+/**
+ * The path of the object holding a nested object's enclosing key (the vault of a secret:
+ * `strongbox/vaults/v1`), with its resource; undefined for a resource that is not nested.
+ */
+export function parentPathOf(r: Resolved): { def: ResourceDef; path: string; name: string } | undefined {
+  const parent = parentOf(r.def);
+  if (!parent) return undefined;
+  const n = parent.segments.length;
+  const name = r.params[(r.def.segments[n] ?? '').slice(1)];
+  if (name === undefined) return undefined;
+  return { def: parent, path: [...r.listPath.split('/').slice(0, n), name].join('/'), name };
+}
+
+/** The list paths of the objects nested under one item (`strongbox/vaults/v1/secrets`), with their resource. */
+export function childListsOf(r: Resolved): Array<{ def: ResourceDef; listPath: string }> {
+  if (r.kind !== 'item') return [];
+  return childrenOf(r.def).map((def) => ({
+    def,
+    listPath: [r.path, ...def.segments.slice(r.def.segments.length + 1)].join('/'),
+  }));
 }

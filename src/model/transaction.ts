@@ -15,11 +15,10 @@
 import { ApiError, combine } from '../lib/errors.js';
 import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
-import { redactSecret, unredact } from '../secrets/secrets.js';
 import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
-import { listRulesOf, resolvePath, type Resolved } from './resources.js';
+import { childListsOf, listRulesOf, parentPathOf, resolvePath, type Resolved } from './resources.js';
 import { schemaErrors } from './validate.js';
 import { duplicateKeyErrors, semanticErrors } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
@@ -152,7 +151,7 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
         });
       if (change.jsonPatch !== undefined) {
         // A secret is patched in its redacted form: a `test` op on the plaintext would reveal values.
-        const patched = applyJsonPatch(r.def.id === 'secret' ? redactSecret(base) : base, change.jsonPatch);
+        const patched = applyJsonPatch(r.def.patchForm ? r.def.patchForm(base) : base, change.jsonPatch);
         if (!isObject(patched))
           throw new ApiError('invalid-patch', `Cannot apply the JSON Patch to ${xPath}: the result is not an object`, {
             code: 'not-an-object',
@@ -178,16 +177,17 @@ function apply(change: Change, slot: Slot, xPath: string): JsonObject | undefine
   }
 }
 
-function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>): ApiError[] {
+function checkObject(ctx: TxContext, slot: Slot, xPath: string, slots: Map<string, Slot>): ApiError[] {
   const r = slot.resolved;
   const after = slot.after;
   if (!after) {
-    if (r.def.id === 'vault') {
-      const prefixKey = configKey(slot.tenant, `${r.path}/secrets/`);
+    // An object whose nested objects remain cannot go (a vault that still has secrets).
+    for (const child of childListsOf(r)) {
+      const prefixKey = configKey(slot.tenant, `${child.listPath}/`);
       for (const [k, s] of slots)
         if (k.startsWith(prefixKey) && s.after)
           return [
-            new ApiError('conflict', `Cannot delete ${xPath}: secret ${s.resolved.name} still uses it`, {
+            new ApiError('conflict', `Cannot delete ${xPath}: ${child.def.id} ${s.resolved.name} still uses it`, {
               code: 'in-use',
               'x-path': xPath,
             }),
@@ -195,7 +195,10 @@ function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>): ApiEr
     }
     return [];
   }
-  const errors = [...schemaErrors(r.def, after, xPath), ...semanticErrors(r.def.id, after, xPath)];
+  const schemaProblems = schemaErrors(r.def, after, xPath);
+  const wctx = { tenant: slot.tenant, rootTenant: ctx.rootTenant, key: slot.key };
+  slot.compiled = schemaProblems.length === 0 ? r.def.compile?.(after, wctx) : undefined;
+  const errors = [...schemaProblems, ...semanticErrors(r.def, after, xPath, wctx, slot.compiled)];
   if (r.kind === 'item' && after.name !== r.name) {
     errors.push(
       new ApiError(
@@ -205,17 +208,14 @@ function checkObject(slot: Slot, xPath: string, slots: Map<string, Slot>): ApiEr
       ),
     );
   }
-  const vault = r.params.vault;
-  if (r.def.parent === 'vault' && vault !== undefined) {
-    const parentKey = configKey(slot.tenant, `strongbox/vaults/${vault}`);
-    if (!slots.get(parentKey)?.after)
-      errors.push(
-        new ApiError('not-found', `Cannot store ${xPath}: vault ${vault} does not exist`, {
-          code: 'missing-parent',
-          'x-path': xPath,
-        }),
-      );
-  }
+  const parent = parentPathOf(r);
+  if (parent && !slots.get(configKey(slot.tenant, parent.path))?.after)
+    errors.push(
+      new ApiError('not-found', `Cannot store ${xPath}: ${parent.def.id} ${parent.name} does not exist`, {
+        code: 'missing-parent',
+        'x-path': xPath,
+      }),
+    );
   return errors;
 }
 
@@ -238,7 +238,7 @@ async function runOnce(
       checkPreconditions(change, slot, xPath);
       let next = apply(change, slot, xPath);
       // Placeholders keep the value this transaction has so far (not the stored one: it may have been deleted or just created).
-      if (next && r.def.id === 'secret') next = unredact(next, slot.after);
+      if (next && r.def.unredact) next = r.def.unredact(next, slot.after);
       created.push(slot.after === undefined && next !== undefined);
       slot.after = next;
       slot.lastOp = change.op;
@@ -252,8 +252,8 @@ async function runOnce(
     }
   });
   for (const slot of slots.values()) {
-    if (slot.lastOp === undefined && slot.resolved.def.id !== 'vault') continue;
-    errors.push(...checkObject(slot, xPathOf(slot.resolved.path), slots));
+    if (slot.lastOp === undefined && childListsOf(slot.resolved).length === 0) continue;
+    errors.push(...checkObject(ctx, slot, xPathOf(slot.resolved.path), slots));
     if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
       for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant))
         errors.push(prefix(e, xPathOf(slot.resolved.path)));
@@ -286,6 +286,8 @@ async function runOnce(
   for (const s of slots.values()) {
     const e = result.etags[s.key] ?? s.beforeEtag;
     if (e && s.after) etags[s.resolved.path] = e;
+    const written = result.etags[s.key];
+    if (written && s.after && s.compiled !== undefined) s.resolved.def.keep?.(s.key, written, s.compiled);
   }
   return { created, etags };
 }

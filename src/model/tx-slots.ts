@@ -5,10 +5,8 @@
  */
 import type { JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
-import { decryptSecret, encryptSecret } from '../secrets/secrets.js';
-import { prepareUserForStore } from '../auth/users.js';
 import { configKey } from '../store/keys.js';
-import { resolvePath, type Resolved } from './resources.js';
+import { childListsOf, parentPathOf, resolvePath, type Resolved } from './resources.js';
 import type { Op, TxContext } from './tx-types.js';
 
 export type Slot = {
@@ -24,6 +22,8 @@ export type Slot = {
   stored: JsonObject | undefined;
   /** The outcome depends on this object's content as read (x-etag, If-Match, a JSON Patch test, a vault parent). */
   guarded?: boolean;
+  /** The object's compiled form, made by its resource's `compile` during the checks. */
+  compiled?: unknown;
 };
 
 /** Reads one object in its working (plaintext) form. */
@@ -32,7 +32,7 @@ type Loaded = { value: JsonObject | undefined; etag: string | undefined; stored:
 async function load(ctx: TxContext, r: Resolved, key: string): Promise<Loaded> {
   const entry = await ctx.store.get(key, { fresh: true });
   if (!entry) return { value: undefined, etag: undefined, stored: undefined };
-  const value = r.def.id === 'secret' ? decryptSecret(ctx.strongbox, key, entry.value) : entry.value;
+  const value = r.def.fromStored ? r.def.fromStored(entry.value, { strongbox: ctx.strongbox, key }) : entry.value;
   return { value, etag: entry.etag, stored: entry.value };
 }
 
@@ -49,19 +49,17 @@ export async function loadSlots(ctx: TxContext, resolved: Resolved[], tenants: s
   for (const [i, r] of resolved.entries()) {
     const tenant = tenants[i] as string;
     add(tenant, r);
-    const vault = r.params.vault;
-    if (r.def.parent === 'vault' && vault !== undefined) {
-      const pr = resolvePath(`strongbox/vaults/${vault}`);
-      if (pr) add(tenant, pr);
-    }
+    const parent = parentPathOf(r);
+    const pr = parent && resolvePath(parent.path);
+    if (pr) add(tenant, pr);
   }
   for (const [i, r] of resolved.entries()) {
-    if (r.def.id !== 'vault') continue;
     const tenant = tenants[i] as string;
-    for (const e of await ctx.store.list(configKey(tenant, `${r.path}/secrets`))) {
-      const sr = resolvePath(e.key.slice(tenant.length + 1));
-      if (sr) add(tenant, sr);
-    }
+    for (const child of childListsOf(r))
+      for (const e of await ctx.store.list(configKey(tenant, child.listPath))) {
+        const sr = resolvePath(e.key.slice(tenant.length + 1));
+        if (sr) add(tenant, sr);
+      }
   }
   const keys = [...want.keys()];
   const loaded = await Promise.all(keys.map((k) => load(ctx, want.get(k) as Resolved, k)));
@@ -82,9 +80,8 @@ export async function loadSlots(ctx: TxContext, resolved: Resolved[], tenants: s
 
 export async function toStored(ctx: TxContext, slot: Slot): Promise<JsonObject> {
   const after = slot.after as JsonObject;
-  if (slot.resolved.def.id === 'secret') return encryptSecret(ctx.strongbox, slot.key, after);
-  if (slot.resolved.def.id === 'user') return prepareUserForStore(after, slot.before);
-  return after;
+  const toStored = slot.resolved.def.toStored;
+  return toStored ? await toStored(after, { strongbox: ctx.strongbox, key: slot.key, before: slot.before }) : after;
 }
 
 /**
@@ -98,11 +95,9 @@ export async function toStored(ctx: TxContext, slot: Slot): Promise<JsonObject> 
 export function guardWrites(slots: Map<string, Slot>, changed: Slot[]): WriteOp[] {
   const changedKeys = new Set(changed.map((s) => s.key));
   for (const s of changed) {
-    const vault = s.resolved.params.vault;
-    if (s.after && s.resolved.def.parent === 'vault' && vault !== undefined) {
-      const parent = slots.get(configKey(s.tenant, `strongbox/vaults/${vault}`));
-      if (parent) parent.guarded = true;
-    }
+    const parentPath = s.after ? parentPathOf(s.resolved)?.path : undefined;
+    const parent = parentPath === undefined ? undefined : slots.get(configKey(s.tenant, parentPath));
+    if (parent) parent.guarded = true;
   }
   const out: WriteOp[] = [];
   for (const s of slots.values()) {

@@ -37,6 +37,8 @@ export type TxContext = {
     after: JsonObject,
     tenant: string,
   ) => Promise<ApiError[]>;
+  /** The root tenant, when known: resources compile with it at write time (resources/module.ts). */
+  rootTenant?: string;
   /** Told the keys of a successful commit before the reply goes out (caches of this process). */
   committed?: (keys: string[]) => void;
 };

@@ -7,7 +7,7 @@ import { Validator, type OutputUnit } from '@cfworker/json-schema';
 import { ApiError, type DetailFor } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
 import type { ResourceDef } from './resources.js';
-import type { Schema } from './schemas.js';
+import type { Schema } from '../resources/schemas.js';
 import { unescapeToken } from '../lib/json-pointer.js';
 
 const validators = new Map<string, Validator>();

@@ -15,8 +15,9 @@ import { parseBody } from '../api/body.js';
 import { multiObjectChanges } from '../api/multi-object.js';
 import { tenantChecks } from '../api/tenant-checks.js';
 import { isObject } from '../lib/json.js';
-import { verifyPassword } from '../auth/passwords.js';
-import { passwordHashField, usersPath } from '../auth/users.js';
+import { verifyPassword } from '../secrets/passwords.js';
+import { usersPath } from '../auth/users.js';
+import { passwordHashField } from '../resources/user.js';
 import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
 
@@ -80,6 +81,7 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
         store: deps.store,
         strongbox: deps.strongbox,
         tenant: deps.settings.tenant,
+        rootTenant: deps.settings.tenant,
         checkAsync: (r, b, a, tenant) => tenantChecks(deps, tenant, r, b, a),
         committed: (keys) => deps.auth.invalidate(keys),
       },

@@ -18,11 +18,6 @@ import {
   type Obj,
 } from './openapi-parts.js';
 
-export const secretState: Obj = {
-  type: 'object',
-  properties: { name: { type: 'string' }, dict: { type: 'object', additionalProperties: { type: 'string' } } },
-};
-
 const token: Obj = {
   type: 'object',
   properties: { token: { type: 'string' }, 'expires-in': { type: 'integer' } },

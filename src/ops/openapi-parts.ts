@@ -1,6 +1,6 @@
 /** Building blocks of the OpenAPI document (ops/openapi.ts): parameters, bodies, responses. */
 import type { ResourceDef } from '../model/resources.js';
-import { TOPIC_PATTERN, NAME_PATTERN } from '../model/schemas.js';
+import { TOPIC_PATTERN, NAME_PATTERN } from '../resources/schemas.js';
 import type { QueryParam } from '../query/params.js';
 
 export type Obj = Record<string, unknown>;

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of the v1 API (`GET /v1/openapi.json`, `/v1/openapi.yaml`, no
- * token), made from the resource table (model/resources.ts) and the JSON Schemas
- * (model/schemas.ts) the server validates with: every configuration list, item and singleton
+ * token), made from the resource registry (resources/) and the JSON Schemas
+ * (resources/schemas.ts) the server validates with: every configuration list, item and singleton
  * under /v1/config and /v1/state gets its paths, methods, query parameters, body schema and
  * status codes from there; the few fixed routes (login, token refresh, unseal, topics,
  * restart, probes, metrics) are listed here. test/ops/openapi.test.ts checks the document
@@ -12,7 +12,6 @@ import { stringify } from 'yaml';
 import type { AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options, searchParams } from '../api/http.js';
 import { publicPaths } from '../api/auth-middleware.js';
-import { passwordHashField } from '../auth/users.js';
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';
 import { resourceTemplates } from './route-names.js';
@@ -36,7 +35,7 @@ import {
   writeErrors,
   type Obj,
 } from './openapi-parts.js';
-import { fixedPaths, secretState } from './openapi-fixed.js';
+import { fixedPaths } from './openapi-fixed.js';
 
 export { openApiPaths } from './openapi-parts.js';
 
@@ -131,10 +130,7 @@ function statePaths(def: ResourceDef, paths: Obj): void {
       tags: tag,
       summary: `Read the state of the ${def.id}`,
       parameters: params(['fields', 'where', 'content', 'site', 'with-defaults', 'watch']),
-      responses: responses({ 200: bodyOk(def.id === 'secret' ? secretState : { type: 'object' }) }, [
-        ...readErrors,
-        ...sealed,
-      ]),
+      responses: responses({ 200: bodyOk(def.itemStateSchema ?? { type: 'object' }) }, [...readErrors, ...sealed]),
     },
     options: optionsOp(['GET', 'OPTIONS']),
   };
@@ -156,11 +152,7 @@ function statePaths(def: ResourceDef, paths: Obj): void {
 }
 
 function publicSchema(def: ResourceDef): Obj {
-  if (def.id !== 'user') return def.schema;
-  const props = { ...(def.schema.properties as Obj) };
-  delete props[passwordHashField];
-  props.password = { ...(props.password as Obj), writeOnly: true };
-  return { ...def.schema, properties: props };
+  return def.publicSchema ? def.publicSchema(def.schema) : def.schema;
 }
 
 function build(): Obj {

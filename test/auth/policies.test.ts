@@ -9,7 +9,7 @@ import {
   parsePattern,
   splitPath,
   type PathPattern,
-} from '../../src/auth/patterns.js';
+} from '../../src/resources/policy/patterns.js';
 import {
   compilePolicies,
   decide,

@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { webhookSchema } from '../../src/model/schemas.js';
+import { webhookSchema } from '../../src/resources/schemas.js';
 import { builtinVariables } from '../../src/expand/template.js';
 import { functions } from '../../src/expand/functions.js';
 import { ExporterState } from '../../src/exporter/state.js';

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../../src/lib/errors.js';
-import { compileFilters, type FilterConfig } from '../../src/exporter/filters.js';
+import { compileFilters, type FilterConfig } from '../../src/resources/webhook/filters.js';
 
 // Filters see the JSON text of MSG.
 const msg = (payload: unknown, host = 'edge-1') =>

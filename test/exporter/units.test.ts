@@ -16,7 +16,7 @@ import { parseDuration } from '../../src/lib/duration.js';
 import { parsePointer } from '../../src/lib/json-pointer.js';
 import { placeHere } from '../../src/exporter/placement.js';
 import { siteLabels, type SiteContext } from '../../src/exporter/system-vars.js';
-import { compileSpec } from '../../src/exporter/spec.js';
+import { compileSpec } from '../../src/resources/webhook/spec.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { startRuntime } from '../../src/exporter/index.js';

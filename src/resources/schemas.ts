@@ -1,13 +1,13 @@
 /**
  * JSON Schemas of every configuration resource. Defaults written
  * here are what `with-defaults` reports. Semantic checks a schema cannot express (regexes,
- * templates, label expressions) live in model/checks.ts.
+ * templates, label expressions) live in each resource's `check` (resources/).
  */
 import { durationPattern } from '../lib/duration.js';
 import { pointerPattern } from '../lib/json-pointer.js';
-import { retryDefaults } from '../exporter/retry.js';
 
-export { retryDefaults };
+/** Back-off of a failing webhook POST when the configuration does not say (the schema's defaults, and the compiled form's). */
+export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
 
 export type Schema = { [key: string]: unknown };
 

@@ -1,29 +1,52 @@
 /**
- * A webhook configuration object compiled for running: templates,
- * filters, patterns and pointers are compiled here once per exporter start, so the message
- * loop only renders and tests. Anything invalid throws an ApiError whose info names the
- * field; the supervisor shows it as status `error`.
+ * A webhook configuration object compiled for running: templates, filters, patterns and
+ * pointers are compiled here once per object revision (at write time, or by the supervisor
+ * for a revision this process did not write: compiled.ts), so the message loop only renders
+ * and tests. Anything invalid throws an ApiError whose info names the field; the supervisor
+ * shows it as status `error`.
  */
-import { reservedTopicPrefix, topicAllowed } from '../bus/topics.js';
-import { ApiError } from '../lib/errors.js';
-import { isObject, type JsonObject } from '../lib/json.js';
-import { compileRegex, type Regex } from '../lib/regex.js';
-import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
+import { reservedTopicPrefix, topicAllowed } from '../../bus/topics.js';
+import { ApiError } from '../../lib/errors.js';
+import { isObject, type JsonObject } from '../../lib/json.js';
+import { compileRegex, type Regex } from '../../lib/regex.js';
+import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
-import { parsePointer } from '../lib/json-pointer.js';
-import { retryDefaults, type RetryPolicy } from './retry.js';
-import { parseDuration } from '../lib/duration.js';
-import { parseTarget, type Target, type TlsProfile } from './send.js';
-import type { SecretVar } from './secret-vars.js';
+import { parsePointer } from '../../lib/json-pointer.js';
+import { parseDuration } from '../../lib/duration.js';
+import { retryDefaults } from '../schemas.js';
+import { compileRetryOn, type RetryOn } from './retry-on.js';
 
-// Parts of a compiled spec declared beside their use (send.ts, secret-vars.ts), named here too.
-export { parseTarget, type Target, type SecretVar };
-import { adaptiveMax } from './adaptive.js';
-import { controlsOf, type ControlsSpec } from './controls.js';
+/** The limit `max-in-flight: auto` may grow to (exporter/adaptive.ts). */
+export const adaptiveMax = 512;
+
+/** Retry timing of failing POSTs (exporter/retry.ts). */
+export type RetryPolicy = {
+  /** Attempts in all, 0 = without limit. */
+  tries: number;
+  baseMs: number;
+  maxMs: number;
+};
+
+/** The TLS fields of a webhook; exporter/send.ts keeps one undici Agent per profile. */
+export type TlsProfile = {
+  verify: boolean;
+  ca: string | undefined;
+  useRootCerts: boolean;
+  serverName: string | undefined;
+};
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
 export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
+/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
+export type SecretVar = {
+  name: string;
+  tenant: string;
+  fromTenant?: string;
+  vault: string;
+  secret: string;
+  key: string;
+};
 
 export type ExporterSpec = {
   tenant: string;
@@ -49,6 +72,46 @@ export type ExporterSpec = {
   /** Delivery controls (controls.ts). */
   controls: ControlsSpec;
 };
+
+/** The secret variable name the signing key is read under: not a valid template name, so no clash. */
+export const signingVar = 'signing.secret';
+
+export function signingSecretVar(cfg: unknown, tenant: string): SecretVar | undefined {
+  if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) return undefined;
+  const o = cfg as Record<string, unknown>;
+  if (typeof o.vault !== 'string' || typeof o.secret !== 'string' || typeof o.key !== 'string') return undefined;
+  return { name: signingVar, tenant, vault: o.vault, secret: o.secret, key: o.key };
+}
+
+/**
+ * The delivery controls as configured (`enabled`, `dead-letter-topic`, `retry-on`, `signing`,
+ * `max-in-flight: auto`); exporter/controls.ts makes them live for one run.
+ */
+export type ControlsSpec = {
+  enabled: boolean;
+  deadLetterTopic: string | undefined;
+  retryOn: RetryOn | undefined;
+  /** The vault secret holding the whsec_ key, read with the other secret variables. */
+  signing: SecretVar | undefined;
+  adaptive: boolean;
+};
+
+export function controlsOf(cfg: JsonObject, tenant: string, rootTenant: string): ControlsSpec {
+  const dlt = cfg['dead-letter-topic'];
+  if (dlt !== undefined && typeof dlt !== 'string')
+    throw bad('dead-letter-topic', 'Cannot use dead-letter-topic: it must be a topic name');
+  if (typeof dlt === 'string' && !topicAllowed(dlt, tenant, rootTenant))
+    throw bad('dead-letter-topic', `Cannot write to topic ${dlt}: system: topics are for the root tenant only`);
+  const signing = signingSecretVar(cfg.signing, tenant);
+  if (cfg.signing !== undefined && !signing) throw bad('signing', 'Cannot use signing: it needs vault, secret and key');
+  return {
+    enabled: cfg.enabled !== false,
+    deadLetterTopic: typeof dlt === 'string' ? dlt : undefined,
+    retryOn: compileRetryOn(cfg['retry-on']),
+    signing,
+    adaptive: cfg['max-in-flight'] === 'auto',
+  };
+}
 
 function bad(path: string, message: string): ApiError {
   return new ApiError('invalid-value', message, { code: 'invalid-config', path });
@@ -148,7 +211,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   const headers = rawHeaders.map((h, i) => {
     if (!isObject(h) || typeof h.name !== 'string' || typeof h.value !== 'string')
       throw bad(`headers[${i}]`, `Cannot use headers[${i}]: it needs name and value strings`);
-    return { name: h.name, value: compileTemplate(h.value, { field: `headers[${i}].value`, isDefined }) };
+    return { name: h.name, value: compileTemplate(h.value, { field: `headers[${i}]/value`, isDefined }) };
   });
 
   const baseMs = parseDuration(
@@ -194,4 +257,15 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     },
     controls,
   };
+}
+
+/** Where a POST goes, split once so undici does not parse the URL again per request. */
+export type Target = { origin: string; path: string };
+
+/** An absolute http(s) URL as a target, or undefined when it is not one. */
+export function parseTarget(text: string): Target | undefined {
+  if (!URL.canParse(text)) return undefined;
+  const u = new URL(text);
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return undefined;
+  return { origin: u.origin, path: u.pathname + u.search };
 }

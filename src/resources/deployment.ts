@@ -1,0 +1,39 @@
+/**
+ * An application deployment (`application-deployments/<name>`): places its application on
+ * the sites its label expression selects; its state lists them (`status.selected-sites`).
+ */
+import { isObject } from '../lib/json.js';
+import type { ApiError } from '../lib/errors.js';
+import { compileLabelExpr } from '../query/labels.js';
+import { deploymentSchema } from './schemas.js';
+import type { ResourceModule } from './module.js';
+import { attempt } from './problems.js';
+
+export const deployment: ResourceModule = {
+  id: 'deployment',
+  segments: ['application-deployments'],
+  shape: 'list',
+  schema: deploymentSchema,
+  ordered: new Set(),
+  needsUnsealed: false,
+  check(obj, xPath) {
+    const out: ApiError[] = [];
+    const placement = obj.placement;
+    if (isObject(placement) && typeof placement['match-site-labels'] === 'string') {
+      const expr = placement['match-site-labels'];
+      attempt(out, xPath, 'placement/match-site-labels', () => compileLabelExpr(expr));
+    }
+    return out;
+  },
+  dependsOnIds: ['application'],
+  dependsOn(obj) {
+    const app = obj['application-name'];
+    return typeof app === 'string' ? [`application:${app}`] : [];
+  },
+  async derivedState(value, ctx) {
+    return { status: { 'selected-sites': await ctx.selectedSites(value) } };
+  },
+  stateMembers: {
+    status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },
+  },
+};

@@ -1,0 +1,18 @@
+/**
+ * A policy (`system/policies/<name>`): rules of path patterns and operations. Its rules are
+ * checked when written (rules.ts: each problem with its field path and position) and
+ * compiled by auth/policies.ts.
+ */
+import { policySchema } from '../schemas.js';
+import type { ResourceModule } from '../module.js';
+import { policyProblems } from './rules.js';
+
+export const policy: ResourceModule = {
+  id: 'policy',
+  segments: ['system', 'policies'],
+  shape: 'list',
+  schema: policySchema,
+  ordered: new Set(['rules']),
+  needsUnsealed: false,
+  check: (obj, xPath) => policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath })),
+};

@@ -1,0 +1,36 @@
+/**
+ * A secret of a vault (`strongbox/vaults/<vault>/secrets/<name>`): `{name, data: {k: v}}`.
+ * Values are encrypted in the store, shown as REDACTED by a configuration read (writing
+ * REDACTED back keeps the value), and in clear only by a state read of the one secret.
+ */
+import { isObject, type JsonObject } from '../lib/json.js';
+import { decryptSecret, encryptSecret, redactSecret, unredact } from '../secrets/secrets.js';
+import { secretSchema } from './schemas.js';
+import type { ResourceModule } from './module.js';
+
+export const secret: ResourceModule = {
+  id: 'secret',
+  segments: ['strongbox', 'vaults', ':vault', 'secrets'],
+  shape: 'list',
+  schema: secretSchema,
+  ordered: new Set(),
+  needsUnsealed: true,
+  parent: 'vault',
+  fromStored: (stored, { strongbox, key }) => decryptSecret(strongbox, key, stored),
+  toStored: (after, { strongbox, key }) => encryptSecret(strongbox, key, after),
+  redact: redactSecret,
+  patchForm: redactSecret,
+  unredact,
+  masked(obj, hide) {
+    if (!isObject(obj.data)) return obj;
+    return { ...obj, data: Object.fromEntries(Object.entries(obj.data).map(([k, v]) => [k, hide(v)])) };
+  },
+  itemState(stored, { strongbox, key, name }): JsonObject {
+    const plain = decryptSecret(strongbox, key, stored);
+    return { name: plain.name ?? name, dict: isObject(plain.data) ? plain.data : {} };
+  },
+  itemStateSchema: {
+    type: 'object',
+    properties: { name: { type: 'string' }, dict: { type: 'object', additionalProperties: { type: 'string' } } },
+  },
+};

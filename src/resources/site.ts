@@ -1,0 +1,21 @@
+/**
+ * A site (`sites/<name>`): its labels place deployments and webhooks. At a control plane its
+ * state adds the site's link (connection, last-seen, config-version, in-sync).
+ */
+import { siteSchema } from './schemas.js';
+import type { ResourceModule } from './module.js';
+
+export const site: ResourceModule = {
+  id: 'site',
+  segments: ['sites'],
+  shape: 'list',
+  schema: siteSchema,
+  ordered: new Set(['management-ipv4-access-list']),
+  listKeys: { hosts: 'host-id' },
+  needsUnsealed: false,
+  async derivedState(value, ctx) {
+    if (typeof value.name !== 'string') return {};
+    const link = await ctx.siteLink(value.name);
+    return link ? { ...value, ...link } : {};
+  },
+};

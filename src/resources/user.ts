@@ -1,0 +1,79 @@
+/**
+ * A user (`system/users/<name>`). `password` is write-only: it is hashed into
+ * `password-hash` before the object reaches the store, and `password-hash` is never shown.
+ */
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
+import { hashPassword, isPasswordHash, maxPasswordLength } from '../secrets/passwords.js';
+import type { Schema } from './schemas.js';
+import { userSchema } from './schemas.js';
+import type { ResourceModule } from './module.js';
+
+export const passwordHashField = 'password-hash';
+
+/**
+ * The write-path hook: returns the object to store. A `password` is hashed into
+ * `password-hash`; without one, a well-formed `password-hash` already in `obj` is kept (the
+ * merged result of a PATCH), else the one of `previous` (a PUT that leaves the password
+ * alone keeps it). A `password-hash` that is not one of ours is a 400, never stored.
+ */
+export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject): Promise<JsonObject> {
+  const out: JsonObject = { ...obj };
+  const password = out.password;
+  delete out.password;
+  if (password !== undefined) {
+    if (typeof password !== 'string' || password.length === 0 || password.length > maxPasswordLength) {
+      throw new ApiError(
+        'invalid-value',
+        `Cannot accept the user: password must be a non-empty string of at most ${maxPasswordLength} characters`,
+        { code: 'invalid-password', path: '/password' },
+      );
+    }
+    out[passwordHashField] = await hashPassword(password);
+    return out;
+  }
+  const given = out[passwordHashField];
+  if (given !== undefined) {
+    if (!isPasswordHash(given)) {
+      throw new ApiError(
+        'invalid-value',
+        'Cannot accept the user: password-hash is set by the server; send password instead',
+        { code: 'invalid-password-hash', path: `/${passwordHashField}` },
+      );
+    }
+    return out;
+  }
+  const kept = previous?.[passwordHashField];
+  if (isPasswordHash(kept)) out[passwordHashField] = kept;
+  return out;
+}
+
+/** A user object as clients may see it: without password-hash (and never a password). */
+export function redactUser(obj: JsonObject): JsonObject {
+  const out: JsonObject = { ...obj };
+  delete out[passwordHashField];
+  delete out.password;
+  return out;
+}
+
+export const user: ResourceModule = {
+  id: 'user',
+  segments: ['system', 'users'],
+  shape: 'list',
+  schema: userSchema,
+  ordered: new Set(),
+  needsUnsealed: false,
+  toStored: (after, { before }) => prepareUserForStore(after, before),
+  redact: redactUser,
+  masked(obj, hide) {
+    const out = { ...obj };
+    for (const f of ['password', passwordHashField]) if (out[f] !== undefined) out[f] = hide(out[f]);
+    return out;
+  },
+  publicSchema(schema): Schema {
+    const props = { ...(schema.properties as Record<string, Schema>) };
+    delete props[passwordHashField];
+    props.password = { ...props.password, writeOnly: true };
+    return { ...schema, properties: props };
+  },
+};
