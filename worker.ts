@@ -1,14 +1,14 @@
 /**
  * The single entry point. As a module it exports the app's `fetch` handler (built on first
  * use from the environment's settings); run directly (npm start, the bundle, the single
- * executable) it serves (src/serve.ts: start order, start-up failures, SIGTERM/SIGINT).
+ * executable) it serves (src/main/serve.ts: start order, start-up failures, SIGTERM/SIGINT).
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadSettings } from './src/settings.js';
-import { createInstance, type Instance } from './src/server.js';
-import { serveMain } from './src/serve.js';
-import { log } from './src/log.js';
+import { loadSettings } from './src/lib/settings.js';
+import { createInstance, type Instance } from './src/main/server.js';
+import { serveMain } from './src/main/serve.js';
+import { log } from './src/lib/log.js';
 import { runCli } from './src/cli/main.js';
 
 let instance: Promise<Instance> | undefined;

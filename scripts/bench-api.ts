@@ -3,10 +3,14 @@
  * default) and self-stopping.
  *
  * 1. GET and PUT of one object under autocannon, beside a bare Hono route that returns a
- *    constant. All servers are started the same way — a child process serving with
- *    @hono/node-server on port 0 (the real one is test/helpers/api-proc.ts, exactly as
- *    worker.ts serves) — and measured with the same autocannon settings in the same run, so
- *    the ratio compares the app's work, not the harness. Goal: GET ≥ 0.7 × bare.
+ *    constant. The product is the built bundle as users run it (`node build/edgeplane.cjs`,
+ *    scripts/product-proc.ts: API and exporter runtime, PORT=0); the bare route is a child
+ *    process serving with @hono/node-server on port 0; all are measured with the same
+ *    autocannon settings in the same run, so the ratio compares the app's work, not the
+ *    harness. Goal: GET ≥ 0.7 × bare.
+ *    What metrics cost: the same GET on the embedded store with METRICS_ENABLED=false (no
+ *    instrumentation at all), and with /metrics scraped once a second by a scraper process
+ *    of its own during the runs (Prometheus scrapes every 15 to 60 s).
  *    The machines are shared and noisy, so GET runs in rounds that alternate bare, Redis and
  *    embedded (BENCH_ROUNDS), and each keeps its best round: a quiet moment is then as likely
  *    for each. Beside requests/s it prints the server's CPU time per request (from
@@ -19,14 +23,11 @@
  * BENCH_SECONDS (per autocannon run, default 3), BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 10), BENCH_TX_RUNS (default 9).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { spawnApiProc, type ApiProc } from '../test/helpers/api-proc.js';
 import { startRedis } from '../test/helpers/redis.js';
+import { cpuMicros, startProduct, type ProductProc } from './product-proc.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -120,30 +121,58 @@ async function cannon(url: string, opts: CannonOpts = {}): Promise<Cannon> {
   };
 }
 
-/** CPU time (user + system) a process has used so far, in µs (Linux /proc; clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-/** A target of the alternating GET rounds, with its best round so far. */
-type Target = { name: string; pid: number; url: string; opts: CannonOpts; best?: Cannon; cpu: number };
+/**
+ * A target of the alternating GET rounds, with its best round so far; `around` wraps each of
+ * its runs (the scraper runs only during the runs of the scraped target).
+ */
+type Target = {
+  name: string;
+  what: string;
+  pid: number;
+  url: string;
+  opts: CannonOpts;
+  best?: Cannon;
+  cpu: number;
+  around?: <T>(run: () => Promise<T>) => Promise<T>;
+};
 
 /** `ROUNDS` rounds, each running every target once in turn; each keeps its best. */
 async function alternate(targets: Target[]): Promise<void> {
-  for (const t of targets) await cannon(t.url, { ...t.opts, warmUp: false });
+  const run = (t: Target) => cannon(t.url, { ...t.opts, warmUp: false });
+  for (const t of targets) await (t.around ? t.around(() => run(t)) : run(t));
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of targets) {
-      const before = cpuMicros(t.pid);
-      const r = await cannon(t.url, { ...t.opts, warmUp: false });
-      const cpu = (cpuMicros(t.pid) - before) / Math.max(1, r.total);
+      const measured = async () => {
+        const before = cpuMicros(t.pid);
+        const r = await run(t);
+        return { r, cpu: (cpuMicros(t.pid) - before) / Math.max(1, r.total) };
+      };
+      const { r, cpu } = await (t.around ? t.around(measured) : measured());
       if (!t.best || r.rps > t.best.rps) t.best = r;
       t.cpu = Math.min(t.cpu, cpu);
     }
   }
 }
 
-async function login(api: ApiProc): Promise<string> {
+/** GET `url` once a second in a process of its own, as a Prometheus server would (more often). */
+function startScraper(url: string): ChildProcess {
+  const code = `setInterval(() => fetch(process.argv[1]).then((r) => r.arrayBuffer()).catch(() => {}), 1000);`;
+  return spawn(process.execPath, ['-e', code, url], { stdio: 'ignore' });
+}
+
+/** Runs `run` while a scraper reads `url`; the scraper is stopped after. */
+function scraped(url: string): Target['around'] {
+  return async (run) => {
+    const scraper = startScraper(url);
+    try {
+      return await run();
+    } finally {
+      scraper.kill('SIGTERM');
+    }
+  };
+}
+
+async function login(api: ProductProc): Promise<string> {
   const res = await fetch(`${api.url}/v1/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -153,7 +182,7 @@ async function login(api: ApiProc): Promise<string> {
   return ((await res.json()) as { token: string }).token;
 }
 
-async function send(api: ApiProc, token: string, method: string, path: string, body: unknown): Promise<void> {
+async function send(api: ProductProc, token: string, method: string, path: string, body: unknown): Promise<void> {
   const res = await fetch(api.url + path, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -174,14 +203,13 @@ async function timed(fn: () => Promise<void>): Promise<number> {
   return performance.now() - t0;
 }
 
-type Api = { store: string; api: ApiProc; token: string };
+type Api = { store: string; api: ProductProc; token: string };
 
 async function startApi(store: string, env: Record<string, string>): Promise<Api> {
-  const api = await spawnApiProc({
+  const api = await startProduct({
     ...env,
     ADMIN_PASSWORD: PASSWORD,
     STRONGBOX_KEY: randomBytes(32).toString('base64'),
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-bench-')),
   });
   const token = await login(api);
   await send(api, token, 'PUT', '/v1/config/applications/a1', { version: '1' });
@@ -251,35 +279,45 @@ async function main(): Promise<void> {
   const redis = await startRedis();
   const bare = await spawnBare();
   const apis: Api[] = [];
+  const extra: Api[] = [];
   const rows: Row[] = [];
   try {
     apis.push(await startApi('redis', { REDIS_URL: redis.url }), await startApi('embedded', {}));
-    const bareTarget: Target = { name: '-', pid: bare.pid, url: `${bare.url}/bare`, opts: {}, cpu: Infinity };
-    const getTargets = apis.map((a): Target => ({
+    const off = await startApi('embedded', { METRICS_ENABLED: 'false' });
+    extra.push(off);
+    const bareTarget: Target = {
+      name: '-',
+      what: 'bare Hono constant',
+      pid: bare.pid,
+      url: `${bare.url}/bare`,
+      opts: {},
+      cpu: Infinity,
+    };
+    const get = (a: Api, what: string, around?: Target['around']): Target => ({
       name: a.store,
-      pid: a.api.child.pid ?? 0,
+      what,
+      pid: a.api.pid,
       url: `${a.api.url}/v1/config/applications/a1`,
       opts: { headers: { authorization: `Bearer ${a.token}` } },
       cpu: Infinity,
-    }));
-    await alternate([bareTarget, ...getTargets]);
+      ...(around ? { around } : {}),
+    });
+    const [onRedis, onEmbedded] = apis as [Api, Api];
+    const targets = [
+      bareTarget,
+      get(onRedis, 'GET one object'),
+      get(onEmbedded, 'GET one object'),
+      get(off, 'GET, METRICS_ENABLED=false'),
+      get(onEmbedded, 'GET, /metrics scraped 1/s', scraped(`${onEmbedded.api.url}/metrics`)),
+    ];
+    await alternate(targets);
     const b = bareTarget.best;
     if (!b) throw new Error('no bare round ran');
-    rows.push({
-      what: 'bare Hono constant',
-      store: '-',
-      rps: b.rps,
-      ratio: 1,
-      cpu: bareTarget.cpu,
-      cpuRatio: 1,
-      p50: b.p50,
-      p99: b.p99,
-    });
-    for (const t of getTargets) {
+    for (const t of targets) {
       const g = t.best;
       if (!g) continue;
       rows.push({
-        what: 'GET one object',
+        what: t.what,
         store: t.name,
         rps: g.rps,
         ratio: g.rps / b.rps,
@@ -290,14 +328,20 @@ async function main(): Promise<void> {
         note: issues(g),
       });
     }
+    const [, , on, metricsOff, withScrape] = targets as [Target, Target, Target, Target, Target];
+    const metricsLine =
+      `metrics (embedded): instrumented / METRICS_ENABLED=false = ${((on.best?.rps ?? 0) / (metricsOff.best?.rps ?? 1)).toFixed(2)} req/s, ` +
+      `${(on.cpu / metricsOff.cpu).toFixed(2)} CPU/req; scraped 1/s / not scraped = ${((withScrape.best?.rps ?? 0) / (on.best?.rps ?? 1)).toFixed(2)} req/s, ` +
+      `${(withScrape.cpu / on.cpu).toFixed(2)} CPU/req\n`;
     for (const a of apis) await benchWrites(a, b.rps, rows);
     const getRatio = Math.min(...rows.filter((r) => r.what === 'GET one object').map((r) => r.ratio ?? 0));
     printTable(rows);
+    process.stdout.write(metricsLine);
     process.stdout.write(
       `GET ≥ 0.7 × bare: ${getRatio >= 0.7 ? 'met' : 'NOT met'} (lowest ${getRatio.toFixed(2)}); best of ${ROUNDS} alternating rounds, ${CONNECTIONS} connections, ${SECONDS} s per run\n`,
     );
   } finally {
-    for (const a of apis) await a.api.stop();
+    for (const a of [...apis, ...extra]) await a.api.stop();
     bare.stop();
     await redis.stop();
   }

@@ -14,24 +14,21 @@
  * BENCH_IDLE_SECONDS (0 skips), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles). Every loop is bounded.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/index.js';
-import { setLogLevel } from '../src/log.js';
-import { configKey } from '../src/model/keys.js';
+import { setLogLevel } from '../src/lib/log.js';
+import { configKey } from '../src/store/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';
 import { startRedis } from '../test/helpers/redis.js';
+import { cpuMicros, startProduct as startBundle, waitLine } from './product-proc.js';
 
 const messages = Number(process.env.BENCH_MESSAGES ?? 100_000);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const inFlightSettings = (process.env.BENCH_IN_FLIGHT ?? '1,64').split(',').map((v) => (v === 'auto' ? v : Number(v)));
-const profile = process.env.BENCH_PROFILE === '1';
 const topic = 'bench';
 
 /** Counts requests per path; GET /stats?path=P → {count, first, last} (ms, monotonic). */
@@ -114,22 +111,6 @@ const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
   await c.close();
 })().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
 `;
-
-function waitLine(child: ChildProcess, re: RegExp, what: string): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start`)), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = re.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${what} exited (${code})`)));
-  });
-}
 
 const arcMessages = Number(process.env.BENCH_ARC_MESSAGES ?? 8000);
 const arcEnv = {
@@ -220,29 +201,8 @@ async function login(api: string): Promise<string> {
 
 /** The built bundle in its own process, API and exporter runtime, as a user starts it. */
 async function startProduct(redisUrl: string): Promise<Product> {
-  const bundle = join(process.cwd(), 'build', 'edgeplane.cjs');
-  if (!existsSync(bundle) || process.env.BENCH_BUILD !== '0') {
-    const b = spawnSync('npm', ['run', 'build'], { stdio: 'inherit' });
-    if (b.status !== 0) throw new Error('npm run build failed');
-  }
-  const args = profile ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles'), bundle] : [bundle];
-  if (profile) mkdirSync('profiles', { recursive: true });
-  const child = spawn(process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      ...process.env,
-      REDIS_URL: redisUrl,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SITE: 'bench',
-      ADMIN_PASSWORD: 'bench-password-1',
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-bench-')),
-      LOG_LEVEL: 'info',
-    },
-  });
-  const m = await waitLine(child, /listening on (http:\/\/[^ ]+) /, 'edgeplane');
-  const api = m[1]!.replace('localhost', '127.0.0.1');
-  return { api, child };
+  const p = await startBundle({ REDIS_URL: redisUrl, ADMIN_PASSWORD: 'bench-password-1' });
+  return { api: p.url, child: p.child };
 }
 
 async function productRun(
@@ -326,12 +286,6 @@ async function idleRun(url: string, store: Store): Promise<void> {
   );
   await rt.stop(1000);
   await bus.close();
-}
-
-/** CPU time (user + system) a process has used so far, in µs (Linux /proc; clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 async function main(): Promise<void> {

@@ -11,12 +11,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { JsonObject } from '../src/json.js';
-import { configKey } from '../src/model/keys.js';
+import type { JsonObject } from '../src/lib/json.js';
+import { configKey } from '../src/store/keys.js';
 import { compileWhere } from '../src/query/where.js';
 import { compileFields } from '../src/query/fields.js';
-import { createInstance } from '../src/server.js';
-import { loadSettings } from '../src/settings.js';
+import { createInstance } from '../src/main/server.js';
+import { loadSettings } from '../src/lib/settings.js';
 import type { WriteOp } from '../src/store/store.js';
 
 const SITES = 10_000;

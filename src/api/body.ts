@@ -3,8 +3,8 @@
  * capped), by Content-Type. Size and nesting are capped before any value reaches the model.
  */
 import { parseAllDocuments, visit, type Alias, type Document } from 'yaml';
-import { ApiError, type DetailFor } from '../errors.js';
-import type { Json } from '../json.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
+import type { Json } from '../lib/json.js';
 
 export const MAX_DEPTH = 64;
 

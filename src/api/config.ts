@@ -4,9 +4,9 @@
  */
 import { header } from './headers.js';
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type Json, type JsonObject } from '../json.js';
-import { configKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
+import { configKey } from '../store/keys.js';
 import { resolvePath, type Resolved } from '../model/resources.js';
 import { runTransaction, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';

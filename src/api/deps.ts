@@ -1,10 +1,10 @@
 /** What the HTTP layer is built from; worker.ts assembles it. */
-import type { Settings } from '../settings.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { ProbeCheck } from '../ops/probes.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { DeliveredHistory } from './history.js';

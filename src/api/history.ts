@@ -10,10 +10,10 @@
  * authorization is that of reading the exporter's state.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
-import { log } from '../log.js';
-import { configKey, kvPrefix, parseWebhookStateKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
+import { configKey, kvPrefix, parseWebhookStateKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
 import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';

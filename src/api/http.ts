@@ -1,8 +1,8 @@
 /** Small request/response helpers shared by the route modules. */
 import { header } from './headers.js';
 import type { Context } from 'hono';
-import { ApiError } from '../errors.js';
-import type { Json } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import type { Json } from '../lib/json.js';
 import type { Principal } from '../auth/index.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { contentTypeOf, encode, negotiate } from './reply.js';

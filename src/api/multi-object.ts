@@ -3,8 +3,8 @@
  * objects with x-path, x-operation, x-etag, x-json-patch and x-tenant → transaction changes,
  * checked before anything is read.
  */
-import { ApiError } from '../errors.js';
-import { isObject, type Json, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { ops, type Change, type Op } from '../model/transaction.js';
 import { parseJson, parseYaml } from './body.js';
 

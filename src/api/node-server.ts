@@ -12,10 +12,10 @@ const adapterDefault = 'text/plain; charset=UTF-8';
 
 function dropAddedType(headers: OutgoingHttpHeaders): void {
   let type: string | undefined;
-  for (const key of Object.keys(headers)) {
-    const k = key.toLowerCase();
-    if (k === 'content-length') return;
-    if (k === 'content-type' && headers[key] === adapterDefault) type = key;
+  // Lengths first: lower-casing every key of every response cost ~2 % of a GET.
+  for (const key in headers) {
+    if (key.length === 14 && key.toLowerCase() === 'content-length') return;
+    if (key.length === 12 && headers[key] === adapterDefault && key.toLowerCase() === 'content-type') type = key;
   }
   if (type !== undefined) delete headers[type];
 }

@@ -3,8 +3,8 @@
  * an uninitialised store and answers it once; `unseal` accepts only that key.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject } from '../lib/json.js';
 import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, searchParams, type Ctx } from './http.js';

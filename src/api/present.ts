@@ -2,7 +2,7 @@
  * How stored objects are shown: secrets and password hashes never leave in clear (config
  * reads), defaults added or trimmed, fields selected, x-path / x-etag for multi-object reads.
  */
-import type { Json, JsonObject } from '../json.js';
+import type { Json, JsonObject } from '../lib/json.js';
 import type { ParsedQuery } from '../query/params.js';
 import { applyDefaults } from '../model/defaults.js';
 import type { ResourceDef } from '../model/resources.js';

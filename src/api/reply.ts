@@ -1,5 +1,5 @@
 /** Response encoding: JSON or YAML by Accept, errors in the same encoding. */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 import { isDeepFrozen } from '../store/freeze.js';
 import { toYaml } from './yaml-out.js';
 

@@ -4,9 +4,9 @@
  * selects, the default DNS zone, topics of the bus.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type Json, type JsonObject } from '../json.js';
-import { configKey, webhookStateKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
+import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import { compileLabelExpr } from '../query/labels.js';

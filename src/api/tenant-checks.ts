@@ -1,7 +1,7 @@
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import type { Resolved } from '../model/resources.js';
-import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
+import { reservedTopicPrefix, topicAllowed } from '../bus/topics.js';
 import type { AppDeps } from './deps.js';
 
 /**

@@ -3,8 +3,8 @@
  * operation: the way for applications in containers, and for the embedded bus.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { TOPIC_PATTERN } from '../model/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';

@@ -13,8 +13,8 @@
  * it reads are coalesced into one more read, so a burst of commits costs a watcher two reads.
  */
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { canonicalJson, isObject, type Json, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';

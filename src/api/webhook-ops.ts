@@ -5,8 +5,8 @@
  *   (exporter/attempts.ts), from the store, so any process of the site can answer.
  */
 import { Hono } from 'hono';
-import { ApiError } from '../errors.js';
-import { configKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { configKey } from '../store/keys.js';
 import { readAttempts } from '../exporter/attempts.js';
 import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';

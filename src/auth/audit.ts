@@ -5,7 +5,7 @@
  * never a body, so never a password or a secret value.
  */
 import type { Bus } from '../bus/bus.js';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 
 export const auditTopic = 'system:audit-trail-log';
 

@@ -3,9 +3,9 @@
  * built on the Store (kv area for tokens and throttles, config objects for users, policies
  * and tenants). Time is injectable so tests expire tokens without sleeping.
  */
-import { ApiError, type DetailFor } from '../errors.js';
-import type { JsonObject } from '../json.js';
-import type { Settings } from '../settings.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import { record, type AuditEvent, type AuditSink } from './audit.js';
 import { bootstrapAdmin } from './bootstrap.js';

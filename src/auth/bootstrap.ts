@@ -6,8 +6,8 @@
  * ever written to a log. Several processes starting together race on an insert-if-absent
  * commit, so exactly one of them prints.
  */
-import { configKey } from '../model/keys.js';
-import type { JsonObject } from '../json.js';
+import { configKey } from '../store/keys.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { generatePassword, hashPassword, verifyPassword } from './passwords.js';
 import { adminPolicyName } from './policies.js';

@@ -5,8 +5,8 @@
  * decision is then the first rule that matches the path and lists the operation. No
  * matching rule means deny.
  */
-import { ApiError, combine, type DetailFor } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
+import { ApiError, combine, type DetailFor } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { compareSpecificity, isProblem, matches, parsePattern, splitPath, type PathPattern } from './patterns.js';
 
 export const operations = ['read', 'create', 'update', 'delete', 'execute'] as const;

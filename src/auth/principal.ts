@@ -3,7 +3,7 @@
  * (cached per tenant and policy list, dropped when a user, policy or tenant object changes)
  * and the set of tenants it reaches (its own and every subtenant below it).
  */
-import { configKey, splitKey } from '../model/keys.js';
+import { configKey, splitKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { createAsyncCache } from './cache.js';
 import { adminPolicy, adminPolicyName, compilePolicies, type CompiledPolicies } from './policies.js';

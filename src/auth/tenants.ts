@@ -7,8 +7,8 @@
  * The walk is cached and dropped when any tenant object changes (store.onChange), and after
  * authCacheMaxAgeMs in case a notification was lost.
  */
-import { ApiError } from '../errors.js';
-import { configKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { authCacheMaxAgeMs } from './cache.js';
 

@@ -5,8 +5,8 @@
  * user+address counter. While either counter is at its limit, login answers 429 without
  * looking at the password, with Retry-After set to the window.
  */
-import { ApiError } from '../errors.js';
-import { kvPrefix } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { kvPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 
 export type ThrottleOptions = {

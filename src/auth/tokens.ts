@@ -4,9 +4,9 @@
  * dump of Redis yields nothing that can be replayed.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { kvPrefix } from '../model/keys.js';
+import { kvPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import { isObject } from '../json.js';
+import { isObject } from '../lib/json.js';
 
 export type TokenRecord = {
   user: string;

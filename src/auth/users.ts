@@ -4,8 +4,8 @@
  * `password-hash` (scrypt) before the object reaches the store, and `password-hash` is
  * never returned (redactUser on every read path).
  */
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { hashPassword, isPasswordHash, maxPasswordLength } from './passwords.js';
 
 export const usersPath = 'system/users';

@@ -9,7 +9,7 @@
  * read their own pending list first, so "the offset only moves past a message once it and
  * every earlier one are handled" holds: the first unacked entry is the resume point.
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 
 export const streamPrefix = 'volga:';
 

@@ -3,7 +3,7 @@
  * listens, and tells listeners the whole set when it changed (new matching streams are
  * picked up within 3 s). Listing is backend specific (SCAN on Redis).
  */
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 
 export const discoveryIntervalMs = 1500;
 

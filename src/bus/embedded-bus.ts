@@ -19,7 +19,7 @@ import {
   type TopicInfo,
 } from './bus.js';
 import { Discovery } from './discovery.js';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 import { replayLines } from '../store/aof.js';
 
 type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };

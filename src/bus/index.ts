@@ -3,7 +3,7 @@
  * embedded bus persisted under DATA_DIR. The bus keeps its own data, apart from the store
  * (streams are not configuration).
  */
-import type { Settings } from '../settings.js';
+import type { Settings } from '../lib/settings.js';
 import type { Bus } from './bus.js';
 import { openEmbeddedBus } from './embedded-bus.js';
 import { openRedisBus } from './redis-bus.js';

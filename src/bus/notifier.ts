@@ -12,7 +12,7 @@
  * as a safety net.
  */
 import type { RedisClientType } from 'redis';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 import { parseEntries, parseStreams } from './redis-replies.js';
 
 type Watched = { key: string; lastId: string; wakers: Set<() => void> };

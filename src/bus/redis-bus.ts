@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { createClient, type RedisClientType } from 'redis';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 import {
   BusError,
   entryObject,

@@ -8,8 +8,8 @@
  * the bus built on them: every caller that acts for a tenant (its exporters, the topics API,
  * produce, the audit trail for the root) goes through one, so it reaches only its own topics.
  */
-import { ApiError } from '../errors.js';
-import { reservedTopicPrefix } from '../model/topics.js';
+import { ApiError } from '../lib/errors.js';
+import { reservedTopicPrefix } from './topics.js';
 import { streamPrefix, type Bus, type TopicInfo } from './bus.js';
 
 /** The name of a tenant's topic on the bus (its stream is `volga:` + this). */

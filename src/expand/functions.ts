@@ -14,8 +14,8 @@
  * - `json` (an extension): the value as a JSON string literal, quotes included and `"`, `\`
  *   and control characters escaped, so any value can be placed in a JSON body.
  */
-import { ApiError } from '../errors.js';
-import { compileRegex } from '../model/regex.js';
+import { ApiError } from '../lib/errors.js';
+import { compileRegex } from '../lib/regex.js';
 import type { Arg, Call } from './parse.js';
 import { syntaxError } from './parse.js';
 

@@ -13,7 +13,7 @@
  * escapes and any other backslash is kept as is (so `"\d+"` is the regex `\d+`); single-quoted,
  * where `''` is one quote and nothing else is special.
  */
-import { ApiError, type DetailFor } from '../errors.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
 
 export type SyntaxCode =
   | 'unterminated-expression'

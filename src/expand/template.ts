@@ -5,7 +5,7 @@
  * and expressions and never throws: a variable without a value gives {ok: false}, and the
  * exporter ignores the message and records the reason.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 import { prepareCall, type Step } from './functions.js';
 import { parseTemplate } from './parse.js';
 

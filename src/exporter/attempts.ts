@@ -7,8 +7,8 @@
  * and only the newest 100 are ever formatted.
  */
 import type { Store } from '../store/store.js';
-import type { JsonObject } from '../json.js';
-import { log } from '../log.js';
+import type { JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 
 export const attemptLogSize = 100;
 /** The log outlives its exporter's restarts; a deleted exporter's log is removed. */

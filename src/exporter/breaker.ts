@@ -6,7 +6,7 @@
  * others keep waiting; its success closes the breaker, its failure opens it again for longer.
  * Other origins are not affected. Waiting uses the injected clock.
  */
-import type { Clock } from './clock.js';
+import type { Clock } from '../lib/clock.js';
 
 export const breakerThreshold = 5;
 

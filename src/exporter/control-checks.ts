@@ -3,8 +3,8 @@
  * value is a 400 when written: `retry-on` items, and a dead-letter topic the exporter
  * itself reads (a failing message would come back forever).
  */
-import { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import { compileRetryOn } from './retry-on.js';
 
 export function controlProblems(cfg: JsonObject, xPath: string): ApiError[] {

@@ -5,14 +5,14 @@
  * exporter has. deliver.ts and exporter.ts call into `RunControls` at a few marked places.
  */
 import type { Bus } from '../bus/bus.js';
-import { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
-import { topicAllowed } from '../model/topics.js';
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
+import { topicAllowed } from '../bus/topics.js';
 import type { Store } from '../store/store.js';
 import { AdaptiveLimit } from './adaptive.js';
 import { AttemptLog, attemptsKey } from './attempts.js';
 import { Breakers } from './breaker.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../lib/clock.js';
 import { DeadLetter } from './dead-letter.js';
 import { compileRetryOn, type RetryOn } from './retry-on.js';
 import { Signer, signingSecretVar, signingVar } from './signing.js';

@@ -7,8 +7,8 @@
  * until it works or the exporter stops (then the message stays pending and comes again).
  */
 import type { Bus } from '../bus/bus.js';
-import { log } from '../log.js';
-import type { Clock } from './clock.js';
+import { log } from '../lib/log.js';
+import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
 
 export type DeadLetterInfo = { reason: string; attempts: number; lastStatus: number | 'connection' | undefined };

@@ -6,8 +6,8 @@
  * policy and then dropped.
  */
 import type { Agent } from 'undici';
-import { log } from '../log.js';
-import type { Clock } from './clock.js';
+import { log } from '../lib/log.js';
+import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
 import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';

@@ -9,8 +9,8 @@
 import { setMaxListeners } from 'node:events';
 import type { Agent } from 'undici';
 import type { Bus, StartAt } from '../bus/bus.js';
-import { log } from '../log.js';
-import type { Clock } from './clock.js';
+import { log } from '../lib/log.js';
+import type { Clock } from '../lib/clock.js';
 import { deliver, type DeliverContext } from './deliver.js';
 import { Message } from './message.js';
 import type { ExporterSpec } from './spec.js';

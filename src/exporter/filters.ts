@@ -4,7 +4,7 @@
  * matches no `no-match-re` and contains no `no-match-string`. Regexes are compiled here, once,
  * when the configuration is written; `test` runs per message.
  */
-import { compileRegex } from '../model/regex.js';
+import { compileRegex } from '../lib/regex.js';
 
 export type FilterConfig = {
   'match-re'?: readonly string[];

@@ -2,24 +2,24 @@
  * The webhook exporter runtime, as the API process starts it:
  * `startRuntime({settings, store, bus, secrets})` loads every webhook object, keeps the
  * running exporters in step with the configuration, and publishes each exporter's state to
- * the store's kv area (`webhookStateKey` of model/keys.ts: one key per exporter and site, every ~500 ms when it
+ * the store's kv area (`webhookStateKey` of store/keys.ts: one key per exporter and site, every ~500 ms when it
  * changed) so the API of any process of the site can show it, and the counters go on from
  * there after a restart. The state carries `site`, the SITE of the process that wrote it.
  */
 import { hostname } from 'node:os';
 import type { Bus } from '../bus/bus.js';
-import type { JsonObject } from '../json.js';
-import { log } from '../log.js';
-import { webhookStateKey } from '../model/keys.js';
-import type { Settings } from '../settings.js';
+import type { JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
+import { webhookStateKey } from '../store/keys.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import type { SecretReader } from './secret-vars.js';
 import { closeAgents } from './send.js';
 import { Supervisor } from './supervisor.js';
 
 export type { SecretReader } from './secret-vars.js';
-export type { Clock } from './clock.js';
+export type { Clock } from '../lib/clock.js';
 export { groupName } from './supervisor.js';
 
 export type RuntimeOptions = {

@@ -4,7 +4,7 @@
  * expand to '' as MSG_* variables. The JSON text is made once, lazily: filters and `${MSG}`
  * share it, and an exporter without filters that never names MSG never pays for it.
  */
-import type { Json, JsonObject } from '../json.js';
+import type { Json, JsonObject } from '../lib/json.js';
 import type { StreamEntry } from '../bus/bus.js';
 import { resolveTokens } from '../lib/json-pointer.js';
 

@@ -4,7 +4,7 @@
  * match-site-labels. Label expressions are compiled once per text and cached, since the
  * supervisor re-evaluates placement at every relevant configuration change.
  */
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
 import type { SiteContext } from './system-vars.js';
 import { BoundedMap } from '../lib/bounded-cache.js';

@@ -4,7 +4,7 @@
  * reset, timed out). Without the field every failure is retried. A failure not listed drops
  * the message at once (to the dead-letter topic when one is set).
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 
 /** True when a failed attempt with this status (undefined: no response) may be retried. */
 export type RetryOn = (status: number | undefined) => boolean;

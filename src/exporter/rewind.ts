@@ -6,8 +6,8 @@
  * so the exporter goes on exactly from the new position.
  */
 import { idBefore, type Bus, type StartAt } from '../bus/bus.js';
-import { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import { compileSpec } from './spec.js';
 
 const isoTime = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;

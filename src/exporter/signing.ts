@@ -6,7 +6,7 @@
  * and never part of an error text.
  */
 import { createHmac } from 'node:crypto';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 import type { SecretVar } from './spec.js';
 
 /** The secret variable name the signing key is read under: not a valid template name, so no clash. */

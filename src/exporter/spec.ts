@@ -4,10 +4,10 @@
  * loop only renders and tests. Anything invalid throws an ApiError whose info names the
  * field; the supervisor shows it as status `error`.
  */
-import { reservedTopicPrefix, topicAllowed } from '../model/topics.js';
-import { ApiError } from '../errors.js';
-import { isObject, type JsonObject } from '../json.js';
-import { compileRegex, type Regex } from '../model/regex.js';
+import { reservedTopicPrefix, topicAllowed } from '../bus/topics.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { compileRegex, type Regex } from '../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
 import { parsePointer } from '../lib/json-pointer.js';
@@ -117,7 +117,7 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
   return { messageVars, secretVars };
 }
 
-/** `rootTenant`: the tenant whose exporters may read system: topics (model/topics.ts). */
+/** `rootTenant`: the tenant whose exporters may read system: topics (bus/topics.ts). */
 export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string = tenant): ExporterSpec {
   const name = typeof cfg.name === 'string' ? cfg.name : '';
   const topics = new Set(strings(cfg.topics, 'topics'));

@@ -7,8 +7,8 @@
  * publisher writes only changed states. Failed attempts are logged here: the first at once,
  * then at most one summary line a second; each change of status is logged too.
  */
-import { isObject, type JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 
 export type Status = 'starting' | 'ready' | 'retrying' | 'paused' | 'error' | 'stopped';
 

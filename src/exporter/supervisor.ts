@@ -7,11 +7,11 @@
  */
 import type { Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
-import { canonicalJson, type JsonObject } from '../json.js';
-import { log } from '../log.js';
-import { configKey } from '../model/keys.js';
+import { canonicalJson, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
+import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../lib/clock.js';
 import { Exporter } from './exporter.js';
 import { placeHere } from './placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';

@@ -3,8 +3,8 @@
  * site labels used by placement. Loaded from the store when the supervisor reconciles (a
  * change to sites, deployments or system/ triggers one), never per message.
  */
-import { isObject, type JsonObject } from '../json.js';
-import { configKey } from '../model/keys.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { configKey } from '../store/keys.js';
 import type { Labels } from '../query/labels.js';
 import type { Store } from '../store/store.js';
 

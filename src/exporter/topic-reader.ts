@@ -5,7 +5,7 @@
  * after the last message handled in order, so nothing is skipped.
  */
 import { BusError, type Bus, type GroupRead, type StartAt, type StreamEntry } from '../bus/bus.js';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;

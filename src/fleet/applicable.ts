@@ -14,8 +14,8 @@
  * while the site is cut off), with the tenant objects that chain those tenants to the root.
  * Nothing else.
  */
-import { isObject, type JsonObject } from '../json.js';
-import { configKey } from '../model/keys.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { configKey } from '../store/keys.js';
 import { placeHere } from '../exporter/placement.js';
 import { siteLabels, type SiteContext } from '../exporter/system-vars.js';
 import { compileLabelExpr } from '../query/labels.js';

@@ -11,9 +11,9 @@
 import type { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
-import { configKey } from '../model/keys.js';
-import type { JsonObject } from '../json.js';
-import type { Settings } from '../settings.js';
+import { configKey } from '../store/keys.js';
+import type { JsonObject } from '../lib/json.js';
+import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { ProbeCheck } from '../ops/probes.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';

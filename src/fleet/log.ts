@@ -23,9 +23,9 @@
  */
 import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
-import { ApiError } from '../errors.js';
-import type { JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { ApiError } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 
 export type FleetChange = { op: 'put'; key: string; value: JsonObject } | { op: 'delete'; key: string };
 export type FleetEntry = { version: string; changes: FleetChange[] };

@@ -8,9 +8,9 @@
  * so a crash can never separate the two. `~fleet` is not a valid tenant name, so no API path
  * reaches it.
  */
-import { ApiError } from '../errors.js';
-import { isObject } from '../json.js';
-import { splitKey } from '../model/keys.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject } from '../lib/json.js';
+import { splitKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 
 export const syncRecordKey = '~fleet/sync';

@@ -9,7 +9,7 @@
  * `GET /v1/state/sites/<name>` adds `connection` (connected | disconnected | never-connected),
  * `last-seen`, `config-version` and `in-sync` (the applied version is the log's head).
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import type { FleetLog } from './log.js';
 

@@ -21,8 +21,8 @@
  */
 import { etagOf } from '../store/etag.js';
 import type { Store } from '../store/store.js';
-import type { JsonObject } from '../json.js';
-import { log } from '../log.js';
+import type { JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import { applicableTo } from './applicable.js';
 import type { FleetChange, FleetLog } from './log.js';
 

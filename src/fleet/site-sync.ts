@@ -13,8 +13,8 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { etagOf } from '../store/etag.js';
 import type { Store, WriteOp } from '../store/store.js';
-import { isObject, type JsonObject } from '../json.js';
-import { log } from '../log.js';
+import { isObject, type JsonObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import { compareVersions, type FleetChange } from './log.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
 

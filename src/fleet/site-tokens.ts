@@ -2,7 +2,7 @@
  * Site tokens: the credential an edge site syncs with. 32 random bytes in base64url, shown
  * once by `POST /v1/state/sites/<name>/issue-token`; the store keeps only their SHA-256 (the
  * hashing of login tokens, auth/tokens.ts). They live in their own kv namespace, so the
- * guard of every other route (auth/middleware.ts, which looks up `token:<id>`) never knows
+ * guard of every other route (api/auth-middleware.ts, which looks up `token:<id>`) never knows
  * them: a site token is refused there with 401, and the sync route's guard (routes.ts) accepts
  * nothing else.
  *

@@ -3,7 +3,7 @@
  * fraction (`1.5s`), a sign, a space or another unit is not a duration. The schema pattern,
  * the write-time checks and the exporter all use this one rule.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from './errors.js';
 
 const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 

@@ -4,7 +4,7 @@
  * by anything else makes the pointer invalid. An array is indexed by digits without a leading
  * zero; '-' names the place after its last element.
  */
-import type { Json } from '../json.js';
+import type { Json } from './json.js';
 
 /** The rule as a JSON Schema pattern. */
 export const pointerPattern = '^(/([^~]|~[01])*)?$';

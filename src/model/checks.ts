@@ -2,9 +2,9 @@
  * Semantic checks a JSON Schema cannot express, run at write time so a bad pattern,
  * template or label expression is a 400 then, never a failure per message later.
  */
-import { ApiError } from '../errors.js';
-import type { Json, JsonObject } from '../json.js';
-import { compileRegex } from './regex.js';
+import { ApiError } from '../lib/errors.js';
+import type { Json, JsonObject } from '../lib/json.js';
+import { compileRegex } from '../lib/regex.js';
 import { fieldPath } from './validate.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { parseTarget } from '../exporter/spec.js';

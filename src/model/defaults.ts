@@ -3,7 +3,7 @@
  * report-all: every default in effect is shown; trim: values equal to their default are
  * left out; explicit: the object as written.
  */
-import { deepEqual, isObject, type Json, type JsonObject } from '../json.js';
+import { deepEqual, isObject, type Json, type JsonObject } from '../lib/json.js';
 import type { Schema } from './schemas.js';
 
 export type WithDefaults = 'report-all' | 'trim' | 'explicit';

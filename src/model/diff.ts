@@ -20,7 +20,7 @@
  * or array only when empty, as '{}' or '[]' (so emptying `topics` deletes its entries and adds
  * '[]'). The result is sorted by field (code-unit order), so it is deterministic.
  */
-import { canonicalJson, isObject, type Json, type JsonObject } from '../json.js';
+import { canonicalJson, isObject, type Json, type JsonObject } from '../lib/json.js';
 import { byName, contractOrderedArrays, type ListKeys, type OrderedArrays } from './merge.js';
 import { escapeToken } from '../lib/json-pointer.js';
 

@@ -8,10 +8,10 @@
  * Secret values never appear: a changed secret value is shown as REDACTED on both sides.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
 import { REDACTED } from '../secrets/secrets.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { diffObjects, type FieldChange } from './diff.js';
 import { listRulesOf, type Resolved } from './resources.js';
 

@@ -20,8 +20,8 @@
  * ordinary objects. All or nothing, and the input is never touched.
  */
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
-import { ApiError } from '../errors.js';
-import { isObject, type Json, type JsonObject } from '../json.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { arrayIndex, formatPointer, parsePointer } from '../lib/json-pointer.js';
 
 const { applyOperation, JsonPatchError } = fastJsonPatch;

@@ -14,7 +14,7 @@
  * `path` is the list of member names from the object root; array entries add nothing to it, so
  * the `value` of a header entry has the path ['headers', 'value'].
  */
-import { canonicalJson, clone, isObject, type Json, type JsonObject } from '../json.js';
+import { canonicalJson, clone, isObject, type Json, type JsonObject } from '../lib/json.js';
 
 /** Tells whether the array at `path` (member names from the root) keeps its order. */
 export type OrderedArrays = (path: readonly string[]) => boolean;

@@ -12,12 +12,12 @@
  *    transaction is re-run on fresh data (optimistic concurrency, no lost update), while a
  *    client's own x-etag / If-Match is checked against the data each run read.
  */
-import { ApiError, combine } from '../errors.js';
-import { isObject, deepEqual, type JsonObject } from '../json.js';
+import { ApiError, combine } from '../lib/errors.js';
+import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
 import type { Store, WriteOp } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import { redactSecret, unredact } from '../secrets/secrets.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
 import { listRulesOf, resolvePath, type Resolved } from './resources.js';

@@ -3,11 +3,11 @@
  * will be), how slots are loaded and stored, and the guard writes that keep the objects a
  * transaction only depends on unchanged until its commit lands.
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import type { WriteOp } from '../store/store.js';
 import { decryptSecret, encryptSecret } from '../secrets/secrets.js';
 import { prepareUserForStore } from '../auth/users.js';
-import { configKey } from './keys.js';
+import { configKey } from '../store/keys.js';
 import { resolvePath, type Resolved } from './resources.js';
 import type { Op, TxContext } from './transaction.js';
 

@@ -4,8 +4,8 @@
  * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept.
  */
 import { Validator, type OutputUnit } from '@cfworker/json-schema';
-import { ApiError, type DetailFor } from '../errors.js';
-import type { JsonObject } from '../json.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
+import type { JsonObject } from '../lib/json.js';
 import type { ResourceDef } from './resources.js';
 import type { Schema } from './schemas.js';
 import { unescapeToken } from '../lib/json-pointer.js';

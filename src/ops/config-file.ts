@@ -9,15 +9,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../lib/errors.js';
 import type { AppDeps } from '../api/deps.js';
 import { parseBody } from '../api/body.js';
 import { multiObjectChanges } from '../api/multi-object.js';
 import { tenantChecks } from '../api/tenant-checks.js';
-import { isObject } from '../json.js';
+import { isObject } from '../lib/json.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { passwordHashField, usersPath } from '../auth/users.js';
-import { configKey } from '../model/keys.js';
+import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
 
 export class ConfigFileError extends Error {}

@@ -4,7 +4,7 @@
  * scraped. Nothing here runs per message.
  */
 import type { RuntimeView } from '../api/deps.js';
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 
 /** State counters exported as `edgeplane_exporter_<name with _>_total`. */
 export const exporterCounters = ['delivered', 'dropped', 'ignored', 'filtered', 'failed-attempts'] as const;

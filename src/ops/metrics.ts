@@ -14,7 +14,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
-import { errorStatus, ApiError } from '../errors.js';
+import { errorStatus, ApiError } from '../lib/errors.js';
 import type { AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';
@@ -109,7 +109,17 @@ function statusOfError(err: unknown): number {
   return err instanceof ApiError ? errorStatus[err.code] : 500;
 }
 
-export function createMetrics(): Metrics {
+const noObservation = (): void => undefined;
+
+/** `enabled: false` (METRICS_ENABLED=false): an empty registry and no instrumentation at all. */
+export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
+  if (opts.enabled === false)
+    return {
+      registry: new Registry(),
+      timed: (_route, handler) => handler,
+      deliveryObserver: () => noObservation,
+      exporters: () => undefined,
+    };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'edgeplane_' });
   const requestSeconds = new CellHistogram(

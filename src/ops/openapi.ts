@@ -11,7 +11,7 @@ import { Hono } from 'hono';
 import { stringify } from 'yaml';
 import type { AppEnv } from '../api/deps.js';
 import { methodNotAllowed, options, searchParams } from '../api/http.js';
-import { publicPaths } from '../auth/middleware.js';
+import { publicPaths } from '../api/auth-middleware.js';
 import { passwordHashField } from '../auth/users.js';
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';

@@ -3,7 +3,7 @@
  * same shape: {code, position, parameter}. `position` is a 0-based character offset into the
  * parameter's value, so a client can put a caret under the problem.
  */
-import { ApiError, goesWith, type DetailFor } from '../errors.js';
+import { ApiError, goesWith, type DetailFor } from '../lib/errors.js';
 
 export type QueryParameterName = 'fields' | 'where' | 'match-path' | (string & {});
 

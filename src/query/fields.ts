@@ -11,7 +11,7 @@
  * Lists are projected item by item (`hosts/host-id` keeps each host's id). A field that is
  * absent, or a part selection that finds nothing, leaves the field out of the output.
  */
-import { isObject, type Json, type JsonObject } from '../json.js';
+import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { queryError } from './error.js';
 
 export type FieldsSelector = { readonly source: string; apply(obj: Json): Json };

@@ -12,7 +12,7 @@
  * `!=` and `not in` also hold when the key is absent (as Kubernetes selectors do), so
  * `env != prod` selects every site not labelled prod.
  */
-import { ApiError, type DetailFor } from '../errors.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
 
 export type Labels = Readonly<Record<string, string | readonly string[]>>;
 export type LabelMatcher = { readonly source: string; test(labels: Labels): boolean };

@@ -4,7 +4,7 @@
  * `fields`, `where`, `match-path` are compiled here so their errors carry a position too.
  * Each route passes the names it accepts.
  */
-import { ApiError, type DetailFor } from '../errors.js';
+import { ApiError, type DetailFor } from '../lib/errors.js';
 import { compileFields, type FieldsSelector } from './fields.js';
 import { compileMatchPath, type MatchPath } from './matchpath.js';
 import { compileWhere, type WherePredicate } from './where.js';

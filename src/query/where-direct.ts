@@ -3,7 +3,7 @@
  * straight on the JSON: no node objects and no node-set arrays, which is most of the cost of
  * a where over a long list. Same result as the general path (see compare in where-values).
  */
-import { isObject, type Json } from '../json.js';
+import { isObject, type Json } from '../lib/json.js';
 import type { Fn } from './where-functions.js';
 import type { Expr } from './where-parser.js';
 import { flipped, textOf, textTest, type CompareOp } from './where-values.js';

@@ -4,7 +4,7 @@
  * The context node is the list entry; '/' is the root of the entry's document, which is the
  * entry itself (so `/name` and `name` select the same field); '..' of the entry is empty.
  */
-import { isObject, type Json } from '../json.js';
+import { isObject, type Json } from '../lib/json.js';
 import { queryError } from './error.js';
 import { directCompare } from './where-direct.js';
 import { functions, type Fn } from './where-functions.js';

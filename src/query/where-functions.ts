@@ -8,8 +8,8 @@
  * `re-match` finds the pattern anywhere in the string (PCRE/search semantics, as the
  * exporter's match-re); anchor with ^…$ for a whole-string match.
  */
-import { isObject, type Json } from '../json.js';
-import { compileRegex } from '../model/regex.js';
+import { isObject, type Json } from '../lib/json.js';
+import { compileRegex } from '../lib/regex.js';
 import { compileLabelExpr, type Labels } from './labels.js';
 import { innerProblem, queryError } from './error.js';
 import type { Expr } from './where-parser.js';

@@ -6,7 +6,7 @@
  * whose text is the scalar as XML would print it (`true`, `42`, `null` → empty). The
  * string-value of an object is the concatenation of its descendants' text, in order.
  */
-import { isObject, type Json } from '../json.js';
+import { isObject, type Json } from '../lib/json.js';
 
 export class XNode {
   constructor(

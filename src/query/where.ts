@@ -3,7 +3,7 @@
  * lexer (where-lexer) → parser (where-parser) → closures (where-eval, where-functions) over
  * the JSON-as-XML model of where-values. Compile once per request; `test` per entry.
  */
-import type { Json } from '../json.js';
+import type { Json } from '../lib/json.js';
 import { lexWhere } from './where-lexer.js';
 import { WhereParser } from './where-parser.js';
 import { compileExpr } from './where-eval.js';

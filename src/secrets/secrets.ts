@@ -4,8 +4,8 @@
  * every value as REDACTED; writing REDACTED back keeps the stored value, so GET → edit → PUT
  * round-trips without knowing the secrets.
  */
-import type { JsonObject } from '../json.js';
-import { isObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
+import { isObject } from '../lib/json.js';
 import type { Strongbox } from './strongbox.js';
 import { isCiphertext } from './strongbox.js';
 

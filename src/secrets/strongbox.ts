@@ -7,9 +7,9 @@
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiError } from '../errors.js';
-import { log } from '../log.js';
-import { SettingsError, type Settings } from '../settings.js';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
+import { SettingsError, type Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 
 const PREFIX = 'enc:v1:';

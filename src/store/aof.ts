@@ -20,7 +20,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { isObject, type JsonObject } from '../json.js';
+import { isObject, type JsonObject } from '../lib/json.js';
 
 export type AofOp = { k: string; v: JsonObject } | { k: string; d: 1 };
 export type AofRecord = { r: number; c: AofOp[] } | { kv: string; s: string } | { kv: string; d: 1 };

@@ -7,12 +7,12 @@
  * and deep-frozen, so readers share one value and none can change the store through it.
  */
 import { join } from 'node:path';
-import { ApiError } from '../errors.js';
-import { log } from '../log.js';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, rewrite, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
 import type { CommitResult, Entry, Store } from './store.js';
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 import { deepFreeze } from './freeze.js';
 
 /** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../json.js';
+import { canonicalJson } from '../lib/json.js';
 
 /** Strong, quoted ETag; equal content ⇔ equal tag, so it changes exactly when content does. */
 export function etagOf(value: unknown): string {

@@ -1,5 +1,5 @@
 /** Picks the store backend from the settings: Redis when REDIS_URL is set. */
-import type { Settings } from '../settings.js';
+import type { Settings } from '../lib/settings.js';
 import { openEmbeddedStore } from './embedded.js';
 import { openRedisStore } from './redis.js';
 import type { Store } from './store.js';

@@ -6,9 +6,9 @@
  * disconnected fail at once instead of queueing without bound.
  */
 import { createClient } from 'redis';
-import { ApiError } from '../errors.js';
-import { isObject } from '../json.js';
-import { log } from '../log.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject } from '../lib/json.js';
+import { log } from '../lib/log.js';
 import { etagOf } from './etag.js';
 import { changesChannel, commitScript, incrScript, layout, type Script } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';

@@ -5,11 +5,11 @@
  * (in-process, append-only file under DATA_DIR). One shared suite tests both
  * (test/store/store.test.ts).
  *
- * Keys are opaque strings chosen by the caller (model/keys.ts builds them from tenant and
+ * Keys are opaque strings chosen by the caller (store/keys.ts builds them from tenant and
  * path); `list(prefix)` returns every object whose key equals `prefix` or starts with
  * `prefix + '/'` (prefix '' = everything), sorted by key.
  */
-import type { JsonObject } from '../json.js';
+import type { JsonObject } from '../lib/json.js';
 
 /**
  * `value` is read-only to callers: the embedded store hands out one shared deep-frozen

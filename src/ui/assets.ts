@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Hono } from 'hono';
-import { log } from '../log.js';
+import { log } from '../lib/log.js';
 import type { Asset } from './build-page.js';
 
 declare const __EDGEPLANE_UI__: Record<string, Asset> | undefined;

@@ -9,7 +9,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { webhookStateKey } from '../../src/model/keys.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
-import { loadSettings, type Settings } from '../../src/settings.js';
-import { createInstance, type Instance } from '../../src/server.js';
+import { loadSettings, type Settings } from '../../src/lib/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { authCacheMaxAgeMs, createAsyncCache } from '../../src/auth/cache.js';
 import { createTenantTree, tenantsPath } from '../../src/auth/tenants.js';
-import { configKey } from '../../src/model/keys.js';
+import { configKey } from '../../src/store/keys.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 
 test('AsyncCache: a hit until maxAgeMs, then loaded again; clear drops at once', async () => {

@@ -1,7 +1,7 @@
 /** Policy path patterns (parse errors with positions, matching, specificity) and decisions. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 import {
   compareSpecificity,
   isProblem,

@@ -14,9 +14,9 @@ import * as assert from 'uvu/assert';
 import { parse as parseYaml } from 'yaml';
 import { errorResponse } from '../../src/api/reply.js';
 import { createAuth, type AuditEvent, type Principal } from '../../src/auth/index.js';
-import { createGuard, guardRoutes } from '../../src/auth/middleware.js';
-import { authRoutes } from '../../src/auth/routes.js';
-import { ApiError } from '../../src/errors.js';
+import { createGuard, guardRoutes } from '../../src/api/auth-middleware.js';
+import { authRoutes } from '../../src/api/auth-routes.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeplane-auth-routes-'));

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runChaos, table } from '../../scripts/chaos.js';
-import { setLogLevel } from '../../src/log.js';
+import { setLogLevel } from '../../src/lib/log.js';
 
 test('chaos, short form: kills, Redis restart, webhook outage, failover, torn lines, SIGTERM', async () => {
   setLogLevel('warn');

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { startServe, type ServeProc } from '../helpers/serve-proc.js';
-import { waitForRedis } from '../../src/serve.js';
+import { waitForRedis } from '../../src/main/serve.js';
 
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `edgeplane-startup-${name}-`));
 

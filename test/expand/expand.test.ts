@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { compileTemplate, knownVariable, type Lookup } from '../../src/expand/template.js';
 
 const declared = new Set(['NAME', 'MULTI', 'QUOTED', 'SQUOTED', 'EMPTY', 'TOKEN', 'MISSING', 'HALF', 'DQ']);

@@ -13,7 +13,7 @@ import { openEnv, fakeClock, staticSecrets, type Env, uniq } from '../helpers/ex
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { startApi } from '../helpers/api.js';
 import type { Runtime } from '../../src/exporter/index.js';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { Breakers, breakerThreshold } from '../../src/exporter/breaker.js';
 import { AdaptiveLimit } from '../../src/exporter/adaptive.js';
 import { freshRedisDb } from '../helpers/redis.js';

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, spawnExporterProc } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
 
 const total = 300;

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { compileFilters, type FilterConfig } from '../../src/exporter/filters.js';
 
 // Filters see the JSON text of MSG.

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openEnv, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
-import { webhookStateKey } from '../../src/model/keys.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 import { ExporterState } from '../../src/exporter/state.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';

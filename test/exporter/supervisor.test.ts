@@ -9,8 +9,8 @@ import { createClient } from 'redis';
 import { openEnv, staticSecrets, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import type { Runtime } from '../../src/exporter/index.js';
-import { webhookStateKey } from '../../src/model/keys.js';
-import type { JsonObject } from '../../src/json.js';
+import { webhookStateKey } from '../../src/store/keys.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 

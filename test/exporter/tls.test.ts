@@ -9,7 +9,7 @@ import { openEnv, fakeClock, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { makeCerts, type TestCerts } from '../helpers/tls.js';
 import type { Runtime } from '../../src/exporter/index.js';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
 
 let env: Env;

@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { applicableTo } from '../../src/fleet/applicable.js';
 
 const hook = (name: string, placement: JsonObject, extra: JsonObject = {}): JsonObject => ({

@@ -10,7 +10,7 @@ import { applicableTo } from '../../src/fleet/applicable.js';
 import { createClient } from 'redis';
 import { openRedisFleetLog, type FleetChange } from '../../src/fleet/log.js';
 import { startProjector } from '../../src/fleet/projector.js';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
 import { freshRedisDb } from '../helpers/redis.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadSettings, SettingsError } from '../../src/settings.js';
+import { loadSettings, SettingsError } from '../../src/lib/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-settings-'));
 process.once('exit', () => rmSync(dir, { recursive: true, force: true }));

@@ -61,8 +61,8 @@ export function spawnApiProc(env: Record<string, string>): Promise<ApiProc> {
 }
 
 async function main(): Promise<void> {
-  const { loadSettings } = await import('../../src/settings.js');
-  const { createInstance } = await import('../../src/server.js');
+  const { loadSettings } = await import('../../src/lib/settings.js');
+  const { createInstance } = await import('../../src/main/server.js');
   const { serverOptions } = await import('../../src/api/node-server.js');
   const settings = loadSettings();
   const instance = await createInstance(settings, {

@@ -3,8 +3,8 @@
  * the test Redis (a database of its own, emptied: helpers/redis.ts), logged in as admin. Requests go
  * through app.fetch, the same handler the server runs.
  */
-import { loadSettings, type Settings } from '../../src/settings.js';
-import { createInstance, type Instance } from '../../src/server.js';
+import { loadSettings, type Settings } from '../../src/lib/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
 import { tempDir, type Backend } from './backends.js';
 import { freshRedisDb } from './redis.js';
 

@@ -1,4 +1,4 @@
-import { ApiError, type ErrorCode } from '../../src/errors.js';
+import { ApiError, type ErrorCode } from '../../src/lib/errors.js';
 import * as assert from 'uvu/assert';
 
 /** uvu's assert.throws is synchronous; this is the async counterpart. Returns the error. */

@@ -16,8 +16,8 @@ import {
   type RuntimeOptions,
   type SecretReader,
 } from '../../src/exporter/index.js';
-import type { JsonObject } from '../../src/json.js';
-import { configKey } from '../../src/model/keys.js';
+import type { JsonObject } from '../../src/lib/json.js';
+import { configKey } from '../../src/store/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import { eventually } from './wait.js';
 import type { Store } from '../../src/store/store.js';

@@ -2,7 +2,7 @@
  * The behaviour every Store backend must share (in the style of Hono's common.case.test.ts):
  * test/store/store.test.ts runs it against both (helpers/backends.ts).
  */
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { etagOf } from '../../src/store/etag.js';

@@ -1,12 +1,12 @@
 /**
  * docs/ERRORS.md lists every code of `error-info.code` with its HTTP status, exactly as the
- * table in src/errors.ts does: a code added, removed or given another status in one place
+ * table in src/lib/errors.ts does: a code added, removed or given another status in one place
  * fails here until the other place says the same.
  */
 import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { errorDetails, errorStatus } from '../../src/errors.js';
+import { errorDetails, errorStatus } from '../../src/lib/errors.js';
 
 const doc = readFileSync(new URL('../../docs/ERRORS.md', import.meta.url), 'utf8');
 const rows = [...doc.matchAll(/^\| `([^`]+)` \| (\d{3}) \| (.*) \|$/gm)].map((m) => ({
@@ -15,7 +15,7 @@ const rows = [...doc.matchAll(/^\| `([^`]+)` \| (\d{3}) \| (.*) \|$/gm)].map((m)
   meaning: (m[3] ?? '').trim(),
 }));
 
-test('docs/ERRORS.md has one row per code, in the order of src/errors.ts, with the same status', () => {
+test('docs/ERRORS.md has one row per code, in the order of src/lib/errors.ts, with the same status', () => {
   const documented = rows.map((r) => `${r.code} ${r.status}`);
   const coded = Object.entries(errorDetails).map(([code, status]) => `${code} ${status}`);
   assert.equal(documented, coded);

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { canonicalJson, deepEqual } from '../../src/json.js';
+import { canonicalJson, deepEqual } from '../../src/lib/json.js';
 import { etagOf } from '../../src/store/etag.js';
 
 test('canonicalJson sorts keys at every depth', () => {

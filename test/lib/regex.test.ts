@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compileRegex } from '../../src/model/regex.js';
-import { ApiError } from '../../src/errors.js';
+import { compileRegex } from '../../src/lib/regex.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { RE2JS } from 're2js';
 
 const rejected: Array<[string, string, number]> = [

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { diffObjects, type FieldChange } from '../../src/model/diff.js';
 
 const change = (field: string, added: string[], deleted: string[]): FieldChange => ({ field, added, deleted });

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
-import { isObject, type Json } from '../../src/json.js';
+import { ApiError } from '../../src/lib/errors.js';
+import { isObject, type Json } from '../../src/lib/json.js';
 import { applyJsonPatch } from '../../src/model/jsonpatch.js';
 import { parsePointer } from '../../src/lib/json-pointer.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { JsonObject } from '../../src/json.js';
+import type { JsonObject } from '../../src/lib/json.js';
 import { contractOrderedArrays, duplicateKeys, mergePatch } from '../../src/model/merge.js';
 
 const ordered = contractOrderedArrays;

@@ -11,7 +11,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { runTransaction, type Change, type TxContext } from '../../src/model/transaction.js';
 import { Strongbox } from '../../src/secrets/strongbox.js';
 import type { Store } from '../../src/store/store.js';

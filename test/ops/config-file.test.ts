@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { applyConfigFile } from '../../src/ops/config-file.js';
-import { createInstance, type Instance } from '../../src/server.js';
-import { loadSettings } from '../../src/settings.js';
+import { createInstance, type Instance } from '../../src/main/server.js';
+import { loadSettings } from '../../src/lib/settings.js';
 import { forEachBackend, tempDir, type Backend } from '../helpers/backends.js';
 import { freshRedisDb } from '../helpers/redis.js';
 

@@ -7,6 +7,7 @@
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startApi } from '../helpers/api.js';
+import { loadSettings } from '../../src/lib/settings.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
@@ -160,6 +161,20 @@ test('without METRICS_TOKEN: no token needed, and an API token is not required e
   } finally {
     await api.close();
   }
+});
+
+test('METRICS_ENABLED=false: no /metrics route, the API answers as before, a bad value is refused', async () => {
+  const api = await startApi('embedded', { env: { METRICS_ENABLED: 'false' } });
+  try {
+    const res = await api.json('GET', '/metrics');
+    assert.is(res.status, 404);
+    assert.match(JSON.stringify(res.body), /unknown-path/);
+    assert.is((await api.json('PUT', '/v1/config/applications/m-off', { body: { version: '1' } })).status, 201);
+    assert.is((await api.json('GET', '/v1/config/applications/m-off')).status, 200);
+  } finally {
+    await api.close();
+  }
+  assert.throws(() => loadSettings({ METRICS_ENABLED: 'off' }), /METRICS_ENABLED must be true or false/);
 });
 
 test.run();

@@ -12,8 +12,8 @@ import * as assert from 'uvu/assert';
 import { startApi } from '../helpers/api.js';
 import { startRedis } from '../helpers/redis.js';
 import { runChecks } from '../../src/ops/probes.js';
-import { createInstance } from '../../src/server.js';
-import { loadSettings } from '../../src/settings.js';
+import { createInstance } from '../../src/main/server.js';
+import { loadSettings } from '../../src/lib/settings.js';
 import { eventually } from '../helpers/wait.js';
 
 type Probe = {

@@ -2,8 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { expectApiError } from '../helpers/assert.js';
 import { compileFields } from '../../src/query/fields.js';
-import { ApiError } from '../../src/errors.js';
-import type { Json, JsonObject } from '../../src/json.js';
+import { ApiError } from '../../src/lib/errors.js';
+import type { Json, JsonObject } from '../../src/lib/json.js';
 
 const hook: JsonObject = {
   name: 'h1',

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseQuery, queryParams, type ParsedQuery } from '../../src/query/params.js';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 
 const all = queryParams;
 const parse = (qs: string, allowed: readonly string[] = all): ParsedQuery =>

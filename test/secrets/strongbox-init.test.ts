@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
-import { createInstance } from '../../src/server.js';
+import { createInstance } from '../../src/main/server.js';
 import { startApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 

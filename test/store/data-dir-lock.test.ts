@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lockDataDir } from '../../src/data-dir.js';
+import { lockDataDir } from '../../src/main/data-dir.js';
 import { startServe } from '../helpers/serve-proc.js';
 
 const env = (dataDir: string) => ({ PORT: '0', DATA_DIR: dataDir, ADMIN_PASSWORD: 'lock-test-password' });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createClient } from 'redis';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/lib/errors.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { etagOf } from '../../src/store/etag.js';
 import { openStore } from '../../src/store/index.js';

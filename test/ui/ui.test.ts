@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { DeliveredHistory } from '../../src/api/history.js';
-import { webhookStateKey } from '../../src/model/keys.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 import { startApi } from '../helpers/api.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { ensureCommand } from '../helpers/apt.js';

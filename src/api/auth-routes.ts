@@ -5,16 +5,16 @@
  * does). Token replies are never cached.
  */
 import { Hono, type Context } from 'hono';
-import { parseBody } from '../api/body.js';
-import { contentTypeOf, encode, negotiate } from '../api/reply.js';
-import { methodNotAllowed, options } from '../api/http.js';
-import { ApiError } from '../errors.js';
-import { isObject } from '../json.js';
+import { parseBody } from './body.js';
+import { contentTypeOf, encode, negotiate } from './reply.js';
+import { methodNotAllowed, options } from './http.js';
+import { ApiError } from '../lib/errors.js';
+import { isObject } from '../lib/json.js';
 import { refuseDryRun } from '../query/params.js';
-import type { Auth } from './auth.js';
-import { clientAddress } from './client.js';
-import type { AuthVariables } from './middleware.js';
-import type { TokenReply } from './tokens.js';
+import type { Auth } from '../auth/auth.js';
+import { clientAddress } from '../auth/client.js';
+import type { AuthVariables } from './auth-middleware.js';
+import type { TokenReply } from '../auth/tokens.js';
 
 export const refreshPath = '/v1/state/strongbox/token/refresh';
 

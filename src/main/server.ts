@@ -4,23 +4,23 @@
  */
 import type { Hono } from 'hono';
 import { buildApp } from './app.js';
-import type { AppDeps, AppEnv } from './api/deps.js';
-import { auditToBus, createAuth } from './auth/index.js';
-import { openBus } from './bus/index.js';
-import { tenantBus } from './bus/tenant-topics.js';
-import { isObject } from './json.js';
-import { log, setLogLevel } from './log.js';
-import { configKey } from './model/keys.js';
-import type { Settings } from './settings.js';
-import { openStore } from './store/index.js';
-import { decryptSecret } from './secrets/secrets.js';
-import { Strongbox } from './secrets/strongbox.js';
-import type { Runtime } from './exporter/index.js';
-import { createMetrics } from './ops/metrics.js';
-import { applyConfigFile } from './ops/config-file.js';
-import { closeWatches } from './api/watch.js';
-import { DeliveredHistory } from './api/history.js';
-import { openFleet } from './fleet/index.js';
+import type { AppDeps, AppEnv } from '../api/deps.js';
+import { auditToBus, createAuth } from '../auth/index.js';
+import { openBus } from '../bus/index.js';
+import { tenantBus } from '../bus/tenant-topics.js';
+import { isObject } from '../lib/json.js';
+import { log, setLogLevel } from '../lib/log.js';
+import { configKey } from '../store/keys.js';
+import type { Settings } from '../lib/settings.js';
+import { openStore } from '../store/index.js';
+import { decryptSecret } from '../secrets/secrets.js';
+import { Strongbox } from '../secrets/strongbox.js';
+import type { Runtime } from '../exporter/index.js';
+import { createMetrics } from '../ops/metrics.js';
+import { applyConfigFile } from '../ops/config-file.js';
+import { closeWatches } from '../api/watch.js';
+import { DeliveredHistory } from '../api/history.js';
+import { openFleet } from '../fleet/index.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -54,7 +54,7 @@ export async function createInstance(
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
   await auth.bootstrap();
-  const metrics = createMetrics();
+  const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
     const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus, metrics });
@@ -63,7 +63,7 @@ export async function createInstance(
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
-    const { startRuntime } = await import('./exporter/index.js');
+    const { startRuntime } = await import('../exporter/index.js');
     runtime = await startRuntime({
       settings,
       store,

@@ -8,12 +8,12 @@
  * answered from memory (cached principal, store entry in memory) is answered synchronously
  * (README, Benchmarks: part of what brought a GET over 0.7 of a bare route).
  */
-import { header } from '../api/headers.js';
+import { header } from './headers.js';
 import type { Context, Hono } from 'hono';
-import { record, type AuditSink } from './audit.js';
-import type { Auth } from './auth.js';
-import { clientAddress } from './client.js';
-import type { Principal } from './principal.js';
+import { record, type AuditSink } from '../auth/audit.js';
+import type { Auth } from '../auth/auth.js';
+import { clientAddress } from '../auth/client.js';
+import type { Principal } from '../auth/principal.js';
 
 export type AuthVariables = { principal?: Principal };
 

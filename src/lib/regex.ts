@@ -4,7 +4,7 @@
  * rejected with their name and position; other syntax errors carry re2js's reason.
  */
 import { RE2JS } from 're2js';
-import { ApiError } from '../errors.js';
+import { ApiError } from './errors.js';
 
 export type Regex = {
   readonly source: string;

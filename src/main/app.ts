@@ -1,28 +1,28 @@
 /**
- * Builds the Hono app from the route modules, every handler inside the guard (auth/middleware.ts:
+ * Builds the Hono app from the route modules, every handler inside the guard (api/auth-middleware.ts:
  * authentication, and an audit record of every write, refused ones too); every thrown ApiError
  * becomes the error body `{errors: [{error-message, error-info}]}` in the negotiated encoding; anything else is logged
  * and answered 500 without internals.
  */
-import { header } from './api/headers.js';
+import { header } from '../api/headers.js';
 import { Hono, type Context } from 'hono';
-import { ApiError } from './errors.js';
-import { log } from './log.js';
-import { createGuard, guardRoutes } from './auth/middleware.js';
-import { authRoutes } from './auth/routes.js';
-import { configRoutes } from './api/config.js';
-import { stateRoutes } from './api/state.js';
-import { historyRoutes } from './api/history.js';
-import { uiRoutes } from './ui/assets.js';
-import { operationRoutes } from './api/operations.js';
-import { probeRoutes } from './ops/probes.js';
-import { createMetrics, metricsRoutes } from './ops/metrics.js';
-import { exporterSamples } from './ops/exporter-source.js';
-import { routeLabel } from './ops/route-names.js';
-import { openApiRoutes } from './ops/openapi.js';
-import { webhookOpRoutes } from './api/webhook-ops.js';
-import { errorResponse, negotiate, type ReplyFormat } from './api/reply.js';
-import type { AppDeps, AppEnv } from './api/deps.js';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
+import { createGuard, guardRoutes } from '../api/auth-middleware.js';
+import { authRoutes } from '../api/auth-routes.js';
+import { configRoutes } from '../api/config.js';
+import { stateRoutes } from '../api/state.js';
+import { historyRoutes } from '../api/history.js';
+import { uiRoutes } from '../ui/assets.js';
+import { operationRoutes } from '../api/operations.js';
+import { probeRoutes } from '../ops/probes.js';
+import { createMetrics, metricsRoutes } from '../ops/metrics.js';
+import { exporterSamples } from '../ops/exporter-source.js';
+import { routeLabel } from '../ops/route-names.js';
+import { openApiRoutes } from '../ops/openapi.js';
+import { webhookOpRoutes } from '../api/webhook-ops.js';
+import { errorResponse, negotiate, type ReplyFormat } from '../api/reply.js';
+import type { AppDeps, AppEnv } from '../api/deps.js';
 
 export function buildApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -33,13 +33,13 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
   // deliberately outside this one, which never accepts them.
   for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
   const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
-  const metrics = deps.metrics ?? createMetrics();
+  const metrics = deps.metrics ?? createMetrics({ enabled: deps.settings.metricsEnabled });
   metrics.exporters(() => exporterSamples(deps.runtime));
   guardRoutes(
     app,
     [
       probeRoutes(deps),
-      metricsRoutes(metrics, deps.settings.metricsToken),
+      ...(deps.settings.metricsEnabled ? [metricsRoutes(metrics, deps.settings.metricsToken)] : []),
       openApiRoutes(),
       authRoutes(deps.auth),
       operationRoutes(deps),

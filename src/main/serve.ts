@@ -19,12 +19,12 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from './api/node-server.js';
-import { errorResponse } from './api/reply.js';
-import { ApiError } from './errors.js';
-import { log, setLogLevel } from './log.js';
+import { serverOptions } from '../api/node-server.js';
+import { errorResponse } from '../api/reply.js';
+import { ApiError } from '../lib/errors.js';
+import { log, setLogLevel } from '../lib/log.js';
 import { createInstance, type Instance } from './server.js';
-import { loadSettings, SettingsError, type Settings } from './settings.js';
+import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 
 /** What the process waits for before it serves; `/readyz` may report it. */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -189,7 +189,8 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
       );
     server = createAdaptorServer({
-      fetch: (request: Request) => (instance ? instance.app.fetch(request) : notReady(request)),
+      // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
+      fetch: (request: Request, env: unknown) => (instance ? instance.app.fetch(request, env) : notReady(request)),
       serverOptions: {
         ...serverOptions,
         // How often Node checks the two request time-outs below (its default is 30 s).

@@ -29,6 +29,8 @@ export type Settings = {
   httpKeepAliveTimeoutMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
+  /** false: no /metrics route and no instrumentation at all (METRICS_ENABLED). */
+  metricsEnabled: boolean;
   /** A file in the shape of GET /v1/config, applied at start as one transaction. */
   configFile: string | undefined;
   /** Fleet (src/fleet/): the edge-site role's settings; `controlPlaneUrl` undefined = a control plane. */
@@ -168,6 +170,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 3_600_000),
     metricsToken: env.METRICS_TOKEN || undefined,
+    metricsEnabled: bool(env, 'METRICS_ENABLED', true),
     configFile: env.EDGEPLANE_CONFIG || undefined,
     fleet: loadFleet(env),
   };
