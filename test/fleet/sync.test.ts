@@ -4,9 +4,7 @@
  * own). Site tokens (issue, revoke, what they can reach), placement by label reaching the site
  * and moving away, read-only synced objects, local operations at the site.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
@@ -14,19 +12,10 @@ import { client, type Client, SITE_WAIT } from '../helpers/fleet.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
+import { tempDir } from '../helpers/backends.js';
 
 const password = 'fleet-admin-password';
-const dirs: string[] = [];
-const procs: ApiProc[] = [];
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-');
 
 let cp: ApiProc;
 let admin: Client;
@@ -37,7 +26,6 @@ let token1 = '';
 
 test.before(async () => {
   cp = await spawnApiProc({ REDIS_URL: await freshRedisDb(3), SITE: 'hq', ADMIN_PASSWORD: password, DATA_DIR: tmp() });
-  procs.push(cp);
   admin = client(cp.url, password);
   sink = await startWebhookServer();
   for (const [name, labels] of [
@@ -131,7 +119,6 @@ test('an exporter placed by label reaches the site, delivers there, and is read-
     ADMIN_PASSWORD: 'local-password-ignored-once-synced',
     API_PROC_RUNTIME: '1',
   });
-  procs.push(site);
   siteAdmin = client(site.url, password);
   await eventually(() => siteHas('volga/webhooks/to-sink'), 'the exporter synced to edge-1', SITE_WAIT);
   assert.ok(await siteHas('sites/edge-1'), 'its own site object');
