@@ -1,19 +1,39 @@
 /**
- * Lists import cycles under src/: between folders (a folder is the first path segment under
- * src/; files directly in src/ form the folder "(root)") and between files. Every import
- * counts, `import type` too: a layer that names a type of the layer above still depends on it.
+ * Keeps the folders under src/ layers. A folder is the first path segment under src/. LAYERS
+ * lists them from the bottom up; folders in one entry are siblings that do not import each
+ * other. An import (`import type` too: a layer that names a type of the layer above still
+ * depends on it) may only go to its own folder or to a lower layer. Within a folder, files
+ * must not import each other in a circle. A file directly in src/, or a folder LAYERS does not
+ * list, is a failure too: a new folder first gets its place in the order.
  *
- * Usage: tsx scripts/check-layers.ts [--report]
- * Exits 1 when it finds a cycle, unless --report is given (then it only prints). Once every
- * cycle is gone this runs in `npm test` without --report, so a new cycle fails the suite.
+ * Usage: tsx scripts/check-layers.ts [--src DIR]   (DIR defaults to this repository's src/)
+ * Prints every offending import and exits 1 when there is one; `npm test` runs it as a check.
+ * The same order is stated in docs/ARCHITECTURE.md.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
+/** The layers, bottom first. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['lib'],
+  ['query', 'expand'],
+  ['store'],
+  ['secrets', 'bus'],
+  ['auth'],
+  ['exporter'],
+  ['model'],
+  ['api'],
+  ['ops', 'fleet'],
+  ['ui', 'cli'],
+  ['main'],
+];
+
 type Edge = { from: string; to: string; typeOnly: boolean };
 
-const root = resolve(process.argv[1] ?? '.', '..', '..');
-const src = join(root, 'src');
+const srcArg = process.argv.indexOf('--src');
+const src = resolve(
+  srcArg >= 0 ? (process.argv[srcArg + 1] ?? 'src') : join(resolve(process.argv[1] ?? '.', '..', '..'), 'src'),
+);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir)
@@ -86,11 +106,34 @@ export function cycles(nodes: string[], next: (n: string) => string[]): string[]
 }
 
 function main(): void {
-  const report = process.argv.includes('--report');
   const files = sourceFiles(src).map(rel);
   const edges = sourceFiles(src).flatMap(importsOf);
   const fileNext = new Map<string, string[]>();
   for (const e of edges) fileNext.set(e.from, [...(fileNext.get(e.from) ?? []), e.to]);
+  const rank = new Map<string, number>();
+  for (const [i, layer] of LAYERS.entries()) for (const f of layer) rank.set(f, i);
+  const problems: string[] = [];
+
+  const folders = [...new Set(files.map(folderOf))].sort();
+  for (const f of folders) {
+    if (rank.has(f)) continue;
+    problems.push(
+      f === '(root)'
+        ? `files directly in src/ belong to no layer: ${files.filter((x) => folderOf(x) === f).join(', ')}`
+        : `folder src/${f}/ has no place in LAYERS (scripts/check-layers.ts)`,
+    );
+  }
+  const layerOf = (f: string) => `${f} (layer ${(rank.get(f) ?? NaN) + 1})`;
+  for (const e of edges) {
+    const [a, b] = [folderOf(e.from), folderOf(e.to)];
+    if (a === b || !rank.has(a) || !rank.has(b)) continue;
+    const [ra, rb] = [rank.get(a) ?? 0, rank.get(b) ?? 0];
+    if (rb < ra) continue;
+    problems.push(
+      `${rb > ra ? 'upward' : 'sideways'} import: ${e.from} imports ${e.to}${e.typeOnly ? ' (type)' : ''}: ` +
+        `${layerOf(a)} may only import folders below it, ${layerOf(b)} is not`,
+    );
+  }
 
   const folderEdges = edges.filter((e) => folderOf(e.from) !== folderOf(e.to));
   const folderNext = new Map<string, Set<string>>();
@@ -99,38 +142,25 @@ function main(): void {
     set.add(folderOf(e.to));
     folderNext.set(folderOf(e.from), set);
   }
-  const folders = [...new Set(files.map(folderOf))].sort();
   const folderCycles = cycles(folders, (f) => [...(folderNext.get(f) ?? [])].sort());
+  for (const cycle of folderCycles) problems.push(`folder cycle: ${cycle.join(', ')}`);
   const fileCycles = cycles(files, (f) => fileNext.get(f) ?? []);
-
-  console.log(`check-layers: ${files.length} files, ${edges.length} imports, ${folders.length} folders`);
-  console.log(`folder cycles: ${folderCycles.length}`);
-  for (const cycle of folderCycles) {
-    console.log(`  one cycle through: ${cycle.join(', ')}`);
-    // Pairs of folders that import each other; the direction with fewer imports is listed
-    // file by file (it is usually the one that goes up), the other only counted.
-    for (const [i, a] of cycle.entries()) {
-      for (const b of cycle.slice(i + 1)) {
-        const ab = folderEdges.filter((e) => folderOf(e.from) === a && folderOf(e.to) === b);
-        const ba = folderEdges.filter((e) => folderOf(e.from) === b && folderOf(e.to) === a);
-        if (ab.length === 0 || ba.length === 0) continue;
-        const [few, many] = ab.length <= ba.length ? [ab, ba] : [ba, ab];
-        const [from, to] = [folderOf(few[0]?.from ?? ''), folderOf(few[0]?.to ?? '')];
-        console.log(`    ${from} <-> ${to}: ${many.length} imports ${to} -> ${from}, and ${few.length} back:`);
-        for (const e of few) console.log(`      ${e.from} imports ${e.to}${e.typeOnly ? ' (type)' : ''}`);
-      }
-    }
-  }
-  console.log(`file cycles: ${fileCycles.length}`);
   for (const cycle of fileCycles) {
-    console.log(`  ${cycle.join(' <-> ')}`);
     const members = new Set(cycle);
-    for (const e of edges) {
-      if (members.has(e.from) && members.has(e.to))
-        console.log(`    ${e.from} imports ${e.to}${e.typeOnly ? ' (type)' : ''}`);
-    }
+    const inside = edges.filter((e) => members.has(e.from) && members.has(e.to));
+    problems.push(
+      `file cycle: ${cycle.join(' <-> ')}\n` +
+        inside.map((e) => `    ${e.from} imports ${e.to}${e.typeOnly ? ' (type)' : ''}`).join('\n'),
+    );
   }
-  if (!report && (folderCycles.length > 0 || fileCycles.length > 0)) process.exit(1);
+
+  for (const p of problems) console.log(`FAIL ${p}`);
+  console.log(`layers, bottom first: ${LAYERS.map((l) => l.join(' ')).join(' < ')}`);
+  console.log(
+    `check-layers: ${files.length} files, ${edges.length} imports, ${folders.length} folders in ${LAYERS.length} layers; ` +
+      `${problems.length} problems (${folderCycles.length} folder cycles, ${fileCycles.length} file cycles)`,
+  );
+  if (problems.length > 0) process.exit(1);
 }
 
 main();

@@ -94,6 +94,7 @@ function runCheck(name: string, args: string[]): Promise<Result> {
 const CHECKS: [string, string[]][] = [
   ['check: formatting (prettier --check)', ['node_modules/prettier/bin/prettier.cjs', '--check', '.']],
   ['check: types (tsc --noEmit)', ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']],
+  ['check: layers (scripts/check-layers.ts)', ['--import', 'tsx', 'scripts/check-layers.ts']],
 ];
 
 function report(r: Result): void {

@@ -1,23 +1,45 @@
-/** What the HTTP layer is built from; worker.ts assembles it. */
+/**
+ * What the HTTP layer is built from; src/main/server.ts assembles it. The layers above api/
+ * (ops/, fleet/, main/) are named here only through the small types they implement
+ * (`ProbeCheck`, `FleetView`), never imported.
+ */
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Auth, Principal } from '../auth/index.js';
 import type { Bus } from '../bus/index.js';
-import type { JsonObject } from '../lib/json.js';
-import type { ProbeCheck } from '../ops/probes.js';
-import type { Metrics } from '../ops/metrics.js';
+import type { Json, JsonObject } from '../lib/json.js';
 import type { DeliveredHistory } from './history.js';
-import type { Fleet } from '../fleet/index.js';
+import type { RuntimeView } from './runtime-view.js';
 
-/** The exporter runtime as the API sees it (absent in a process that serves only the API). */
-export type RuntimeView = {
-  exporterState(tenant: string, name: string): JsonObject | undefined;
-  exporterStates?(): Array<{ tenant: string; name: string; state: JsonObject }>;
-  restart(tenant: string, name: string): Promise<boolean>;
-  /** Calls `listener` after exporter states were published (watches of /v1/state follow them). */
-  onStateChange?(listener: () => void): () => void;
-  rewind?(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
+export type { RuntimeView };
+
+/** One readiness check of GET /readyz: the reason it is not ready, or undefined when it is (ops/probes.ts). */
+export type ProbeCheck = {
+  readonly name: string;
+  run(): Promise<string | undefined> | string | undefined;
+};
+
+/** A `site=` read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
+export type ForwardedRead = { id: string; tenant: string; path: string; query: string };
+/** The site's answer: the HTTP status and the JSON body its own API gave. */
+export type ForwardedAnswer = { status: number; body: Json };
+/** What a site reported: per tenant, its state objects (state.ts `ReportedItem`), and when. */
+export type SiteReport = { time: string; tenants: Record<string, unknown[]> };
+
+/** At a control plane: what `site=` reads of another site use (api/site-reads.ts). */
+export type SiteReads = {
+  /** The site's live answer, or undefined when it is not connected or did not answer in time. */
+  ask(site: string, read: Omit<ForwardedRead, 'id'>): Promise<ForwardedAnswer | undefined>;
+  lastReport(site: string): Promise<SiteReport | undefined>;
+};
+
+/** What the API asks of the fleet role (src/fleet/ implements it). */
+export type FleetView = {
+  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
+  siteState(site: string): Promise<JsonObject | undefined>;
+  /** At a control plane: reads of another site (`site=`); undefined at an edge site. */
+  reads: SiteReads | undefined;
 };
 
 export type AppDeps = {
@@ -29,12 +51,10 @@ export type AppDeps = {
   runtime?: RuntimeView;
   /** Readiness checks besides store, bus and secret store (GET /readyz). */
   readyChecks?: ProbeCheck[];
-  /** Where requests and deliveries are counted (one is made when absent). */
-  metrics?: Metrics;
   /** Samples of exporter counters for the status page (api/history.ts). */
   history?: DeliveredHistory;
   /** The fleet role (src/fleet/): control plane or edge site. */
-  fleet?: Fleet;
+  fleet?: FleetView;
 };
 
 export type AppEnv = { Variables: { principal?: Principal } };

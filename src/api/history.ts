@@ -5,19 +5,15 @@
  * `last-error`s). The states are read where the API reads them: the runtime of this process,
  * else the store's kv area (published by the process that runs the exporter).
  *
- * `GET /v1/state/volga/webhooks/<name>/history` →
+ * `GET /v1/state/volga/webhooks/<name>/history` (history-routes.ts) →
  * `{name, interval-seconds, samples: [{time, delivered}], errors: [{time, error}]}`; its
  * authorization is that of reading the exporter's state.
  */
-import { Hono } from 'hono';
-import { ApiError } from '../lib/errors.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
-import { configKey, kvPrefix, parseWebhookStateKey } from '../store/keys.js';
+import { kvPrefix, parseWebhookStateKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
-import type { AppDeps, AppEnv, RuntimeView } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
-import { parseQuery } from '../query/params.js';
+import type { RuntimeView } from './runtime-view.js';
 
 export type Sample = { time: number; delivered: number };
 type Series = { samples: Sample[]; errors: Array<{ time: number; error: string }>; lastErrorKey?: string };
@@ -117,31 +113,4 @@ function parse(raw: string | undefined): JsonObject | undefined {
   } catch {
     return undefined;
   }
-}
-
-const PATH = '/v1/state/volga/webhooks/:name/history';
-
-export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  app.get(PATH, async (c) => {
-    const p = principalOf(c);
-    const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
-    // Reading the history is reading the exporter's state.
-    deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
-    if (deps.strongbox.sealed)
-      throw new ApiError('sealed', 'Cannot serve an exporter history: the secret store is sealed', { code: 'sealed' });
-    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`))))
-      throw new ApiError('not-found', `No webhook exporter ${name}`, {
-        code: 'missing',
-        'x-path': `/v1/config/volga/webhooks/${name}`,
-      });
-    const history = deps.history ?? new DeliveredHistory(deps.store, deps.settings.site, deps.runtime);
-    return reply(c, 200, history.of(p.tenant, name));
-  });
-  app.options(PATH, () => options(['GET', 'OPTIONS'], false));
-  app.all(PATH, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
-  });
-  return app;
 }

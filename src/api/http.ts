@@ -6,9 +6,23 @@ import type { Json } from '../lib/json.js';
 import type { Principal } from '../auth/index.js';
 import { parseBody, type ParsedBody } from './body.js';
 import { contentTypeOf, encode, negotiate } from './reply.js';
-import type { AppEnv } from './deps.js';
+import type { AppDeps, AppEnv } from './deps.js';
 
 export type Ctx = Context<AppEnv>;
+
+/**
+ * `site=<name>` on a /v1/state read: this process answers for its own site. At a control
+ * plane the fleet answers for the others before the route runs (api/site-reads.ts); anywhere
+ * else another site's name is 404.
+ */
+export function checkSite(deps: Pick<AppDeps, 'settings' | 'fleet'>, site: string | undefined): void {
+  const settings = deps.settings;
+  if (site !== undefined && site !== settings.site && !deps.fleet?.reads)
+    throw new ApiError('not-found', `Cannot reach site ${site} from here: this process serves site ${settings.site}`, {
+      code: 'unknown-site',
+      parameter: 'site',
+    });
+}
 
 /** Reads and parses the body; 413 above maxBytes (checked while reading, not after). */
 export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {

@@ -9,11 +9,10 @@ import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, type ResourceDef, type Resolved } from '../model/resources.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import { compileLabelExpr } from '../query/labels.js';
-import { siteLabels } from '../exporter/system-vars.js';
+import { selectedSites } from '../exporter/placement.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
+import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 import { noWatchWith } from './config.js';
@@ -24,6 +23,23 @@ const readOnly = ['GET', 'OPTIONS'] as const;
 const operationMethods = ['POST', 'OPTIONS'] as const;
 
 type Item = { path: string; value: JsonObject; config: ReadonlySet<string> };
+
+/**
+ * Where the state routes take their objects from: this process (its store, runtime and bus),
+ * or an edge site's last report (the control plane answering `site=` for a site that is not
+ * connected; fleet/relay.ts carries the live reads).
+ */
+export type StateSource = {
+  /** The state objects of one list, item or singleton of `tenant`. */
+  items(tenant: string, r: Resolved, cache: Map<string, Entry[]>): Promise<Item[]>;
+  /** The list and singleton paths holding objects of `tenant` (what `GET /v1/state` walks). */
+  paths(tenant: string): Promise<Set<string>>;
+  /** The tenant's topics as state objects; undefined: not known here (a report holds none). */
+  topics: ((tenant: string) => Promise<Array<{ path: string; value: JsonObject }>>) | undefined;
+};
+
+/** One state object as a site reports it: its path, value and which of its fields are configuration. */
+export type ReportedItem = { path: string; value: JsonObject; config: string[] };
 
 /** Runtime fields of one object, added to its applied configuration. */
 async function extras(
@@ -53,21 +69,15 @@ async function extras(
     if (link) return { ...value, ...link };
   }
   if (def.id === 'deployment') {
-    const placement = isObject(value.placement) ? value.placement : {};
-    const expr = placement['match-site-labels'];
     const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-    let selected: string[] = [];
-    if (typeof expr === 'string') {
-      try {
-        const m = compileLabelExpr(expr);
-        selected = sites
-          .filter((s) => m.test(Object.fromEntries(siteLabels(String(s.value.name), s.value))))
-          .map((s) => String(s.value.name));
-      } catch {
-        selected = [];
-      }
-    }
-    return { status: { 'selected-sites': selected } };
+    return {
+      status: {
+        'selected-sites': selectedSites(
+          value,
+          sites.map((s) => s.value),
+        ),
+      },
+    };
   }
   return {};
 }
@@ -145,9 +155,69 @@ async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map
   return items;
 }
 
-export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
+/** The list and singleton paths of `tenant` in this process's store, plus the two that always exist. */
+async function storedPaths(deps: AppDeps, tenant: string): Promise<Set<string>> {
+  const lists = new Set<string>();
+  for (const e of await deps.store.list(tenant)) {
+    const r = resolvePath(e.key.slice(tenant.length + 1));
+    if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
+  }
+  return lists.add('system/dns-zones').add('system/settings');
+}
+
+export function localSource(deps: AppDeps): StateSource {
+  return {
+    items: (tenant, r, cache) => stateItems(deps, tenant, r, cache),
+    paths: (tenant) => storedPaths(deps, tenant),
+    topics: (tenant) => topicStateObjects(deps, tenant),
+  };
+}
+
+/**
+ * What an edge site reports of one tenant: every state object `GET /v1/state` would show an
+ * administrator, except secrets (a secret value never travels up) and topics (their last entry
+ * is live data; a live `site=` read shows them).
+ */
+export async function stateReport(deps: AppDeps, tenant: string): Promise<ReportedItem[]> {
+  const cache = new Map<string, Entry[]>();
+  const out: ReportedItem[] = [];
+  for (const listPath of [...(await storedPaths(deps, tenant))].sort()) {
+    const r = resolvePath(listPath);
+    if (!r || r.def.id === 'secret' || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+    for (const i of await stateItems(deps, tenant, r, cache))
+      out.push({ path: i.path, value: i.value, config: [...i.config] });
+  }
+  return out;
+}
+
+/** The state objects of one tenant as its site last reported them (see `stateReport`). */
+export function reportSource(reported: readonly ReportedItem[]): StateSource {
+  const where = reported.map((i) => resolvePath(i.path));
+  // Redacted again here: what a site sends is shown as the site's, never a secret or a password hash.
+  const items = reported.map((i, n) => {
+    const def = where[n]?.def;
+    return { path: i.path, value: def ? redact(def, i.value) : i.value, config: new Set(i.config) };
+  });
+  return {
+    async items(_tenant, r) {
+      return items.filter((i, n) => {
+        const at = where[n];
+        return r.kind === 'list' ? at?.kind === 'item' && at.listPath === r.listPath : i.path === r.path;
+      });
+    },
+    async paths() {
+      const out = new Set<string>();
+      for (const at of where) if (at && at.kind !== 'list') out.add(at.kind === 'item' ? at.listPath : at.path);
+      return out;
+    },
+    topics: undefined,
+  };
+}
+
+/** The state routes over `source` (this process's own state unless told otherwise). */
+export function stateRoutes(deps: AppDeps, source: StateSource = localSource(deps)): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.route('/', topicRoutes(deps));
+  if (source.topics) app.route('/', topicRoutes(deps));
 
   app.post(`${PREFIX}/volga/webhooks/:name/restart`, async (c) => {
     const p = principalOf(c);
@@ -173,18 +243,22 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.on(['GET', 'HEAD'], PREFIX, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields', 'where', 'match-path', 'content', 'with-defaults', 'watch']);
+    const q = parseQuery(searchParams(c), [
+      'fields',
+      'where',
+      'match-path',
+      'content',
+      'site',
+      'with-defaults',
+      'watch',
+    ]);
+    checkSite(deps, q.site);
     const p = principalOf(c);
     const objects = async (): Promise<WatchedObject[]> => {
       const cache = new Map<string, Entry[]>();
       const out: WatchedObject[] = [];
       const seen = new Set<string>();
-      const lists = new Set<string>();
-      for (const e of await deps.store.list(p.tenant)) {
-        const r = resolvePath(e.key.slice(p.tenant.length + 1));
-        if (r && r.kind !== 'list') lists.add(r.kind === 'item' ? r.listPath : r.path);
-      }
-      lists.add('system/dns-zones').add('system/settings');
+      const lists = await source.paths(p.tenant);
       const addItem = (item: Item, def: ResourceDef | undefined) => {
         const xPath = `${PREFIX}/${item.path}`;
         if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
@@ -196,9 +270,9 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
       for (const listPath of [...lists].sort()) {
         const r = resolvePath(listPath);
         if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
-        for (const item of await stateItems(deps, p.tenant, r, cache)) addItem(item, r.def);
+        for (const item of await source.items(p.tenant, r, cache)) addItem(item, r.def);
       }
-      for (const item of await topicStateObjects(deps, p.tenant))
+      for (const item of (await source.topics?.(p.tenant)) ?? [])
         addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
       return out;
     };
@@ -232,9 +306,9 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
       const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults', 'watch'], {
         knownField: knownInState(r.def),
       });
-      checkSite(deps, q);
+      checkSite(deps, q.site);
       const listed = async (): Promise<Item[]> => {
-        let items = (await stateItems(deps, p.tenant, r, new Map())).map((i) => ({
+        let items = (await source.items(p.tenant, r, new Map())).map((i) => ({
           ...i,
           value: contentFilter(i, q),
         }));
@@ -272,10 +346,11 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
     const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults', 'watch'], {
       knownField: knownInState(r.def),
     });
-    checkSite(deps, q);
+    checkSite(deps, q.site);
     const one = async (): Promise<JsonObject | undefined> => {
-      if (r.def.id === 'secret') return await secretState(deps, p.tenant, r);
-      const item = (await stateItems(deps, p.tenant, r, cache)).find((i) => i.path === r.path);
+      // A secret in clear only from this process's own store (a site never reports one).
+      if (r.def.id === 'secret' && source.topics) return await secretState(deps, p.tenant, r);
+      const item = (await source.items(p.tenant, r, cache)).find((i) => i.path === r.path);
       if (!item)
         throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
       const value = contentFilter(item, q);
@@ -308,17 +383,6 @@ export function stateRoutes(deps: AppDeps): Hono<AppEnv> {
 function stateWatch(tenant: string, read: () => Promise<WatchedObject[]>) {
   const prefix = tenant + '/';
   return { relevant: (keys: readonly string[]) => keys.some((k) => k.startsWith(prefix)), runtimeState: true, read };
-}
-
-/** `site` sends a request to another site: this process serves only its own. */
-function checkSite(deps: AppDeps, q: ParsedQuery): void {
-  if (q.site !== undefined && q.site !== deps.settings.site) {
-    throw new ApiError(
-      'not-found',
-      `Cannot reach site ${q.site} from here: this process serves site ${deps.settings.site}`,
-      { code: 'unknown-site', parameter: 'site' },
-    );
-  }
 }
 
 /** A secret in clear ({name, dict}) for a caller whose policies allow reading its state path. */

@@ -9,7 +9,7 @@ import { TOPIC_PATTERN } from '../model/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
 
 const BASE = '/v1/state/volga/topics';
 const topicRe = new RegExp(TOPIC_PATTERN);
@@ -52,7 +52,8 @@ export async function topicStateObjects(
 export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get(BASE, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count']);
+    const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count', 'site']);
+    checkSite(deps, q.site);
     const p = principalOf(c);
     deps.auth.authorize(p, BASE, 'read');
     let items = (await topicStateObjects(deps, p.tenant)).map((i) => i.value);
@@ -75,7 +76,8 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     );
   });
   app.get(`${BASE}/:topic`, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields']);
+    const q = parseQuery(searchParams(c), ['fields', 'site']);
+    checkSite(deps, q.site);
     const topic = c.req.param('topic');
     checkTopic(topic);
     const p = principalOf(c);

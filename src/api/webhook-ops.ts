@@ -12,7 +12,7 @@ import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
 import { parseQuery } from '../query/params.js';
 
 const BASE = '/v1/state/volga/webhooks/:name';
@@ -54,7 +54,7 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   app.get(`${BASE}/attempts`, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
     deps.auth.authorize(p, c.req.path, 'read');
     await exporterConfig(p.tenant, name);
     return reply(c, 200, await readAttempts(deps.store, p.tenant, name));

@@ -3,9 +3,11 @@
  * messages to stderr; exit status 0 done, 1 failed (diff: 1 = there are differences),
  * 2 usage error. Each verb group lives in its own file.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CliError, client, type Client } from './client.js';
+import { CliError, client } from './client.js';
+import type { Flags, Verb } from './verb.js';
+
+export type { Flags, Verb };
 import { login, logout } from './login.js';
 import { apply, create, del, diff, get, merge, replace } from './resources.js';
 import { watch } from './watch.js';
@@ -36,26 +38,6 @@ Verbs:
 Flags: -o, --output yaml|json|table   -f, --file FILE (- for stdin)   --site NAME
        --where EXPR   --fields LIST   -u, --username NAME   --password-stdin   -h, --help
 `;
-
-export type Flags = {
-  output?: string;
-  file?: string;
-  site?: string;
-  where?: string;
-  fields?: string;
-  username?: string;
-  'password-stdin'?: boolean;
-  help?: boolean;
-};
-
-export type Verb = {
-  args: string[];
-  flags: Flags;
-  client: Client;
-  env: NodeJS.ProcessEnv;
-  out: (text: string) => void;
-  err: (text: string) => void;
-};
 
 /** Flags each verb accepts besides --help (others are a usage error naming them). */
 const verbs: Record<string, { run: (v: Verb) => Promise<number>; flags: Array<keyof Flags>; args: [number, number] }> =
@@ -130,17 +112,4 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
     err(`edgeplane ctl ${name}: ${e instanceof Error ? e.message : String(e)}\n`);
     return e instanceof CliError ? e.code : 1;
   }
-}
-
-/** The text of -f FILE (or stdin for -), and its content type. */
-export function readInput(file: string | undefined, verb: string): { text: string; type: string } {
-  if (file === undefined) throw new CliError(`${verb}: give the object with -f FILE (- for stdin)`, 2);
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (e) {
-    throw new CliError(`${verb}: cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`, 2);
-  }
-  const t = text.trimStart();
-  return { text, type: t.startsWith('{') || t.startsWith('[') ? 'application/json' : 'application/yaml' };
 }

@@ -1,7 +1,7 @@
 /** `ctl login` and `ctl logout`: the token of one server in the credentials file (mode 0600). */
 import { readFileSync } from 'node:fs';
 import { CliError, credentialsPath, ok, readCredentials, writeCredentials } from './client.js';
-import type { Verb } from './ctl.js';
+import type { Verb } from './verb.js';
 
 /** Reads a line from the terminal without echoing it. */
 function prompt(question: string): Promise<string> {

@@ -1,7 +1,7 @@
 /** Operations: `ctl produce <topic> [JSON | -f FILE]` and `ctl restart <webhook>`. */
 import { parse } from 'yaml';
 import { CliError, ok } from './client.js';
-import { readInput, type Verb } from './ctl.js';
+import { readInput, type Verb } from './verb.js';
 
 export async function produce(v: Verb): Promise<number> {
   const [topic, inline] = v.args as [string, string | undefined];

@@ -6,7 +6,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { CliError, ok } from './client.js';
-import { readInput, type Verb } from './ctl.js';
+import { readInput, type Verb } from './verb.js';
 import { outputOf, render } from './output.js';
 import { apiPath, withQuery } from './paths.js';
 

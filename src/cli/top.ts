@@ -5,7 +5,7 @@
  * last error. q or Ctrl-C quits. State fields are read by name, tolerating absent ones.
  */
 import { CliError, failure } from './client.js';
-import type { Verb } from './ctl.js';
+import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
 

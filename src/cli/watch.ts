@@ -5,7 +5,7 @@
  * the end of the current objects. Runs until interrupted or the server ends the stream.
  */
 import { CliError, ok } from './client.js';
-import type { Verb } from './ctl.js';
+import type { Verb } from './verb.js';
 import { outputOf, render } from './output.js';
 import { apiPath, withQuery } from './paths.js';
 import { readEvents } from './sse.js';

@@ -16,7 +16,8 @@ import type { Clock } from '../lib/clock.js';
 import { DeadLetter } from './dead-letter.js';
 import { compileRetryOn, type RetryOn } from './retry-on.js';
 import { Signer, signingSecretVar, signingVar } from './signing.js';
-import type { ExporterSpec, SecretVar } from './spec.js';
+import type { RetryPolicy } from './retry.js';
+import type { SecretVar } from './secret-vars.js';
 import type { ExporterState } from './state.js';
 
 export type ControlsSpec = {
@@ -58,7 +59,8 @@ export type RunControls = {
 };
 
 export function startControls(o: {
-  spec: ExporterSpec;
+  /** The parts of the exporter's spec (spec.ts) the controls use. */
+  spec: { tenant: string; name: string; policy: RetryPolicy; controls: ControlsSpec };
   bus: Bus;
   store: Store;
   clock: Clock;

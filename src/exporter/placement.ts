@@ -6,7 +6,8 @@
  */
 import { isObject, type JsonObject } from '../lib/json.js';
 import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
-import type { SiteContext } from './system-vars.js';
+import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from './system-vars.js';
+import type { Labels } from '../query/labels.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 
 const compiled = new BoundedMap<string, LabelMatcher | Error>(10_000);
@@ -22,6 +23,21 @@ function matcher(text: string): LabelMatcher | Error {
     compiled.set(text, m);
   }
   return m;
+}
+
+/** Whether a deployment's site selector selects a site with these labels; a selector that does not compile selects none. */
+export function selects(selector: string, labels: Labels): boolean {
+  const m = matcher(selector);
+  return !(m instanceof Error) && m.test(labels);
+}
+
+/** The names of the sites (objects of /v1/config/sites, in their order) an application deployment selects. */
+export function selectedSites(deployment: JsonObject, sites: readonly JsonObject[]): string[] {
+  const selector = deploymentSelector(deployment);
+  if (selector === undefined) return [];
+  return sites
+    .map((s) => String(s.name))
+    .filter((name, i) => selects(selector, siteLabelRecord(siteLabels(name, sites[i]))));
 }
 
 export type Placement = { placed: true } | { placed: false; reason: string } | { placed: 'invalid'; reason: string };
@@ -44,9 +60,7 @@ export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
     for (const name of p['application-deployments']) {
       if (typeof name !== 'string') continue;
       const expr = ctx.deployments.get(name);
-      if (expr === undefined) continue;
-      const m = matcher(expr);
-      if (!(m instanceof Error) && m.test(ctx.labels)) return { placed: true };
+      if (expr !== undefined && selects(expr, ctx.labels)) return { placed: true };
     }
     return { placed: false, reason: `no listed application deployment selects site ${ctx.site}` };
   }

@@ -4,6 +4,9 @@
  * header (seconds or an HTTP date) replaces the computed delay, capped at the maximum.
  */
 
+/** Back-off of a failing webhook POST when the configuration does not say (also the schema's defaults). */
+export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
+
 export type RetryPolicy = {
   /** Attempts in all, 0 = without limit. */
   tries: number;

@@ -4,7 +4,16 @@
  * values in place), never per message; a sealed store or a missing vault, secret or key makes the exporter
  * status `error` with a last-error that names the variable (never the value).
  */
-import type { SecretVar } from './spec.js';
+
+/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
+export type SecretVar = {
+  name: string;
+  tenant: string;
+  fromTenant?: string;
+  vault: string;
+  secret: string;
+  key: string;
+};
 
 /** Injected by the caller (the secret store); values are plaintext. */
 export type SecretReader = {

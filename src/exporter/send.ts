@@ -6,7 +6,6 @@
  */
 import { checkServerIdentity, rootCertificates, type PeerCertificate } from 'node:tls';
 import { Agent } from 'undici';
-import type { Target } from './spec.js';
 
 export type TlsProfile = {
   verify: boolean;
@@ -122,4 +121,15 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
   } catch (err) {
     return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };
   }
+}
+
+/** Where a POST goes, split once so undici does not parse the URL again per request. */
+export type Target = { origin: string; path: string };
+
+/** An absolute http(s) URL as a target, or undefined when it is not one. */
+export function parseTarget(text: string): Target | undefined {
+  if (!URL.canParse(text)) return undefined;
+  const u = new URL(text);
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return undefined;
+  return { origin: u.origin, path: u.pathname + u.search };
 }

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { log } from '../lib/log.js';
-import type { SecretVar } from './spec.js';
+import type { SecretVar } from './secret-vars.js';
 
 /** The secret variable name the signing key is read under: not a valid template name, so no clash. */
 export const signingVar = 'signing.secret';

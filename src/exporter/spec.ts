@@ -11,25 +11,19 @@ import { compileRegex, type Regex } from '../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { compileFilters, type MessageFilter } from './filters.js';
 import { parsePointer } from '../lib/json-pointer.js';
-import type { RetryPolicy } from './retry.js';
+import { retryDefaults, type RetryPolicy } from './retry.js';
 import { parseDuration } from '../lib/duration.js';
-import { retryDefaults } from '../model/schemas.js';
-import type { TlsProfile } from './send.js';
+import { parseTarget, type Target, type TlsProfile } from './send.js';
+import type { SecretVar } from './secret-vars.js';
+
+// Parts of a compiled spec declared beside their use (send.ts, secret-vars.ts), named here too.
+export { parseTarget, type Target, type SecretVar };
 import { adaptiveMax } from './adaptive.js';
 import { controlsOf, type ControlsSpec } from './controls.js';
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
 export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
-/** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
-export type SecretVar = {
-  name: string;
-  tenant: string;
-  fromTenant?: string;
-  vault: string;
-  secret: string;
-  key: string;
-};
 
 export type ExporterSpec = {
   tenant: string;
@@ -200,15 +194,4 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     },
     controls,
   };
-}
-
-/** Where a POST goes, split once so undici does not parse the URL again per request. */
-export type Target = { origin: string; path: string };
-
-/** An absolute http(s) URL as a target, or undefined when it is not one. */
-export function parseTarget(text: string): Target | undefined {
-  if (!URL.canParse(text)) return undefined;
-  const u = new URL(text);
-  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return undefined;
-  return { origin: u.origin, path: u.pathname + u.search };
 }

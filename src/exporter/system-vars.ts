@@ -41,6 +41,21 @@ export function siteLabels(site: string, obj: JsonObject | undefined): Map<strin
   return labels;
 }
 
+/** An application deployment's site selector (`placement.match-site-labels`), if it has one. */
+export function deploymentSelector(deployment: JsonObject): string | undefined {
+  const placement = deployment.placement;
+  return isObject(placement) && typeof placement['match-site-labels'] === 'string'
+    ? placement['match-site-labels']
+    : undefined;
+}
+
+/** The site's labels as a label expression reads them (one value as a string, several as a list). */
+export function siteLabelRecord(labelMap: ReadonlyMap<string, string[]>): Labels {
+  const labels: Record<string, string | string[]> = {};
+  for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;
+  return labels;
+}
+
 export async function loadSiteContext(
   store: Store,
   tenant: string,
@@ -76,11 +91,8 @@ export async function loadSiteContext(
   const deps = new Map<string, string>();
   for (const d of deployments) {
     const name = d.value.name;
-    const placement = d.value.placement;
-    if (typeof name === 'string' && isObject(placement) && typeof placement['match-site-labels'] === 'string')
-      deps.set(name, placement['match-site-labels']);
+    const selector = deploymentSelector(d.value);
+    if (typeof name === 'string' && selector !== undefined) deps.set(name, selector);
   }
-  const labels: Record<string, string | string[]> = {};
-  for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;
-  return { site, tenant, labels, vars, deployments: deps };
+  return { site, tenant, labels: siteLabelRecord(labelMap), vars, deployments: deps };
 }

@@ -16,9 +16,8 @@
  */
 import { isObject, type JsonObject } from '../lib/json.js';
 import { configKey } from '../store/keys.js';
-import { placeHere } from '../exporter/placement.js';
-import { siteLabels, type SiteContext } from '../exporter/system-vars.js';
-import { compileLabelExpr } from '../query/labels.js';
+import { placeHere, selects } from '../exporter/placement.js';
+import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../exporter/system-vars.js';
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
 
@@ -39,16 +38,12 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
 
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
 function contextOf(view: ConfigView, tenant: string, site: string): SiteContext {
-  const labelMap = siteLabels(site, view.get(configKey(tenant, `sites/${site}`)));
-  const labels: Record<string, string | string[]> = {};
-  for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;
+  const labels = siteLabelRecord(siteLabels(site, view.get(configKey(tenant, `sites/${site}`))));
   const deployments = new Map<string, string>();
   for (const [k, d] of view) {
     const m = deploymentKey.exec(k);
-    if (!m || m[1] !== tenant) continue;
-    const placement = d.placement;
-    if (isObject(placement) && typeof placement['match-site-labels'] === 'string')
-      deployments.set(m[2]!, placement['match-site-labels']);
+    const selector = m && m[1] === tenant ? deploymentSelector(d) : undefined;
+    if (selector !== undefined) deployments.set(m![2]!, selector);
   }
   return { site, tenant, labels, vars: new Map(), deployments };
 }
@@ -97,7 +92,7 @@ export function applicableTo(view: ConfigView, site: string, root: string): Map<
       for (const name of placement['application-deployments']) {
         if (typeof name !== 'string') continue;
         const expr = ctx.deployments.get(name);
-        if (expr === undefined || !selects(expr, ctx)) continue;
+        if (expr === undefined || !selects(expr, ctx.labels)) continue;
         const dKey = configKey(tenant, `application-deployments/${name}`);
         copy(view, dKey, out);
         const app = view.get(dKey)?.['application-name'];
@@ -118,12 +113,4 @@ export function applicableTo(view: ConfigView, site: string, root: string): Map<
     tenantChain(view, root, tenant, out);
   }
   return out;
-}
-
-function selects(expr: string, ctx: SiteContext): boolean {
-  try {
-    return compileLabelExpr(expr).test(ctx.labels);
-  } catch {
-    return false;
-  }
 }

@@ -6,24 +6,31 @@
  * Edge site: the rest of the process uses a store that refuses writes to synced objects
  * (managed.ts), and the sync loop (site-sync.ts) applies what the control plane sends.
  *
- * server.ts calls openFleet right after opening the store and start() once the app exists.
+ * server.ts calls openFleet right after opening the store and start() once the app exists
+ * (with the hooks an edge site answers reads and builds its state reports with).
+ *
+ * `site=` reads (api/site-reads.ts) reach a site through `reads`: live down its sync stream by
+ * the relay (relay.ts: Redis pub/sub, or in process on the embedded store), else its last
+ * report (presence.ts, in the store's kv area).
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
-import type { JsonObject } from '../lib/json.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
-import type { ProbeCheck } from '../ops/probes.js';
 import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
 import { createPresence, type Presence } from './presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
-import { startSiteSync, type SiteSync } from './site-sync.js';
+import { startSiteSync, type SiteHooks, type SiteSync } from './site-sync.js';
+import { createMemoryRelay, openRedisRelay, type FleetRelay } from './relay.js';
 
-export type Fleet = {
+/** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
+export const siteReadTimeoutMs = 5000;
+
+export type Fleet = FleetView & {
   role: 'control-plane' | 'edge-site';
   /** The store the rest of the process uses (at an edge site: synced objects read-only). */
   store: Store;
@@ -33,15 +40,13 @@ export type Fleet = {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
-  /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
-  siteState(site: string): Promise<JsonObject | undefined>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
-  start(): void;
+  start(hooks?: SiteHooks): void;
   close(): Promise<void>;
 };
 
-export type FleetOptions = { keepAliveMs?: number; resyncMs?: number };
+export type FleetOptions = { keepAliveMs?: number; resyncMs?: number; readTimeoutMs?: number };
 
 export async function openFleet(settings: Settings, store: Store, opts: FleetOptions = {}): Promise<Fleet> {
   const f = settings.fleet;
@@ -59,6 +64,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       userRoutes: () => [],
       siteRoutes: () => [],
       siteState: async () => undefined,
+      reads: undefined,
       readyChecks: [
         {
           name: 'fleet-sync',
@@ -69,8 +75,17 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
               : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
         },
       ],
-      start() {
-        sync = startSiteSync({ url, site: settings.site, token, ca: f.controlPlaneCa, store, managed });
+      start(hooks) {
+        sync = startSiteSync({
+          url,
+          site: settings.site,
+          token,
+          ca: f.controlPlaneCa,
+          store,
+          managed,
+          hooks,
+          reportIntervalMs: f.reportIntervalMs,
+        });
       },
       async close() {
         await sync?.stop();
@@ -78,15 +93,24 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     };
   }
   const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
+  const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createMemoryRelay();
   let projector: Projector | undefined;
   const presence: Presence = createPresence(store, fleetLog);
+  const readTimeoutMs = opts.readTimeoutMs ?? siteReadTimeoutMs;
   return {
     role: 'control-plane',
     store,
     authSettings: (s) => s,
     userRoutes: (deps) => [fleetUserRoutes(deps)],
-    siteRoutes: (deps) => [fleetSiteRoutes(deps, { fleetLog, presence, keepAliveMs: opts.keepAliveMs ?? 15_000 })],
+    siteRoutes: (deps) => [
+      fleetSiteRoutes(deps, { fleetLog, presence, relay, keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs }),
+    ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    reads: {
+      ask: async (site, read) =>
+        (await presence.isConnected(site)) ? relay.ask(site, read, readTimeoutMs) : undefined,
+      lastReport: (site) => presence.lastReport(site),
+    },
     readyChecks: [],
     start() {
       projector = startProjector({
@@ -100,6 +124,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     },
     async close() {
       await projector?.stop();
+      await relay.close();
       await fleetLog.close();
     },
   };

@@ -5,23 +5,33 @@
  *   fleet:conn:<site>     id of a live sync stream, expiring unless its process refreshes it
  *   fleet:seen:<site>     last time the site was heard (connect, keep-alive, acknowledgement)
  *   fleet:applied:<site>  last version the site applied (its Last-Event-ID, then its acks)
+ *   fleet:report:<site>   the last state the site reported, {time, tenants} (JSON)
  *
  * `GET /v1/state/sites/<name>` adds `connection` (connected | disconnected | never-connected),
  * `last-seen`, `config-version` and `in-sync` (the applied version is the log's head).
  */
 import type { JsonObject } from '../lib/json.js';
 import type { Store } from '../store/store.js';
+import type { SiteReport } from '../api/deps.js';
 import type { FleetLog } from './log.js';
 
 const conn = 'fleet:conn:';
 const seen = 'fleet:seen:';
 const applied = 'fleet:applied:';
+const report = 'fleet:report:';
+
+export type { SiteReport };
 
 export type Presence = {
   connected(site: string, id: string, ttlMs: number): Promise<void>;
   disconnected(site: string, id: string): Promise<void>;
   applied(site: string, version: string): Promise<void>;
   fields(site: string): Promise<JsonObject>;
+  /** True while some control-plane process holds a sync stream of the site. */
+  isConnected(site: string): Promise<boolean>;
+  /** Keeps the site's report (replacing the previous one) with the time it arrived. */
+  reported(site: string, tenants: Record<string, unknown[]>): Promise<void>;
+  lastReport(site: string): Promise<SiteReport | undefined>;
 };
 
 export function createPresence(store: Store, fleetLog: FleetLog, now: () => number = Date.now): Presence {
@@ -39,6 +49,24 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
     async applied(site, version) {
       await store.kvSet(applied + site, version);
       await touch(site);
+    },
+    async isConnected(site) {
+      return (await store.kvGet(conn + site)) !== undefined;
+    },
+    async reported(site, tenants) {
+      const doc: SiteReport = { time: new Date(now()).toISOString(), tenants };
+      await store.kvSet(report + site, JSON.stringify(doc));
+      await touch(site);
+    },
+    async lastReport(site) {
+      const text = await store.kvGet(report + site);
+      if (text === undefined) return undefined;
+      try {
+        const doc = JSON.parse(text) as SiteReport;
+        return typeof doc.time === 'string' && typeof doc.tenants === 'object' ? doc : undefined;
+      } catch {
+        return undefined;
+      }
     },
     async fields(site) {
       const [c, s, a] = await Promise.all([

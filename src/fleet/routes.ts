@@ -12,20 +12,29 @@
  *   - absent, older than the history, or unknown: `event: reset` (data `{"version"}`) then
  *     `event: snapshot`, `id` = that version, data `{"objects": [{key, value}]}`;
  *   - then every new entry as it is appended (woken by the log's append notification, one
- *     subscription per process), and a `: keep-alive` comment after `keepAliveMs` of silence.
+ *     subscription per process), and after `keepAliveMs` of silence a bookmark (as Kubernetes'
+ *     watch bookmarks): `event: bookmark`, `id` = the version the stream is at, data
+ *     `{"version"}`, which the site records as its resume point (it doubles as the keep-alive);
+ *   - `event: request`, data `{id, tenant, path, query}`: a `site=` read sent to this site from
+ *     any control-plane process (relay.ts), whenever one comes.
  * `POST /v1/fleet/sites/<name>/ack` {version} (same guard): the site applied that version.
+ * `POST /v1/fleet/sites/<name>/report` {tenants: {<tenant>: [state objects]}} (same guard): the
+ * site's state, kept as its last report (presence.ts) → 204.
+ * `POST /v1/fleet/sites/<name>/answer` {id, status, body} (same guard): the site's answer to a
+ * request event, handed to the process that asked → 204.
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppDeps, AppEnv } from '../api/deps.js';
-import { methodNotAllowed, options, principalOf, reply, searchParams } from '../api/http.js';
+import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from '../api/http.js';
 import { ApiError } from '../lib/errors.js';
 import { configKey } from '../store/keys.js';
 import { parseQuery } from '../query/params.js';
 import { randomUUID } from 'node:crypto';
-import { isObject } from '../lib/json.js';
+import { isObject, type Json } from '../lib/json.js';
 import { parseVersion, type FleetLog } from './log.js';
 import type { Presence } from './presence.js';
+import type { FleetRelay } from './relay.js';
 import { issueSiteToken, siteOfToken } from './site-tokens.js';
 
 export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
@@ -87,7 +96,25 @@ export async function authenticateSite(deps: AppDeps, c: Context, site: string):
     });
 }
 
-export type SyncOptions = { fleetLog: FleetLog; presence: Presence; keepAliveMs: number; batch?: number };
+export type SyncOptions = {
+  fleetLog: FleetLog;
+  presence: Presence;
+  relay: FleetRelay;
+  keepAliveMs: number;
+  batch?: number;
+};
+
+/** Reports and answers carry a site's whole state: larger than a configuration write may be. */
+const siteBodyBytes = 32 * 1024 * 1024;
+
+/** The one JSON object of a site's POST, or 400 naming what is wrong. */
+async function siteDocument(c: Context, what: string): Promise<Record<string, unknown>> {
+  const body = await readBody(c as Parameters<typeof readBody>[0], siteBodyBytes);
+  const doc = body.docs[0];
+  if (body.docs.length !== 1 || !isObject(doc))
+    throw new ApiError('invalid-document', `Cannot take the ${what}: send one JSON object`, { code: 'not-an-object' });
+  return doc;
+}
 
 /** Per process: wakes the streams of a site when its log grows (one subscription for all). */
 function createWaker(fleetLog: FleetLog) {
@@ -140,8 +167,13 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       c,
       async (stream) => {
         let aborted = false;
+        // Reads for this site from any control-plane process go down this stream, as they come.
+        const stopReads = o.relay.onRead(site, (read) => {
+          if (!aborted) void stream.writeSSE({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
+        });
         stream.onAbort(() => {
           aborted = true;
+          stopReads();
           void o.presence.disconnected(site, id).catch(() => undefined);
         });
         try {
@@ -153,6 +185,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
             () => o.presence.connected(site, id, ttl),
           );
         } finally {
+          stopReads();
           await o.presence.disconnected(site, id).catch(() => undefined);
         }
       },
@@ -188,6 +221,49 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
   });
 
+  // The site's state, in full: {"tenants": {"<tenant>": [{path, value, config}]}} → 204.
+  const reportPath = '/v1/fleet/sites/:name/report';
+  app.post(reportPath, async (c) => {
+    const site = c.req.param('name');
+    await authenticateSite(deps, c, site);
+    const doc = await siteDocument(c, 'state report');
+    const tenants = doc.tenants;
+    if (!isObject(tenants) || Object.values(tenants).some((v) => !Array.isArray(v)))
+      throw new ApiError('invalid-value', 'Cannot take the state report: send {"tenants": {"<tenant>": [...]}}', {
+        code: 'schema-required',
+        path: 'tenants',
+      });
+    await o.presence.reported(site, tenants as Record<string, unknown[]>);
+    return new Response(null, { status: 204 });
+  });
+  app.all(reportPath, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
+  });
+
+  // The site's answer to a request event: {"id", "status", "body"} → 204.
+  const answerPath = '/v1/fleet/sites/:name/answer';
+  app.post(answerPath, async (c) => {
+    const site = c.req.param('name');
+    await authenticateSite(deps, c, site);
+    const doc = await siteDocument(c, 'answer');
+    const status = doc.status;
+    if (typeof doc.id !== 'string' || doc.id.length > 200)
+      throw new ApiError('invalid-value', 'Cannot take the answer: id must be the id of the request event', {
+        code: 'schema-required',
+        path: 'id',
+      });
+    if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599)
+      throw new ApiError('invalid-value', 'Cannot take the answer: status must be an HTTP status (200-599)', {
+        code: 'schema-type',
+        path: 'status',
+      });
+    await o.relay.answer(site, doc.id, { status, body: (doc.body ?? null) as Json });
+    return new Response(null, { status: 204 });
+  });
+  app.all(answerPath, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
+  });
+
   async function serve(
     stream: SSEStreamingApi,
     site: string,
@@ -217,8 +293,9 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
         }
         if (entries.length >= batch) continue;
       }
-      if (!(await woken) && !aborted()) {
-        await stream.write(': keep-alive\n\n');
+      if (!(await woken) && !aborted() && version !== undefined) {
+        // A bookmark: where this stream is, so an idle site's resume point stays current.
+        await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
         await alive();
       }
     }

@@ -8,6 +8,12 @@
  * version is skipped. When the stream ends or fails it reconnects after an exponential
  * back-off with jitter (half to all of min(max, base × 2^attempt)), reset after an event.
  * While disconnected, the site keeps running on what it applied, across its own restarts.
+ *
+ * A `bookmark` (the version the stream is at) is recorded like an empty entry: the resume point
+ * of an idle site stays current. A `request` (a `site=` read at the control plane) is answered
+ * with the site's own state routes and POSTed back to `/answer`, beside the loop (a slow read
+ * never holds up changes). The site's state goes up by `/report` (reporter.ts): in full on each
+ * connection, then when it changes.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -17,6 +23,18 @@ import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import { compareVersions, type FleetChange } from './log.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
+import type { ForwardedAnswer, ForwardedRead } from './relay.js';
+import { startReporter, type Reporter } from './reporter.js';
+
+/** What the rest of the site gives the sync loop (server.ts builds them once the app exists). */
+export type SiteHooks = {
+  /** Answers a forwarded read with the site's own state routes. */
+  read(read: Omit<ForwardedRead, 'id'>): Promise<ForwardedAnswer>;
+  /** The site's state as it reports it: per tenant, its state objects. */
+  report(): Promise<JsonObject>;
+  /** Calls `listener` when the reported state may have changed; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
+};
 
 export type SiteSyncOptions = {
   url: string;
@@ -30,6 +48,9 @@ export type SiteSyncOptions = {
   random?: () => number;
   baseBackoffMs?: number;
   maxBackoffMs?: number;
+  hooks?: SiteHooks | undefined;
+  /** The least time between two state reports (FLEET_REPORT_INTERVAL). */
+  reportIntervalMs?: number;
 };
 
 export type SiteSync = {
@@ -153,8 +174,56 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     })();
   };
 
+  const post = (route: string, body: unknown) =>
+    undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      dispatcher: agent,
+    });
+
+  const hooks = o.hooks;
+  let reporter: Reporter | undefined;
+  let stopChanges: (() => void) | undefined;
+  if (hooks) {
+    reporter = startReporter({
+      build: async () => ({ tenants: await hooks.report() }),
+      send: async (report) => {
+        const res = await post('report', report).catch(() => undefined);
+        await res?.body?.cancel();
+        return res?.status === 204;
+      },
+      minIntervalMs: o.reportIntervalMs ?? 500,
+    });
+    const r = reporter;
+    stopChanges = hooks.onChange(() => r.changed());
+  }
+
+  /** A `site=` read from the control plane: answered beside the loop. */
+  const answer = (data: string) => {
+    if (!hooks) return;
+    void (async () => {
+      const doc = JSON.parse(data) as unknown;
+      if (!isObject(doc) || typeof doc.id !== 'string') return;
+      const { id, tenant, path, query } = doc;
+      if (typeof tenant !== 'string' || typeof path !== 'string' || typeof query !== 'string') return;
+      const a = await hooks.read({ tenant, path, query });
+      const res = await post('answer', { id, status: a.status, body: a.body });
+      await res.body?.cancel();
+    })().catch((err: unknown) =>
+      // The control plane answers from the last report after its wait.
+      log('warn', 'fleet: could not answer a read from the control plane', { site: o.site, error: describe(err) }),
+    );
+  };
+
   async function handle(ev: EventSourceMessage): Promise<void> {
-    if (ev.event === 'change' && ev.id) {
+    if (ev.event === 'request') return answer(ev.data);
+    if (ev.event === 'bookmark' && ev.id) {
+      // Recorded like an empty entry (skipped when the site already has it), and acknowledged.
+      const keys = await applyEntry(o.store, ev.id, []);
+      if (keys) o.managed.set({ version: ev.id, keys });
+      ack(ev.id);
+    } else if (ev.event === 'change' && ev.id) {
       const keys = await applyEntry(o.store, ev.id, parseChanges(ev.data));
       if (keys) o.managed.set({ version: ev.id, keys });
       ack(ev.id);
@@ -182,6 +251,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       throw new Error(`control plane answered ${res.status}: ${text.slice(0, 300)}`);
     }
     connected = true;
+    reporter?.connected();
     let progressed = false;
     const events: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (ev) => events.push(ev) });
@@ -230,6 +300,8 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     connected: () => connected,
     async stop() {
       stopped = true;
+      stopChanges?.();
+      reporter?.stop();
       current?.abort();
       wakeSleep?.();
       await loop;

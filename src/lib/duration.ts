@@ -1,11 +1,12 @@
 /**
  * Durations in configuration: a whole number and a unit, `250ms`, `1s`, `5m`, `1h`. A
  * fraction (`1.5s`), a sign, a space or another unit is not a duration. The schema pattern,
- * the write-time checks and the exporter all use this one rule.
+ * the write-time checks and the exporter all use this one rule. Settings of the environment
+ * (lib/settings.ts) use it with days (`7d`) besides.
  */
 import { ApiError } from './errors.js';
 
-const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const units = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** The rule as a JSON Schema pattern. */
 export const durationPattern = '^[0-9]+(ms|s|m|h)$';
@@ -14,6 +15,12 @@ const durationRe = /^([0-9]+)(ms|s|m|h)$/;
 /** Milliseconds, or undefined when the text is not a duration. */
 export function durationMs(text: string): number | undefined {
   const m = durationRe.exec(text);
+  return m ? Number(m[1]) * units[m[2] as keyof typeof units] : undefined;
+}
+
+/** Milliseconds of an environment setting's duration (the rule above, `d` allowed), or undefined. */
+export function settingDurationMs(text: string): number | undefined {
+  const m = /^([0-9]+)(ms|s|m|h|d)$/.exec(text);
   return m ? Number(m[1]) * units[m[2] as keyof typeof units] : undefined;
 }
 

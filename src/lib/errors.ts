@@ -131,6 +131,7 @@ export const errorDetails = {
   'schema-type': 400,
   'schema-uniqueItems': 400,
   sealed: 503,
+  'site-unreachable': 503,
   starting: 503,
   'store-unavailable': 503,
   syntax: 400,

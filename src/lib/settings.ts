@@ -1,5 +1,6 @@
 /** Environment → typed settings, validated once at start; a bad one is a SettingsError naming it. */
 import { readFileSync } from 'node:fs';
+import { settingDurationMs } from './duration.js';
 import type { LogLevel } from './log.js';
 
 export type Settings = {
@@ -46,6 +47,10 @@ export type FleetSettings = {
   controlPlaneCa: string | undefined;
   /** How long the control plane keeps each site's change history, in milliseconds. */
   historyMs: number;
+  /** Control plane: silence on a sync stream before a bookmark (the keep-alive), in milliseconds. */
+  keepAliveMs: number;
+  /** Edge site: the least time between two state reports, in milliseconds. */
+  reportIntervalMs: number;
 };
 
 /** A setting that cannot be used; `setting` names the environment variable. */
@@ -75,19 +80,16 @@ function bool(env: NodeJS.ProcessEnv, name: string, def: boolean): boolean {
   throw new SettingsError(name, `${name} must be true or false, got ${JSON.stringify(raw)}`);
 }
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** A duration setting: a whole number and a unit (`ms`, `s`, `m`, `h`, `d`), e.g. `7d`. */
 function duration(env: NodeJS.ProcessEnv, name: string, defMs: number, minMs: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return defMs;
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
-  if (!m)
+  const ms = settingDurationMs(raw);
+  if (ms === undefined)
     throw new SettingsError(
       name,
       `${name} must be a number and a unit (ms, s, m, h, d) such as 7d, got ${JSON.stringify(raw)}`,
     );
-  const ms = Number(m[1]) * durationUnits[m[2]!]!;
   if (ms < minMs) throw new SettingsError(name, `${name} must be at least ${minMs} ms, got ${JSON.stringify(raw)}`);
   return ms;
 }
@@ -103,9 +105,12 @@ function readSettingFile(name: string, path: string): string {
 /** Without CONTROL_PLANE_URL a process is a control plane (and its own site SITE), as before the fleet. */
 function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
   const historyMs = duration(env, 'FLEET_HISTORY', 7 * 86_400_000, 1000);
+  const keepAliveMs = duration(env, 'FLEET_KEEPALIVE', 15_000, 100);
+  const reportIntervalMs = duration(env, 'FLEET_REPORT_INTERVAL', 500, 50);
+  const timing = { historyMs, keepAliveMs, reportIntervalMs };
   const url = env.CONTROL_PLANE_URL || undefined;
   if (url === undefined)
-    return { controlPlaneUrl: undefined, siteToken: undefined, controlPlaneCa: undefined, historyMs };
+    return { controlPlaneUrl: undefined, siteToken: undefined, controlPlaneCa: undefined, ...timing };
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -128,7 +133,7 @@ function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
       'CONTROL_PLANE_URL is set: SITE_TOKEN or SITE_TOKEN_FILE must give the site token (issue-token)',
     );
   const ca = env.CONTROL_PLANE_CA ? readSettingFile('CONTROL_PLANE_CA', env.CONTROL_PLANE_CA) : undefined;
-  return { controlPlaneUrl: url.replace(/\/+$/, ''), siteToken: token, controlPlaneCa: ca, historyMs };
+  return { controlPlaneUrl: url.replace(/\/+$/, ''), siteToken: token, controlPlaneCa: ca, ...timing };
 }
 
 const logLevels = ['debug', 'info', 'warn', 'error'] as const;

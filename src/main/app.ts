@@ -12,19 +12,28 @@ import { createGuard, guardRoutes } from '../api/auth-middleware.js';
 import { authRoutes } from '../api/auth-routes.js';
 import { configRoutes } from '../api/config.js';
 import { stateRoutes } from '../api/state.js';
-import { historyRoutes } from '../api/history.js';
+import { historyRoutes } from '../api/history-routes.js';
 import { uiRoutes } from '../ui/assets.js';
 import { operationRoutes } from '../api/operations.js';
 import { probeRoutes } from '../ops/probes.js';
-import { createMetrics, metricsRoutes } from '../ops/metrics.js';
+import { createMetrics, metricsRoutes, type Metrics } from '../ops/metrics.js';
+import type { Fleet } from '../fleet/index.js';
 import { exporterSamples } from '../ops/exporter-source.js';
 import { routeLabel } from '../ops/route-names.js';
 import { openApiRoutes } from '../ops/openapi.js';
 import { webhookOpRoutes } from '../api/webhook-ops.js';
 import { errorResponse, negotiate, type ReplyFormat } from '../api/reply.js';
 import type { AppDeps, AppEnv } from '../api/deps.js';
+import { withSiteReads } from '../api/site-reads.js';
 
-export function buildApp(deps: AppDeps): Hono<AppEnv> {
+/** The app's dependencies: those of the route modules, and the fleet role and metrics of the layers above api/. */
+export type AppInput = AppDeps & {
+  fleet?: Fleet;
+  /** Where requests and deliveries are counted (one is made when absent). */
+  metrics?: Metrics;
+};
+
+export function buildApp(deps: AppInput): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
@@ -44,10 +53,11 @@ export function buildApp(deps: AppDeps): Hono<AppEnv> {
       authRoutes(deps.auth),
       operationRoutes(deps),
       configRoutes(deps),
-      historyRoutes(deps),
-      webhookOpRoutes(deps),
+      // At a control plane, site=<another site> on these reads is answered for that site.
+      withSiteReads(deps, historyRoutes(deps)),
+      withSiteReads(deps, webhookOpRoutes(deps)),
       ...fleetUser,
-      stateRoutes(deps),
+      withSiteReads(deps, stateRoutes(deps)),
     ],
     guard,
     (route, handler) => metrics.timed(routeLabel(route), handler),

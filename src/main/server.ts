@@ -3,8 +3,8 @@
  * (optionally) the exporter runtime. Used by worker.ts, tests and benchmarks.
  */
 import type { Hono } from 'hono';
-import { buildApp } from './app.js';
-import type { AppDeps, AppEnv } from '../api/deps.js';
+import { buildApp, type AppInput } from './app.js';
+import type { AppEnv } from '../api/deps.js';
 import { auditToBus, createAuth } from '../auth/index.js';
 import { openBus } from '../bus/index.js';
 import { tenantBus } from '../bus/tenant-topics.js';
@@ -21,10 +21,11 @@ import { applyConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
 import { openFleet } from '../fleet/index.js';
+import { siteHooks } from '../api/site-reads.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
-  deps: AppDeps;
+  deps: AppInput;
   runtime: Runtime | undefined;
   /** Stops the runtime (finishing in-flight POSTs up to deadlineMs) and closes connections. */
   close(deadlineMs?: number): Promise<void>;
@@ -57,7 +58,7 @@ export async function createInstance(
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
-    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus, metrics });
+    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });
     log('info', `EDGEPLANE_CONFIG ${settings.configFile}: applied, ${r.changed} of ${r.objects} objects changed`, r);
   }
   let runtime: Runtime | undefined;
@@ -92,7 +93,7 @@ export async function createInstance(
     });
   }
   const history = new DeliveredHistory(store, settings.site, runtime).start();
-  const deps: AppDeps = {
+  const deps: AppInput = {
     settings,
     store,
     strongbox,
@@ -105,7 +106,8 @@ export async function createInstance(
     ...(runtime ? { runtime } : {}),
   };
   const app = buildApp(deps);
-  fleet.start();
+  // At an edge site: answer the control plane's site= reads and report this site's state.
+  fleet.start(fleet.role === 'edge-site' ? siteHooks(deps) : undefined);
   return {
     app,
     deps,

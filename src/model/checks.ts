@@ -8,7 +8,7 @@ import { compileRegex } from '../lib/regex.js';
 import { fieldPath } from './validate.js';
 import { compileTemplate, knownVariable, type Template } from '../expand/template.js';
 import { parseTarget } from '../exporter/spec.js';
-import { jsonSyntaxError } from '../api/body.js';
+import { jsonSyntaxError } from '../lib/json.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { policyProblems } from '../auth/policies.js';
 import { duplicateKeys } from './merge.js';

@@ -15,6 +15,7 @@
  * the `value` of a header entry has the path ['headers', 'value'].
  */
 import { canonicalJson, clone, isObject, type Json, type JsonObject } from '../lib/json.js';
+import { escapeToken } from '../lib/json-pointer.js';
 
 /** Tells whether the array at `path` (member names from the root) keeps its order. */
 export type OrderedArrays = (path: readonly string[]) => boolean;
@@ -122,8 +123,6 @@ function mergeArray(target: Json[], patch: Json[], path: string[], rules: Rules)
 /** Two entries of one keyed list with the same key: JSON pointers of both, first one first. */
 export type DuplicateKey = { key: string; value: string; list: string; first: string; second: string };
 
-const pointerPart = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1');
-
 /**
  * Every keyed list (unordered, entries are objects with a string key) in which a key appears
  * twice, at any depth: such a list could not be merged by key, so it is never stored.
@@ -132,7 +131,7 @@ export function duplicateKeys(obj: JsonObject, ordered: OrderedArrays, keyOf: Li
   const out: DuplicateKey[] = [];
   const walk = (v: Json, path: string[], pointer: string): void => {
     if (isObject(v)) {
-      for (const k of Object.keys(v)) walk(v[k] as Json, [...path, k], `${pointer}/${pointerPart(k)}`);
+      for (const k of Object.keys(v)) walk(v[k] as Json, [...path, k], `${pointer}/${escapeToken(k)}`);
       return;
     }
     if (!Array.isArray(v)) return;

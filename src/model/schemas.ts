@@ -5,6 +5,9 @@
  */
 import { durationPattern } from '../lib/duration.js';
 import { pointerPattern } from '../lib/json-pointer.js';
+import { retryDefaults } from '../exporter/retry.js';
+
+export { retryDefaults };
 
 export type Schema = { [key: string]: unknown };
 
@@ -16,8 +19,6 @@ const name = { type: 'string', pattern: NAME_PATTERN, maxLength: 253 } as const;
 const topic = { type: 'string', pattern: TOPIC_PATTERN, maxLength: 255 } as const;
 const duration = { type: 'string', pattern: durationPattern } as const;
 
-/** Back-off of a failing webhook POST when the configuration does not say. */
-export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
 const labels = { type: 'object', additionalProperties: str } as const;
 
 function object(properties: Record<string, unknown>, required: string[] = []): Schema {

@@ -14,8 +14,7 @@
  */
 import { ApiError, combine } from '../lib/errors.js';
 import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
-import type { Store, WriteOp } from '../store/store.js';
-import type { Strongbox } from '../secrets/strongbox.js';
+import type { WriteOp } from '../store/store.js';
 import { redactSecret, unredact } from '../secrets/secrets.js';
 import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
@@ -26,42 +25,9 @@ import { duplicateKeyErrors, semanticErrors } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
+import { ops, type Change, type Op, type TxContext } from './tx-types.js';
 
-export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
-export const ops: readonly Op[] = ['create', 'replace', 'update', 'delete', 'remove'];
-
-export type Change = {
-  /** Config path without /v1/config/, e.g. 'volga/webhooks/a'. */
-  path: string;
-  op: Op;
-  /** Full object (create/replace) or plain patch (update). */
-  value?: JsonObject;
-  /** JSON Patch operations (update). */
-  jsonPatch?: unknown;
-  /** Tenant whose tree the change is in (x-tenant); default: the context's tenant. */
-  tenant?: string;
-  /** x-etag or If-Match: the object must exist with this ETag ('*': must exist). */
-  ifMatch?: string;
-  /** If-None-Match: '*' the object must not exist; an ETag: it must not have it. */
-  ifNoneMatch?: string;
-};
-
-export type TxContext = {
-  store: Store;
-  strongbox: Strongbox;
-  tenant: string;
-  /** Called per change before anything is read (policies); throws ApiError to refuse. */
-  authorize?: (change: Change, resolved: Resolved) => void;
-  /** Checks that need the store or the tenant tree (new tenants, shared vaults); problems, not throws. */
-  checkAsync?: (
-    resolved: Resolved,
-    before: JsonObject | undefined,
-    after: JsonObject,
-    tenant: string,
-  ) => Promise<ApiError[]>;
-  /** Told the keys of a successful commit before the reply goes out (caches of this process). */
-  committed?: (keys: string[]) => void;
-};
+export { ops, type Change, type Op, type TxContext };
 
 export type TxMode = 'commit' | 'dry-run' | 'validate';
 

@@ -9,7 +9,7 @@ import { decryptSecret, encryptSecret } from '../secrets/secrets.js';
 import { prepareUserForStore } from '../auth/users.js';
 import { configKey } from '../store/keys.js';
 import { resolvePath, type Resolved } from './resources.js';
-import type { Op, TxContext } from './transaction.js';
+import type { Op, TxContext } from './tx-types.js';
 
 export type Slot = {
   resolved: Resolved;

@@ -21,27 +21,31 @@ function validatorOf(def: ResourceDef): Validator {
   return v;
 }
 
-/** '#/headers/0/name' → 'headers[0]/name' (readable field path). */
-export function fieldPath(instanceLocation: string): string {
-  return instanceLocation
+/** The tokens of a JSON pointer written as a URI fragment ('#/labels/app~1tier' → ['labels', 'app/tier']). */
+function locationTokens(location: string): string[] {
+  return location
     .replace(/^#\/?/, '')
     .split('/')
     .filter((p) => p !== '')
-    .map((p) => unescapeToken(decodeURIComponent(p)))
-    .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}/${p}` : p), '');
+    .map((p) => unescapeToken(decodeURIComponent(p)));
+}
+
+/** '#/headers/0/name' → 'headers[0]/name' (readable field path). */
+export function fieldPath(instanceLocation: string): string {
+  return locationTokens(instanceLocation).reduce(
+    (acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}/${p}` : p),
+    '',
+  );
 }
 
 /** The schema node a keywordLocation points into ('#/properties/a/pattern' → its parent). */
 function schemaAt(root: Schema, keywordLocation: string): Schema | undefined {
-  const parts = keywordLocation
-    .replace(/^#\/?/, '')
-    .split('/')
-    .filter((p) => p !== '');
+  const parts = locationTokens(keywordLocation);
   parts.pop();
   let node: unknown = root;
   for (const p of parts) {
     if (typeof node !== 'object' || node === null) return undefined;
-    node = (node as Record<string, unknown>)[decodeURIComponent(p)];
+    node = (node as Record<string, unknown>)[p];
   }
   return typeof node === 'object' && node !== null ? (node as Schema) : undefined;
 }
@@ -146,12 +150,9 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
 
 function valueAt(obj: unknown, instanceLocation: string): unknown {
   let node = obj;
-  for (const p of instanceLocation
-    .replace(/^#\/?/, '')
-    .split('/')
-    .filter((x) => x !== '')) {
+  for (const p of locationTokens(instanceLocation)) {
     if (typeof node !== 'object' || node === null) return undefined;
-    node = (node as Record<string, unknown>)[decodeURIComponent(p)];
+    node = (node as Record<string, unknown>)[p];
   }
   return node;
 }

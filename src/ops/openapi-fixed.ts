@@ -176,7 +176,7 @@ export function fixedPaths(): Obj {
       get: {
         tags: ['state'],
         summary: 'Every state object, each with x-path',
-        parameters: params(['fields', 'where', 'match-path', 'content', 'with-defaults', 'watch']),
+        parameters: params(['fields', 'where', 'match-path', 'content', 'site', 'with-defaults', 'watch']),
         responses: responses({ 200: bodyOk(list({ $ref: '#/components/schemas/x-object' })) }, [400, 401, 406]),
       },
       ...opt(['GET', 'OPTIONS']),
@@ -185,7 +185,7 @@ export function fixedPaths(): Obj {
       get: {
         tags: ['topics'],
         summary: 'Topics of the message bus',
-        parameters: params(['fields', 'where', 'keys', 'count']),
+        parameters: params(['fields', 'where', 'keys', 'count', 'site']),
         responses: responses({ 200: bodyOk({ oneOf: [list(topicInfo), countOrNames] }) }, [400, 401, 403, 406]),
       },
       ...opt(['GET', 'OPTIONS']),
@@ -195,7 +195,7 @@ export function fixedPaths(): Obj {
       get: {
         tags: ['topics'],
         summary: 'One topic: length and last entry',
-        parameters: params(['fields']),
+        parameters: params(['fields', 'site']),
         responses: responses({ 200: bodyOk(topicInfo) }, readErrors),
       },
       ...opt(['GET', 'OPTIONS']),
@@ -263,11 +263,47 @@ export function fixedPaths(): Obj {
         responses: responses({ 204: 'Recorded' }, [400, 401, 403, 404]),
       },
     },
+    '/v1/fleet/sites/{name}/report': {
+      parameters: templateParams('{name}'),
+      post: {
+        tags: ['fleet'],
+        summary:
+          "An edge site reports its state (kept as the site's last report, answered to site= reads when it is not connected)",
+        security: [{ siteToken: [] }],
+        requestBody: {
+          required: true,
+          content: objectBody({
+            type: 'object',
+            properties: { tenants: { type: 'object', additionalProperties: { type: 'array' } } },
+            required: ['tenants'],
+          }),
+        },
+        responses: responses({ 204: 'Stored' }, [400, 401, 403, 404, 413]),
+      },
+    },
+    '/v1/fleet/sites/{name}/answer': {
+      parameters: templateParams('{name}'),
+      post: {
+        tags: ['fleet'],
+        summary: 'An edge site answers a site= read sent down its sync stream (event: request)',
+        security: [{ siteToken: [] }],
+        requestBody: {
+          required: true,
+          content: objectBody({
+            type: 'object',
+            properties: { id: { type: 'string' }, status: { type: 'integer' }, body: {} },
+            required: ['id', 'status'],
+          }),
+        },
+        responses: responses({ 204: 'Handed to the process that asked' }, [400, 401, 403, 404, 413]),
+      },
+    },
     '/v1/state/volga/webhooks/{name}/history': {
       parameters: templateParams('{name}'),
       get: {
         tags: ['webhook'],
         summary: 'The last 15 minutes of the exporter: delivered-counter samples every 5 s and recent errors',
+        parameters: params(['site']),
         responses: responses(
           {
             200: bodyOk({
@@ -315,6 +351,7 @@ export function fixedPaths(): Obj {
       get: {
         tags: ['webhook'],
         summary: 'The last 100 POST attempts, newest first',
+        parameters: params(['site']),
         responses: responses(
           {
             200: bodyOk({

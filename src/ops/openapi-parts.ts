@@ -39,7 +39,11 @@ const paramDefs: Record<QueryParam, { schema: Obj; description: string }> = {
     schema: { enum: ['create', 'replace', 'update', 'delete', 'remove'] },
     description: 'Operation of the objects without `x-operation` (default `replace`).',
   },
-  site: { schema: { type: 'string' }, description: 'The site whose state is read (this process serves its own).' },
+  site: {
+    schema: { type: 'string' },
+    description:
+      "The site whose state is read: at a control plane any site (live when it is connected, else its last report with x-state-age); elsewhere only the process's own.",
+  },
 };
 
 export const params = (names: readonly QueryParam[]): Obj[] =>

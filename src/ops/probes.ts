@@ -10,13 +10,10 @@
  * through `AppDeps.readyChecks`.
  */
 import { Hono } from 'hono';
-import type { AppDeps, AppEnv } from '../api/deps.js';
+import type { AppDeps, AppEnv, ProbeCheck } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
 
-export type ProbeCheck = {
-  readonly name: string;
-  run(): Promise<string | undefined> | string | undefined;
-};
+export type { ProbeCheck };
 
 export type CheckResult = { name: string; ok: boolean; reason?: string };
 

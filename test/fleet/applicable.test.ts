@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { JsonObject } from '../../src/lib/json.js';
 import { applicableTo } from '../../src/fleet/applicable.js';
+import { selectedSites } from '../../src/exporter/placement.js';
 
 const hook = (name: string, placement: JsonObject, extra: JsonObject = {}): JsonObject => ({
   name,
@@ -81,6 +82,21 @@ const common = [
   'default/system/settings',
   'default/system/users/admin',
 ];
+
+test("a deployment's selected-sites (GET /v1/state) are the sites that receive it for an exporter", () => {
+  const v = view();
+  const sites = [...v].filter(([k]) => /^default\/sites\/[^/]+$/.test(k)).map(([, site]) => site);
+  for (const name of ['eu', 'us']) {
+    const key = `default/application-deployments/${name}`;
+    const receiving = sites
+      .map((site) => String(site.name))
+      .filter((site) => applicableTo(v, site, 'default').has(key));
+    assert.equal(selectedSites(v.get(key)!, sites), receiving, name);
+    assert.is(receiving.length, 1, name);
+  }
+  assert.equal(selectedSites({ name: 'bad', placement: { 'match-site-labels': 'region = (' } }, sites), []);
+  assert.equal(selectedSites({ name: 'none' }, sites), []);
+});
 
 test('edge-1: all-sites, listed, by deployment (region eu) and by label (tier gold)', () => {
   assert.equal(

@@ -23,6 +23,17 @@ test('without CONTROL_PLANE_URL: a control plane, history 7 days by default', ()
   assert.is(loadSettings({ FLEET_HISTORY: '12h' }).fleet.historyMs, 12 * 3_600_000);
 });
 
+test('FLEET_KEEPALIVE (15 s) and FLEET_REPORT_INTERVAL (500 ms): durations with a floor', () => {
+  const s = loadSettings({ SITE: 'hq' });
+  assert.is(s.fleet.keepAliveMs, 15_000);
+  assert.is(s.fleet.reportIntervalMs, 500);
+  const e = { CONTROL_PLANE_URL: 'http://127.0.0.1:1', SITE: 'e', SITE_TOKEN: 't' };
+  assert.is(loadSettings({ ...e, FLEET_REPORT_INTERVAL: '2s' }).fleet.reportIntervalMs, 2000);
+  assert.is(loadSettings({ FLEET_KEEPALIVE: '300ms' }).fleet.keepAliveMs, 300);
+  assert.throws(() => loadSettings({ FLEET_KEEPALIVE: '10ms' }), /FLEET_KEEPALIVE must be at least 100 ms/);
+  assert.throws(() => loadSettings({ FLEET_REPORT_INTERVAL: 'soon' }), /FLEET_REPORT_INTERVAL must be a number/);
+});
+
 test('an edge site: URL, SITE and a token from SITE_TOKEN or SITE_TOKEN_FILE, CA read from its file', () => {
   const s = loadSettings({ CONTROL_PLANE_URL: 'https://cp.example:4646/', SITE: 'edge-1', SITE_TOKEN: 'tok' });
   assert.equal(s.fleet.controlPlaneUrl, 'https://cp.example:4646');

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BoundedMap } from '../../src/lib/bounded-cache.js';
-import { durationMs, durationPattern } from '../../src/lib/duration.js';
+import { durationMs, durationPattern, settingDurationMs } from '../../src/lib/duration.js';
 import { escapeToken, formatPointer, parsePointer, pointerPattern, resolveTokens } from '../../src/lib/json-pointer.js';
 
 const durations: Array<[string, number | undefined]> = [
@@ -40,6 +40,12 @@ for (const [text, tokens] of pointers) {
     if (tokens) assert.is(formatPointer(tokens), text);
   });
 }
+
+test('an environment setting reads durations by the same rule, with days besides', () => {
+  for (const [text, ms] of durations) if (ms !== undefined) assert.is(settingDurationMs(text), ms, text);
+  assert.is(settingDurationMs('7d'), 7 * 86_400_000);
+  for (const text of ['1.5s', '1 s', '-1s', '', '7w', '1.5d']) assert.is(settingDurationMs(text), undefined, text);
+});
 
 test('escapeToken and resolveTokens', () => {
   assert.is(escapeToken('a/~b'), 'a~1~0b');

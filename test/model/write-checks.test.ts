@@ -8,8 +8,18 @@ import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileTemplate, knownVariable } from '../../src/expand/template.js';
 import { startApi, type TestApi } from '../helpers/api.js';
+import { schemaErrors } from '../../src/model/validate.js';
+import { resolvePath } from '../../src/model/resources.js';
 
 const isDefined = (n: string) => knownVariable(n, new Set(['V']));
+
+test('a schema error under a key with / shows the value found there (pointer tokens unescaped)', () => {
+  const r = resolvePath('sites/s1');
+  assert.ok(r);
+  const errs = schemaErrors(r.def, { name: 's1', type: 'edge', labels: { 'app/tier': 5 } }, '/v1/config/sites/s1');
+  assert.is(errs.length, 1);
+  assert.match(errs[0]?.message ?? '', /^Cannot use 5 as labels\/app\/tier: expected string/);
+});
 
 test('json writes any value as a JSON string literal', () => {
   const t = compileTemplate('{"v": ${V | json}, "t": ${TOPIC | json}}', { field: 'data', isDefined });

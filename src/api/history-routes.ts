@@ -1,0 +1,35 @@
+/** `GET /v1/state/volga/webhooks/<name>/history`: the samples of history.ts, read as the exporter's state is. */
+import { Hono } from 'hono';
+import { ApiError } from '../lib/errors.js';
+import { configKey } from '../store/keys.js';
+import type { AppDeps, AppEnv } from './deps.js';
+import { DeliveredHistory } from './history.js';
+import { checkSite, methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
+import { parseQuery } from '../query/params.js';
+
+const PATH = '/v1/state/volga/webhooks/:name/history';
+
+export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.get(PATH, async (c) => {
+    const p = principalOf(c);
+    const name = c.req.param('name');
+    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
+    // Reading the history is reading the exporter's state.
+    deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
+    if (deps.strongbox.sealed)
+      throw new ApiError('sealed', 'Cannot serve an exporter history: the secret store is sealed', { code: 'sealed' });
+    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`))))
+      throw new ApiError('not-found', `No webhook exporter ${name}`, {
+        code: 'missing',
+        'x-path': `/v1/config/volga/webhooks/${name}`,
+      });
+    const history = deps.history ?? new DeliveredHistory(deps.store, deps.settings.site, deps.runtime);
+    return reply(c, 200, history.of(p.tenant, name));
+  });
+  app.options(PATH, () => options(['GET', 'OPTIONS'], false));
+  app.all(PATH, (c) => {
+    throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
+  });
+  return app;
+}

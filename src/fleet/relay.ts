@@ -1,0 +1,164 @@
+/**
+ * The reverse channel of `site=` reads (as KubeEdge and Avassa do it): a read for an edge site
+ * travels DOWN the site's sync stream as a `request` event and its answer comes back UP by
+ * POST, possibly to another control-plane process than the one that asked. So both directions
+ * go through Redis pub/sub, never through one process's memory: any process may hold the
+ * site's stream, any may receive the answer, and the one that asked gets it.
+ *
+ *   ep:fleet:read     pub/sub: {site, id, tenant, path, query}, to the stream(s) of `site`
+ *   ep:fleet:answer   pub/sub: {site, id, status, body}, to the process that asked
+ * (with `:N` appended on database N, like the change log's channel). Nothing is stored: an
+ * answer exists only on its way to the asker. On the embedded store (one control-plane
+ * process) the same interface works in process.
+ */
+import { randomUUID } from 'node:crypto';
+import { createClient } from 'redis';
+import { isObject, type Json } from '../lib/json.js';
+import { log } from '../lib/log.js';
+
+import type { ForwardedAnswer, ForwardedRead } from '../api/deps.js';
+
+export type { ForwardedAnswer, ForwardedRead };
+
+export interface FleetRelay {
+  /** Sends `read` to the streams of `site`; its answer, or undefined after `timeoutMs`. */
+  ask(site: string, read: Omit<ForwardedRead, 'id'>, timeoutMs: number): Promise<ForwardedAnswer | undefined>;
+  /** A sync stream of `site` held by this process receives the reads sent to that site. */
+  onRead(site: string, listener: (read: ForwardedRead) => void): () => void;
+  /** Hands the answer of `site` to read `id` to the process that asked (ignored when none waits). */
+  answer(site: string, id: string, answer: ForwardedAnswer): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Pending = { site: string; resolve: (a: ForwardedAnswer | undefined) => void; timer: NodeJS.Timeout };
+
+/** The per-process part shared by both implementations: who listens, who waits. */
+function createRouting() {
+  const readers = new Map<string, Set<(read: ForwardedRead) => void>>();
+  const pending = new Map<string, Pending>();
+  return {
+    readers,
+    pending,
+    deliverRead(site: string, read: ForwardedRead) {
+      for (const fn of readers.get(site) ?? []) fn(read);
+    },
+    /** `undefined`: no answer will come (the read could not be sent). */
+    deliverAnswer(site: string, id: string, answer: ForwardedAnswer | undefined) {
+      const p = pending.get(id);
+      // An answer from another site than the one asked is dropped (a site answers only its own reads).
+      if (!p || p.site !== site) return;
+      pending.delete(id);
+      clearTimeout(p.timer);
+      p.resolve(answer);
+    },
+    wait(site: string, id: string, timeoutMs: number): Promise<ForwardedAnswer | undefined> {
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          pending.delete(id);
+          resolve(undefined);
+        }, timeoutMs);
+        pending.set(id, { site, resolve, timer });
+      });
+    },
+    onRead(site: string, listener: (read: ForwardedRead) => void) {
+      let set = readers.get(site);
+      if (!set) readers.set(site, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0 && readers.get(site) === set) readers.delete(site);
+      };
+    },
+    close() {
+      for (const p of pending.values()) {
+        clearTimeout(p.timer);
+        p.resolve(undefined);
+      }
+      pending.clear();
+      readers.clear();
+    },
+  };
+}
+
+export function createMemoryRelay(): FleetRelay {
+  const r = createRouting();
+  return {
+    ask(site, read, timeoutMs) {
+      const id = randomUUID();
+      const answer = r.wait(site, id, timeoutMs);
+      queueMicrotask(() => r.deliverRead(site, { id, ...read }));
+      return answer;
+    },
+    onRead: r.onRead,
+    async answer(site, id, answer) {
+      r.deliverAnswer(site, id, answer);
+    },
+    async close() {
+      r.close();
+    },
+  };
+}
+
+export async function openRedisRelay(url: string): Promise<FleetRelay> {
+  const opts = {
+    url,
+    disableOfflineQueue: true,
+    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
+  };
+  const onError = (err: unknown) =>
+    log('warn', 'redis connection error', {
+      role: 'fleet-relay',
+      error: err instanceof Error ? err.message : String(err),
+    });
+  const db = Number(new URL(url).pathname.slice(1) || '0');
+  const suffix = db > 0 ? `:${db}` : '';
+  const readChannel = `ep:fleet:read${suffix}`;
+  const answerChannel = `ep:fleet:answer${suffix}`;
+  const r = createRouting();
+  const pub = createClient({ ...opts, name: 'edgeplane-fleet-relay' });
+  pub.on('error', onError);
+  const sub = pub.duplicate({ ...opts, name: 'edgeplane-fleet-relay-sub' });
+  sub.on('error', onError);
+  await pub.connect();
+  await sub.connect();
+  const parse = (text: string): Record<string, unknown> | undefined => {
+    try {
+      const v = JSON.parse(text) as unknown;
+      return isObject(v) ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  await sub.subscribe(readChannel, (text) => {
+    const m = parse(text);
+    if (!m || typeof m.site !== 'string' || typeof m.id !== 'string') return;
+    if (typeof m.tenant !== 'string' || typeof m.path !== 'string' || typeof m.query !== 'string') return;
+    r.deliverRead(m.site, { id: m.id, tenant: m.tenant, path: m.path, query: m.query });
+  });
+  await sub.subscribe(answerChannel, (text) => {
+    const m = parse(text);
+    if (!m || typeof m.site !== 'string' || typeof m.id !== 'string' || typeof m.status !== 'number') return;
+    r.deliverAnswer(m.site, m.id, { status: m.status, body: (m.body ?? null) as Json });
+  });
+  return {
+    async ask(site, read, timeoutMs) {
+      const id = randomUUID();
+      const answer = r.wait(site, id, timeoutMs);
+      try {
+        await pub.publish(readChannel, JSON.stringify({ site, id, ...read }));
+      } catch (err) {
+        onError(err);
+        r.deliverAnswer(site, id, undefined);
+      }
+      return answer;
+    },
+    onRead: r.onRead,
+    async answer(site, id, answer) {
+      await pub.publish(answerChannel, JSON.stringify({ site, id, status: answer.status, body: answer.body }));
+    },
+    async close() {
+      r.close();
+      for (const c of [sub, pub]) if (c.isOpen) await c.close().catch(() => c.destroy());
+    },
+  };
+}

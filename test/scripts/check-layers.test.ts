@@ -1,0 +1,92 @@
+/**
+ * scripts/check-layers.ts, run on small source trees in a temp dir: an import that goes up a
+ * layer (a type-only one too), a sideways import between sibling folders, a circle of files,
+ * a file directly in src/ and an unlisted folder each fail naming what is wrong; imports that
+ * only go down pass. (`npm test` runs the same script on the real src/ as a check.)
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dirs: string[] = [];
+
+/** Writes `files` (path under src/ → text) into a fresh temp tree and runs the checker on it. */
+function check(files: Record<string, string>): { code: number | null; out: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'check-layers-'));
+  dirs.push(dir);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, 'src', path)), { recursive: true });
+    writeFileSync(join(dir, 'src', path), text);
+  }
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-layers.ts', '--src', join(dir, 'src')], {
+    cwd: repo,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: r.status, out: r.stdout + r.stderr };
+}
+
+const base = {
+  'lib/json.ts': 'export type Json = unknown;\n',
+  'model/resources.ts': "import type { Json } from '../lib/json.js';\nexport const r: Json = 1;\n",
+  'api/config.ts': "import { r } from '../model/resources.js';\nexport const c = r;\n",
+};
+
+test('imports that only go down pass', () => {
+  const r = check(base);
+  assert.is(r.code, 0, r.out);
+  assert.match(r.out, /0 problems \(0 folder cycles, 0 file cycles\)/);
+});
+
+test('an import from lib up to model fails, naming the import', () => {
+  const r = check({ ...base, 'lib/duration.ts': "import { r } from '../model/resources.js';\nexport const d = r;\n" });
+  assert.is(r.code, 1, r.out);
+  assert.match(r.out, 'upward import: lib/duration.ts imports model/resources.ts');
+});
+
+test('a type-only import up a layer fails too', () => {
+  const r = check({
+    ...base,
+    'model/checks.ts': "import type { c } from '../api/config.js';\nexport type C = typeof c;\n",
+  });
+  assert.is(r.code, 1, r.out);
+  assert.match(r.out, 'upward import: model/checks.ts imports api/config.ts (type)');
+});
+
+test('siblings of one layer may not import each other', () => {
+  const r = check({
+    ...base,
+    'ops/probes.ts': 'export const p = 1;\n',
+    'fleet/index.ts': "export * from '../ops/probes.js';\n",
+  });
+  assert.is(r.code, 1, r.out);
+  assert.match(r.out, 'sideways import: fleet/index.ts imports ops/probes.ts');
+});
+
+test('a circle of files inside one folder fails', () => {
+  const r = check({
+    ...base,
+    'model/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
+    'model/b.ts': "import type { a } from './a.js';\nexport const b: typeof a | undefined = undefined;\n",
+  });
+  assert.is(r.code, 1, r.out);
+  assert.match(r.out, 'file cycle: model/a.ts <-> model/b.ts');
+});
+
+test('a file directly in src/ and a folder without a layer fail', () => {
+  const r = check({ ...base, 'app.ts': 'export {};\n', 'extra/x.ts': 'export {};\n' });
+  assert.is(r.code, 1, r.out);
+  assert.match(r.out, 'files directly in src/ belong to no layer: app.ts');
+  assert.match(r.out, 'folder src/extra/ has no place in LAYERS');
+});
+
+test.after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+test.run();
