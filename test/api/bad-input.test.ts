@@ -7,7 +7,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = {
@@ -358,13 +358,12 @@ const cases: Case[] = [
 
 function badInputSuite(backend: Backend): void {
   const t = suite(`api-bad-input (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 4, env: { MAX_BODY_BYTES: String(LIMIT) } });
-    assert.is((await api.json('PUT', HOOK, { body: hook })).status, 201);
-  });
-  t.after(async () => {
-    await api.close();
+  const api = useApi(t, backend, {
+    db: 4,
+    env: { MAX_BODY_BYTES: String(LIMIT) },
+    setup: async (api) => {
+      assert.is((await api.json('PUT', HOOK, { body: hook })).status, 201);
+    },
   });
 
   /** The whole configuration with ETags: equal before and after means nothing was stored. */

@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; 'x-path'?: string };
@@ -30,13 +30,7 @@ const hook = (name: string) => ({
 
 function crudSuite(backend: Backend): void {
   const t = suite(`api-crud (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 1 });
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 1 });
 
   t('LIST: POST creates → 201 with Location and ETag; a second POST → 409, store unchanged', async () => {
     const created = await api.json('POST', '/v1/config/applications', { body: { name: 'app1', version: '1.0' } });

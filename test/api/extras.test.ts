@@ -4,7 +4,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type Errors = { errors: Array<{ 'error-info'?: { code?: string; parameter?: string } }> };
@@ -12,13 +12,7 @@ const code = (body: unknown) => (body as Errors).errors[0]?.['error-info']?.code
 
 function extras(backend: Backend): void {
   const t = suite(`API extras (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend);
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend);
 
   t('PATCH of system/settings before any write creates it', async () => {
     const r = await api.json('PATCH', '/v1/config/system/settings', { body: { 'default-domain': 'lab.example.com' } });

@@ -8,20 +8,13 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function fieldsSuite(backend: Backend): void {
   const t = suite(`http fields (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 8 });
-    await seed(api);
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 8, setup: seed });
 
   const single = [
     ['a,b', 'name,type', { name: 'site-a', type: 'edge' }],

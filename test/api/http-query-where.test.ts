@@ -10,20 +10,13 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { webhookStateKey } from '../../src/store/keys.js';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { bad, byPath, names, ok, q, rejected, seed } from './http-query-fixtures.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function whereSuite(backend: Backend): void {
   const t = suite(`http where (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 9 });
-    await seed(api);
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 9, setup: seed });
 
   // [expression, names of the sites it selects]; the documented forms first, then what they stand for.
   const onSites = [

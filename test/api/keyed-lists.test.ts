@@ -6,7 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: Record<string, unknown> }> };
@@ -49,13 +49,7 @@ function duplicateRefused(res: { status: number; body: unknown }, first: string,
 
 function keyedSuite(backend: Backend): void {
   const t = suite(`api-keyed-lists (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 5 });
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 5 });
   t.before.each(async () => {
     for (const [path, body] of [
       [SITE, site],

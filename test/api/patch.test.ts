@@ -6,7 +6,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; 'op-index'?: number; [k: string]: unknown };
@@ -34,13 +34,7 @@ const base = {
 
 function patchSuite(backend: Backend): void {
   const t = suite(`api-patch (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 11 });
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 11 });
   t.before.each(async () => {
     const res = await api.json('PUT', PATH, { body: base });
     assert.ok(res.status === 201 || res.status === 204, JSON.stringify(res.body));

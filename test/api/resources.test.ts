@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type Case = {
@@ -139,13 +139,7 @@ const cases: Case[] = [
 
 function resourceSuite(backend: Backend): void {
   const t = suite(`api-resources (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 10 });
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 10 });
 
   t('every resource: create 201, read 200, update 204 (merged), read back', async () => {
     for (const c of cases) {

@@ -5,18 +5,12 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function tenantSuite(backend: Backend): void {
   const t = suite(`x-tenant writes (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend);
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend);
 
   t('parent creates a subtenant and its first user; the user logs in as name@tenant', async () => {
     assert.is((await api.json('PUT', '/v1/config/system/tenants/acme', { body: { name: 'acme' } })).status, 201);

@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 type ErrorInfo = { code?: string; path?: string; position?: number; line?: number; column?: number };
@@ -23,17 +23,15 @@ const APP = '/v1/config/applications/w1';
 
 function wireSuite(backend: Backend): void {
   const t = suite(`api-wire (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 2 });
-    assert.is((await api.json('PUT', APP, { body: { name: 'w1', version: '1' } })).status, 201);
-    assert.is(
-      (await api.json('PUT', '/v1/config/applications/w2', { body: { name: 'w2', version: '2' } })).status,
-      201,
-    );
-  });
-  t.after(async () => {
-    await api.close();
+  const api = useApi(t, backend, {
+    db: 2,
+    setup: async (api) => {
+      assert.is((await api.json('PUT', APP, { body: { name: 'w1', version: '1' } })).status, 201);
+      assert.is(
+        (await api.json('PUT', '/v1/config/applications/w2', { body: { name: 'w2', version: '2' } })).status,
+        201,
+      );
+    },
   });
 
   const etagOf = async (path: string) => (await api.req('GET', path)).headers.get('etag');

@@ -8,7 +8,7 @@ import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse, parseAllDocuments } from 'yaml';
 import { encode } from '../../src/api/reply.js';
-import { startApi, type TestApi } from '../helpers/api.js';
+import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 // Strings a YAML 1.1 reader (the spec's types, PyYAML, go-yaml v2) does not read as strings.
@@ -57,13 +57,7 @@ test('multi-object output (documents) is quoted the same way', () => {
 
 function apiSuite(backend: Backend): void {
   const t = suite(`yaml-readers API (${backend})`);
-  let api: TestApi;
-  t.before(async () => {
-    api = await startApi(backend, { db: 6 });
-  });
-  t.after(async () => {
-    await api.close();
-  });
+  const api = useApi(t, backend, { db: 6 });
 
   t('GET in YAML reads back in YAML 1.1 mode as the JSON reply, single, list and /v1/config', async () => {
     const site = {

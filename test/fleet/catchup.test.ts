@@ -7,9 +7,7 @@
  * control plane is killed (-9) and restarted, and the site is killed in the middle of a burst
  * of changes: it reconnects and catches up again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -18,19 +16,11 @@ import { client, startTcpProxy, type Client, type TcpProxy, SITE_WAIT } from '..
 import { freePort, startRedis, type RedisServer, freshRedisDb } from '../helpers/redis.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { eventually } from '../helpers/wait.js';
+import { tempDir } from '../helpers/backends.js';
 
 const password = 'fleet-catchup-password';
-const dirs: string[] = [];
 const procs = new Set<ApiProc>();
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-catchup-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-catchup-');
 
 let cpRedisUrl = '';
 let cpPort = 0;

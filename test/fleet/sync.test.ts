@@ -4,9 +4,7 @@
  * own). Site tokens (issue, revoke, what they can reach), placement by label reaching the site
  * and moving away, read-only synced objects, local operations at the site.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
@@ -15,21 +13,12 @@ import { startWebhookServer, type WebhookServer } from '../helpers/webhook-serve
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
+import { tempDir } from '../helpers/backends.js';
 
 const password = 'fleet-admin-password';
 /** A site presents its public key on every sync request (secrets are sealed for it). */
 const keyHeader = { 'x-edgeplane-site-key': generateSiteKey().publicKey };
-const dirs: string[] = [];
-const procs: ApiProc[] = [];
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-');
 
 let cp: ApiProc;
 let admin: Client;
@@ -40,7 +29,6 @@ let token1 = '';
 
 test.before(async () => {
   cp = await spawnApiProc({ REDIS_URL: await freshRedisDb(3), SITE: 'hq', ADMIN_PASSWORD: password, DATA_DIR: tmp() });
-  procs.push(cp);
   admin = client(cp.url, password);
   sink = await startWebhookServer();
   for (const [name, labels] of [
@@ -144,7 +132,6 @@ test('an exporter placed by label reaches the site, delivers there, and is read-
     ADMIN_PASSWORD: 'local-password-ignored-once-synced',
     API_PROC_RUNTIME: '1',
   });
-  procs.push(site);
   siteAdmin = client(site.url, password);
   await eventually(() => siteHas('volga/webhooks/to-sink'), 'the exporter synced to edge-1', SITE_WAIT);
   assert.ok(await siteHas('sites/edge-1'), 'its own site object');

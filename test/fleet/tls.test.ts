@@ -3,8 +3,7 @@
  * CA (CONTROL_PLANE_CA) syncs; a site without it refuses the certificate and syncs nothing.
  * The control plane here runs on the embedded store (its change log in memory), the sites too.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,19 +11,11 @@ import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { client, startTlsProxy, SITE_WAIT } from '../helpers/fleet.js';
 import { makeCerts } from '../helpers/tls.js';
 import { eventually } from '../helpers/wait.js';
+import { tempDir } from '../helpers/backends.js';
 
 const password = 'fleet-tls-password';
-const dirs: string[] = [];
 const procs: ApiProc[] = [];
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-tls-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-tls-');
 
 let tls: { close(): Promise<void> } | undefined;
 test.after(async () => {

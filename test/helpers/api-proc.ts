@@ -6,7 +6,8 @@
  * SIGTERM closes the server and the instance. The exporter runtime is off unless
  * API_PROC_RUNTIME=1: these processes exist to test the API under concurrency.
  *
- * `spawnApiProc()` is the parent side: starts one, waits for the port line, returns its URL.
+ * `spawnApiProc()` is the parent side: starts one, waits for the port line, returns its URL;
+ * a child still running when the test process exits is killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { realpathSync } from 'node:fs';
@@ -17,12 +18,20 @@ export type ApiProc = { url: string; port: number; child: ChildProcess; output: 
 
 const self = fileURLToPath(import.meta.url);
 
+/** Children still running, killed (SIGKILL) when the test process exits, whatever happened. */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
 /** Starts this file as a child process with `env` added to the parent's environment. */
 export function spawnApiProc(env: Record<string, string>): Promise<ApiProc> {
   const child = spawn(process.execPath, ['--import', 'tsx', self], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   let out = '';
   child.stderr?.on('data', (d: Buffer) => {
     out += d.toString();

@@ -3,6 +3,7 @@
  * the test Redis (a database of its own, emptied: helpers/redis.ts), logged in as admin. Requests go
  * through app.fetch, the same handler the server runs.
  */
+import type { Test } from 'uvu';
 import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
 import { tempDir, type Backend } from './backends.js';
@@ -26,10 +27,9 @@ export type TestApi = {
   close(): Promise<void>;
 };
 
-export async function startApi(
-  backend: Backend,
-  opts: { db?: number; env?: Record<string, string>; runtime?: boolean } = {},
-): Promise<TestApi> {
+export type StartOptions = { db?: number; env?: Record<string, string>; runtime?: boolean };
+
+export async function startApi(backend: Backend, opts: StartOptions = {}): Promise<TestApi> {
   const dataDir = tempDir('edgeplane-api-');
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
@@ -82,4 +82,45 @@ export async function startApi(
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${JSON.stringify(login.body)}`);
   api.token = (login.body as { token: string }).token;
   return api;
+}
+
+/**
+ * The API of a suite: started in `t`'s before hook (then `setup` runs on it), closed in its after
+ * hook. What it returns stands for that instance in the suite's tests.
+ */
+export function useApi(
+  t: Test,
+  backend: Backend,
+  opts: StartOptions & { setup?: (api: TestApi) => Promise<void> } = {},
+): TestApi {
+  let current: TestApi | undefined;
+  const api = (): TestApi => {
+    if (!current) throw new Error("the suite's API starts in its before hook");
+    return current;
+  };
+  t.before(async () => {
+    current = await startApi(backend, opts);
+    await opts.setup?.(current);
+  });
+  t.after(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    get instance() {
+      return api().instance;
+    },
+    get settings() {
+      return api().settings;
+    },
+    get token() {
+      return api().token;
+    },
+    set token(v: string) {
+      api().token = v;
+    },
+    req: (method, path, o) => api().req(method, path, o),
+    json: (method, path, o) => api().json(method, path, o),
+    close: () => api().close(),
+  };
 }
