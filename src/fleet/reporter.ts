@@ -30,6 +30,11 @@ export type Reporter = {
   /** The link is (again) up: send the whole state even if it looks unchanged. */
   connected(): void;
   stop(): void;
+  /**
+   * One last report of the state as it is now (sent when it differs from the last one
+   * acknowledged), waiting `timeoutMs` at most; a site stopping cleanly calls it before stop.
+   */
+  flush(timeoutMs: number): Promise<void>;
 };
 
 export function startReporter(o: ReporterOptions): Reporter {
@@ -86,6 +91,22 @@ export function startReporter(o: ReporterOptions): Reporter {
       stopped = true;
       timer?.();
       timer = undefined;
+    },
+    async flush(timeoutMs) {
+      timer?.();
+      timer = undefined;
+      const deadline = now() + timeoutMs;
+      while (running && now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      if (running || stopped) return;
+      dirty = true;
+      let cancel: (() => void) | undefined;
+      await Promise.race([
+        run(),
+        new Promise<void>((r) => {
+          cancel = setTimer(r, Math.max(0, deadline - now()));
+        }),
+      ]);
+      cancel?.();
     },
   };
 }

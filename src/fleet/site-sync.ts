@@ -354,6 +354,8 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     async stop() {
       stopped = true;
       stopChanges?.();
+      // The control plane keeps the state of a site that stopped cleanly as it was at the stop.
+      if (connected) await reporter?.flush(2000);
       reporter?.stop();
       current?.abort();
       wakeSleep?.();

@@ -116,8 +116,10 @@ export async function createInstance(
     async close(deadlineMs = 10_000) {
       closeWatches(store);
       history.stop();
-      await runtime?.stop(deadlineMs);
+      // The site's sync and reports end first: a report sent while the exporters stop would
+      // leave the control plane a last state of a site shutting down, not of one running.
       await fleet.close();
+      await runtime?.stop(deadlineMs);
       auth.close();
       await bus.close();
       await store.close();

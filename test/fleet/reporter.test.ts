@@ -113,4 +113,20 @@ test('a report the control plane did not acknowledge is sent again at the next c
   assert.is(h.sent.length, 2, 'stopped: nothing more');
 });
 
+test('flush at a clean stop: the state as it is now goes up once, with no change announced', async () => {
+  const h = harness();
+  h.reporter.connected();
+  await h.advance(0);
+  assert.is(h.sent.length, 1);
+  // The exporters became ready, but the process stops before that was announced.
+  h.set({ tenants: { volga: [{ path: 'volga/webhooks/w', status: 'ready' }] } });
+  await h.reporter.flush(2000);
+  assert.is(h.sent.length, 2);
+  assert.equal(h.sent[1], { tenants: { volga: [{ path: 'volga/webhooks/w', status: 'ready' }] } });
+  // Nothing new: a second flush sends nothing.
+  await h.reporter.flush(2000);
+  assert.is(h.sent.length, 2);
+  h.reporter.stop();
+});
+
 test.run();

@@ -9,6 +9,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { generateSiteKey } from '../../src/secrets/sealed.js';
 import { publicPaths } from '../../src/api/auth-middleware.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend } from '../helpers/backends.js';
@@ -94,7 +95,9 @@ forEachBackend((backend) => {
     try {
       const tokens = await setUp(api);
       const as = (t: string) => ({ authorization: `Bearer ${t}` });
-      const mine = await api.req('GET', '/v1/fleet/sites/site-a/sync', { headers: as(tokens.a) });
+      const mine = await api.req('GET', '/v1/fleet/sites/site-a/sync', {
+        headers: { ...as(tokens.a), 'x-edgeplane-site-key': generateSiteKey().publicKey },
+      });
       assert.is(mine.status, 200);
       assert.match(mine.headers.get('content-type') ?? '', /text\/event-stream/);
       await mine.body?.cancel();
