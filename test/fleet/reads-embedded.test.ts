@@ -3,27 +3,15 @@
  * reports live in process): a site's exporter state read live at the control plane, then,
  * with the site stopped, its last report with `x-state-age`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
+import { tempDir } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 
 const password = 'fleet-embedded-password';
-const dirs: string[] = [];
-const procs: ApiProc[] = [];
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-embedded-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-embedded-');
 
 let cp: ApiProc;
 let site: ApiProc | undefined;
@@ -31,7 +19,6 @@ let admin: Client;
 
 test.before(async () => {
   cp = await spawnApiProc({ SITE: 'hq', ADMIN_PASSWORD: password, DATA_DIR: tmp(), FLEET_KEEPALIVE: '300ms' });
-  procs.push(cp);
   admin = client(cp.url, password);
 });
 
@@ -65,7 +52,6 @@ test('embedded control plane: live site= read, then the last report with x-state
     FLEET_REPORT_INTERVAL: '100ms',
     API_PROC_RUNTIME: '1',
   });
-  procs.push(site);
   await eventually(
     async () => {
       const r = await admin.call('GET', '/v1/state/volga/webhooks/w?site=edge-1');

@@ -6,31 +6,19 @@
  * back live; cut off, the site's last report (in Redis) answers with `x-state-age`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { client, startTcpProxy, SITE_WAIT, type Client, type TcpProxy } from '../helpers/fleet.js';
+import { tempDir } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
 
 const password = 'fleet-reads-password';
-const dirs: string[] = [];
-const procs: ApiProc[] = [];
-process.once('exit', () => {
-  for (const p of procs) p.child.kill('SIGKILL');
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'edgeplane-fleet-reads-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = () => tempDir('edgeplane-fleet-reads-');
 
 type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info': { code?: string } }> };
 /** The events of a Server-Sent Events text: {event, id, data} each. */
@@ -83,9 +71,7 @@ test.before(async () => {
     STRONGBOX_KEY: key,
   };
   cpA = await spawnApiProc({ ...cp, DATA_DIR: tmp() });
-  procs.push(cpA);
   cpB = await spawnApiProc({ ...cp, DATA_DIR: tmp() });
-  procs.push(cpB);
   adminA = client(cpA.url, password);
   adminB = client(cpB.url, password);
   sink = await startWebhookServer();
@@ -106,7 +92,6 @@ test.before(async () => {
     FLEET_REPORT_INTERVAL: '100ms',
     API_PROC_RUNTIME: '1',
   });
-  procs.push(site);
   siteAdmin = client(site.url, password);
 });
 
