@@ -184,7 +184,7 @@ async function floorRun(url: string, sink: string, inFlight: number, path: strin
   return rate;
 }
 
-type Product = { api: string; child: ChildProcess };
+type Product = { api: string; child: ChildProcess; stop(): Promise<void> };
 
 /** A fresh token per run: tokens expire after 10 minutes, longer than a whole bench. */
 async function login(api: string): Promise<string> {
@@ -202,7 +202,7 @@ async function login(api: string): Promise<string> {
 /** The built bundle in its own process, API and exporter runtime, as a user starts it. */
 async function startProduct(redisUrl: string): Promise<Product> {
   const p = await startBundle({ REDIS_URL: redisUrl, ADMIN_PASSWORD: 'bench-password-1' });
-  return { api: p.url, child: p.child };
+  return { api: p.url, child: p.child, stop: p.stop };
 }
 
 async function productRun(
@@ -319,8 +319,7 @@ async function main(): Promise<void> {
         `max-in-flight ${n}: product ${ours.toFixed(0)} msg/s, floor ${bare.toFixed(0)} msg/s, ratio ${(ours / bare).toFixed(2)} (goal ≥ 0.9); product CPU ${cpu.toFixed(1)} µs/msg; rounds product/floor ${all.join(' ')}\n`,
       );
     }
-    product.child.kill('SIGTERM');
-    await new Promise((r) => product!.child.once('exit', r));
+    await product.stop();
     product = undefined;
     if (idleSeconds > 0) {
       const idleStore = await openRedisStore(redis.url);
@@ -329,11 +328,7 @@ async function main(): Promise<void> {
     }
   } finally {
     // Waited for: the product logs while stopping, into the pipe this process holds.
-    if (product && product.child.exitCode === null) {
-      const exited = new Promise((r) => product!.child.once('exit', r));
-      product.child.kill('SIGTERM');
-      await exited;
-    }
+    await product?.stop();
     sink.child.kill();
     await redis.stop();
   }
@@ -377,11 +372,7 @@ async function arcMain(): Promise<void> {
     );
   } finally {
     // Waited for: the product logs while stopping, into the pipe this process holds.
-    if (product && product.child.exitCode === null) {
-      const exited = new Promise((r) => product!.child.once('exit', r));
-      product.child.kill('SIGTERM');
-      await exited;
-    }
+    await product?.stop();
     sink.child.kill();
     await redis.stop();
   }

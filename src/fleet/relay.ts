@@ -2,8 +2,8 @@
  * The reverse channel of `site=` reads (as KubeEdge and Avassa do it): a read for an edge site
  * travels DOWN the site's sync stream as a `request` event and its answer comes back UP by
  * POST, possibly to another control-plane process than the one that asked. So both directions
- * go through Redis pub/sub, never through one process's memory: any process may hold the
- * site's stream, any may receive the answer, and the one that asked gets it.
+ * go through Redis pub/sub, never through one process's memory: whichever process holds the
+ * site's stream and whichever receives the answer, the one that asked gets it.
  *
  *   ep:fleet:read     pub/sub: {site, id, tenant, path, query}, to the stream(s) of `site`
  *   ep:fleet:answer   pub/sub: {site, id, status, body}, to the process that asked
