@@ -11,6 +11,7 @@ import { canonicalJson, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
+import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
 import { Exporter } from './exporter.js';
 import { placeHere } from './placement.js';
@@ -56,6 +57,7 @@ type Slot = {
 
 const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
 const relevant = /^[^/]+\/(volga\/webhooks|sites|application-deployments|system|strongbox)(\/|$)/;
+const anySite = /^[^/]+\/sites\/([^/]+)$/;
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
@@ -67,10 +69,13 @@ export class Supervisor {
   private running: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
   private closed = false;
+  private readonly snapshots: SnapshotReader;
 
   private readonly buses = new Map<string, Bus>();
 
-  constructor(private readonly o: SupervisorOptions) {}
+  constructor(private readonly o: SupervisorOptions) {
+    this.snapshots = snapshotReader(o.store);
+  }
 
   /** The tenant's own view of the bus: its exporters reach only its topics. */
   private busOf(tenant: string): Bus {
@@ -93,7 +98,9 @@ export class Supervisor {
   }
 
   onStoreChange(keys: string[]): void {
-    if (keys.some((k) => relevant.test(k))) void this.reconcile();
+    // Another site's object (a control plane holds a fleet of them) places nothing here.
+    const concerns = (k: string) => relevant.test(k) && (anySite.exec(k)?.[1] ?? this.o.site) === this.o.site;
+    if (keys.some(concerns)) void this.reconcile();
   }
 
   /** Re-reads configuration and secrets of one exporter, keeping offsets. False when unknown. */
@@ -138,7 +145,11 @@ export class Supervisor {
   }
 
   private async reconcileNow(): Promise<void> {
-    const all = await this.o.store.list('');
+    // Only what changed since the last reconcile is read again (store/snapshot.ts).
+    const snap = await this.snapshots.read();
+    const all: Iterable<{ key: string; value: JsonObject; etag: string }> = snap
+      ? [...snap.values].map(([key, value]) => ({ key, value, etag: snap.etags.get(key)! }))
+      : await this.o.store.list('');
     const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject; etag: string }>();
     for (const e of all) {
       const m = webhookKey.exec(e.key);

@@ -117,6 +117,15 @@ function tenantBasics(view: ConfigView, index: ViewIndex, tenant: string, into: 
   for (const [k, v] of index.basics.get(tenant) ?? []) into.set(k, v);
 }
 
+/**
+ * Whether the webhook exporter at `key` is placed at `site`: a change of that exporter concerns
+ * the sites where it is placed now and those that hold it from before, and no other.
+ */
+export function webhookPlacedAt(view: ConfigView, index: ViewIndex, key: string, site: string): boolean {
+  const w = index.webhooks.find((x) => x.key === key);
+  return w !== undefined && placeHere(w.cfg['site-placement'], contextOf(view, index, w.tenant, site)).placed === true;
+}
+
 /** `index` is indexView(view); pass it when computing the sets of many sites from one view. */
 export function applicableTo(
   view: ConfigView,

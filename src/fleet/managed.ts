@@ -60,6 +60,7 @@ export function readOnlySynced(inner: Store, managed: ManagedKeys): Store {
     get: (key, opts) => inner.get(key, opts),
     peek: (key) => inner.peek(key),
     list: (prefix) => inner.list(prefix),
+    etags: (prefix) => inner.etags(prefix),
     commit: (ops) => {
       for (const op of ops) if (managed.has(op.key)) return Promise.reject(refusal(op.key));
       return inner.commit(ops);

@@ -18,13 +18,20 @@
  * each entry is the exact difference between two such projections. Commits made in the same
  * instant may be folded into one entry: a site sees every resulting state, not every
  * intermediate one.
+ *
+ * What a pass costs: it reads only the objects whose ETag moved since the previous pass (the
+ * store's ETags are read in one step with their revision), and after a commit it recomputes
+ * only the sites that commit concerns (a site object: that site; a webhook exporter: where it
+ * is placed and where it was; anything else: every site). Every `resyncMs`, at start and when
+ * a caller asks (project()), a pass recomputes every site.
  */
 import { etagOf } from '../store/etag.js';
 import type { Store } from '../store/store.js';
+import { snapshotReader } from '../store/snapshot.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import type { Strongbox } from '../secrets/strongbox.js';
-import { applicableTo, indexView, type ViewIndex } from './applicable.js';
+import { applicableTo, indexView, webhookPlacedAt, type ViewIndex } from './applicable.js';
 import type { FleetChange, FleetLog } from './log.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 
@@ -46,7 +53,7 @@ export type ProjectorOptions = {
 };
 
 export type Projector = {
-  /** Runs a pass now (or right after the running one) and resolves when it is done. */
+  /** Runs a pass over every site now (or right after the running one) and resolves when it is done. */
   project(): Promise<void>;
   stop(): Promise<void>;
 };
@@ -55,6 +62,11 @@ type Known = { version: string; rev: number; etags: Map<string, string> };
 
 /** Sites projected at once in a pass (their appends in flight together). */
 const appendsAtOnce = 64;
+/** Logs trimmed at once (a few, so trims never crowd out the appends of a pass). */
+const trimsAtOnce = 8;
+
+const anySiteKey = /^([^/]+)\/sites\/([^/]+)$/;
+const webhookKey = /^[^/]+\/volga\/webhooks\/[^/]+$/;
 
 const siteKey = (root: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/sites/([^/]+)$`);
 
@@ -66,20 +78,51 @@ export function startProjector(o: ProjectorOptions): Projector {
   let again = false;
   let stopped = false;
   let lastTrim = 0;
+  let trimming: Promise<void> | undefined;
   const sealedSkips = new Set<string>();
+  /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
+  const redo = new Set<string>();
+  /** The configuration as the last pass read it (the reader reads only what changed since). */
+  let last: Read | undefined;
+  const reader = snapshotReader(o.store);
+  let wantFull = true;
 
-  type Read = { rev: number; view: Map<string, JsonObject>; etags: Map<string, string>; index: ViewIndex };
+  type Read = {
+    rev: number;
+    view: ReadonlyMap<string, JsonObject>;
+    etags: ReadonlyMap<string, string>;
+    index: ViewIndex;
+  };
 
-  async function readConsistent(): Promise<Read | undefined> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const before = await o.store.revision();
-      const entries = await o.store.list('');
-      if ((await o.store.revision()) !== before) continue;
-      const view = new Map(entries.map((e) => [e.key, e.value]));
-      // The store's ETag is etagOf(value): computed once per object, not once per site.
-      return { rev: before, view, etags: new Map(entries.map((e) => [e.key, e.etag])), index: indexView(view) };
+  /** The whole configuration at one revision, and what changed since the previous pass. */
+  async function readView(): Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
+    const snap = await reader.read();
+    if (!snap) return undefined;
+    if (last?.rev !== snap.revision)
+      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index: indexView(snap.values) };
+    return { read: last, changed: snap.changed };
+  }
+
+  /**
+   * The sites whose set a change of `changed` may alter, or 'all'. A site object concerns its
+   * own site only (its labels place exporters there, for every tenant); a webhook exporter
+   * concerns the sites that hold it and those where it is placed now; anything else (settings,
+   * users, deployments, vaults, tenants...) may concern any site.
+   */
+  function concerned(read: Read, changed: ReadonlySet<string>, sites: Set<string>): Set<string> | 'all' {
+    const out = new Set<string>();
+    for (const key of changed) {
+      const site = anySiteKey.exec(key)?.[2];
+      if (site !== undefined) {
+        out.add(site);
+        continue;
+      }
+      if (!webhookKey.test(key)) return 'all';
+      for (const s of sites)
+        if (known.get(s)?.etags.has(key) || (read.view.has(key) && webhookPlacedAt(read.view, read.index, key, s)))
+          out.add(s);
     }
-    return undefined;
+    return out;
   }
 
   async function knownOf(site: string): Promise<Known> {
@@ -132,6 +175,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       }
       if (o.strongbox.sealed) {
         sealedSkips.add(site);
+        redo.add(site);
         return;
       }
       let sealed: JsonObject;
@@ -144,6 +188,7 @@ export function startProjector(o: ProjectorOptions): Projector {
           key,
           error: err instanceof Error ? err.message : String(err),
         });
+        redo.add(site);
         return;
       }
       etags.set(key, etag);
@@ -161,28 +206,35 @@ export function startProjector(o: ProjectorOptions): Projector {
     known.set(site, { version, rev, etags });
   }
 
-  async function pass(): Promise<void> {
+  async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
     const logged = await o.fleetLog.sites();
     // (Looked for only while no site has a log: afterwards the full read below finds them.)
     const named = async () =>
       (await o.store.list(`${o.root}/sites`)).some((e) => sitePattern.exec(e.key)?.[1] !== o.ownSite);
     if (logged.every((s) => s === o.ownSite) && !(await named())) return;
-    const read = await readConsistent();
-    if (!read) {
+    const got = await readView();
+    if (!got) {
       again = true;
+      if (full) wantFull = true;
       return;
     }
+    const { read, changed } = got;
     const sites = new Set(logged);
     for (const key of read.view.keys()) {
       const m = sitePattern.exec(key);
       if (m) sites.add(m[1]!);
     }
     sites.delete(o.ownSite);
+    // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
+    // sites this process knows nothing of yet, and at those a previous pass had to leave.
+    const scope = full ? 'all' : concerned(read, changed, sites);
+    const todo = scope === 'all' ? [...sites] : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s));
+    redo.clear();
     sealedSkips.clear();
     // Sites are independent (each append is a compare-and-set on that site's log alone), so
     // their appends go out together, pipelined on the log's connection, a bounded number at once.
-    const queue = [...sites];
+    const queue = todo;
     const worker = async () => {
       for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read);
     };
@@ -192,14 +244,36 @@ export function startProjector(o: ProjectorOptions): Projector {
         sites: [...sealedSkips].slice(0, 20).join(', '),
         count: sealedSkips.size,
       });
-    if (now() - lastTrim >= 60_000) {
+    if (now() - lastTrim >= 60_000 && !trimming) {
       lastTrim = now();
-      for (const site of sites) await o.fleetLog.trim(site, now() - o.historyMs);
+      trimming = trimLogs([...sites]).finally(() => (trimming = undefined));
     }
   }
 
-  function project(): Promise<void> {
+  /**
+   * Drops history older than historyMs, beside the passes (a trim of a thousand logs takes as
+   * long as a thousand round trips: inside a pass it would hold up every change behind it).
+   * Each trim is atomic on its own log, so it can run while appends go on.
+   */
+  async function trimLogs(sites: string[]): Promise<void> {
+    const cutoff = now() - o.historyMs;
+    const worker = async () => {
+      for (let site = sites.shift(); site !== undefined && !stopped; site = sites.shift())
+        await o.fleetLog.trim(site, cutoff);
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(trimsAtOnce, sites.length) }, worker));
+    } catch (err) {
+      log('warn', 'fleet: trimming the change logs failed; trying again in a minute', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+
+  /** `full`: look at every site (else only at those the commits since the last pass concern). */
+  function project(full = true): Promise<void> {
     if (stopped) return Promise.resolve();
+    if (full) wantFull = true;
     if (running) {
       again = true;
       return running;
@@ -208,9 +282,12 @@ export function startProjector(o: ProjectorOptions): Projector {
       let rounds = 0;
       do {
         again = false;
+        const f = wantFull;
+        wantFull = false;
         try {
-          await pass();
+          await pass(f);
         } catch (err) {
+          wantFull = true;
           log('warn', 'fleet projection failed; retrying at the next change or resync', {
             error: err instanceof Error ? err.message : String(err),
           });
@@ -220,7 +297,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     })().finally(() => {
       running = undefined;
       // Stopped by the round limit with a change still unprojected: go on shortly, not at the next resync.
-      if (again && !stopped) setTimeout(() => void project(), 50).unref();
+      if (again && !stopped) setTimeout(() => void project(false), 50).unref();
     });
     return running;
   }
@@ -237,7 +314,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     await project();
   }
 
-  const unsubscribe = o.store.onChange(() => void project());
+  const unsubscribe = o.store.onChange(() => void project(false));
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
@@ -249,6 +326,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       clearInterval(timer);
       unsubscribe();
       await running;
+      await trimming;
     },
   };
 }

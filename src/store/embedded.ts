@@ -141,6 +141,14 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     },
 
+    async etags(prefix) {
+      checkOpen();
+      const below = prefix + '/';
+      const etags = new Map<string, string>();
+      for (const [k, o] of objects) if (prefix === '' || k === prefix || k.startsWith(below)) etags.set(k, o.etag);
+      return { revision, etags };
+    },
+
     async commit(ops): Promise<CommitResult> {
       checkOpen();
       if (ops.length === 0) return { ok: true, etags: {}, revision };

@@ -85,6 +85,29 @@ return {1, r}
 `);
 
 /**
+ * KEYS: ep:cfg-index, ep:rev. ARGV: the cfg prefix (ep:cfg:), the key prefix ('' = every key).
+ * Returns {revision, key1, etag1, key2, etag2, ...}: the keys list(prefix) reads, at one revision.
+ */
+export const etagsScript = script(`
+local keys
+if ARGV[2] == '' then
+  keys = redis.call('ZRANGE', KEYS[1], 0, -1)
+else
+  keys = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. ARGV[2] .. '/', '(' .. ARGV[2] .. '0')
+  table.insert(keys, 1, ARGV[2])
+end
+local out = {tonumber(redis.call('GET', KEYS[2]) or '0')}
+for _, k in ipairs(keys) do
+  local e = redis.call('HGET', ARGV[1] .. k, 'e')
+  if e then
+    out[#out + 1] = k
+    out[#out + 1] = e
+  end
+end
+return out
+`);
+
+/**
  * KEYS[1] the kv key; ARGV: by, ttlMs ('' for none). The expiry is set only when the key did
  * not exist before, so repeated increments do not extend a window (throttle counters).
  */

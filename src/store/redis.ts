@@ -10,7 +10,7 @@ import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import { etagOf } from './etag.js';
-import { changesChannel, commitScript, incrScript, layout, type Script } from './redis-lua.js';
+import { changesChannel, commitScript, etagsScript, incrScript, layout, type Script } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
 
@@ -202,6 +202,15 @@ export async function openRedisStore(url: string): Promise<Store> {
           if (entry) out.push(entry);
         });
         return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      }),
+
+    etags: (prefix) =>
+      guarded(async () => {
+        const reply = await runScript(etagsScript, [layout.index, layout.revision], [layout.cfgPrefix, prefix]);
+        if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
+        const etags = new Map<string, string>();
+        for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
+        return { revision: Number(reply[0]), etags };
       }),
 
     commit: (ops) =>

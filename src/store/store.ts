@@ -44,6 +44,12 @@ export interface Store {
    */
   peek(key: string): Entry | undefined | 'miss';
   list(prefix: string): Promise<Entry[]>;
+  /**
+   * The ETag of every object `list(prefix)` would return, and the revision they are all at,
+   * read in one atomic step: what changed since an earlier read, without reading a value (the
+   * fleet projector reads only the objects whose ETag moved).
+   */
+  etags(prefix: string): Promise<{ revision: number; etags: Map<string, string> }>;
   /** All ops or none; every `expect` is checked against the state at commit time. */
   commit(ops: WriteOp[]): Promise<CommitResult>;
   /** Increases by one at every successful commit (any process). */

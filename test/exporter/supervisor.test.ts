@@ -12,7 +12,11 @@ import type { Runtime } from '../../src/exporter/index.js';
 import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
-import { eventually } from '../helpers/wait.js';
+import { eventually, sleep } from '../helpers/wait.js';
+import { Supervisor } from '../../src/exporter/supervisor.js';
+import { systemClock } from '../../src/lib/clock.js';
+import type { Store } from '../../src/store/store.js';
+import { openTestBus, openTestStore } from '../helpers/backends.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -193,6 +197,51 @@ test('each site keeps its own state: one where the exporter is placed elsewhere 
   const there = JSON.parse((await env.store.kvGet(webhookStateKey('default', 'multi', 'edge2'))) ?? '{}');
   assert.is(there.status, 'stopped');
   assert.is(there.site, 'edge2');
+});
+
+test("only this site's own site object concerns its exporters (a control plane holds a fleet of them)", async () => {
+  const store = await openTestStore('embedded');
+  const bus = await openTestBus('embedded');
+  let reads = 0;
+  const counting: Store = {
+    ...store,
+    etags: (prefix) => {
+      reads++;
+      return store.etags(prefix);
+    },
+  };
+  const sup = new Supervisor({
+    site: 'hq',
+    rootTenant: 'default',
+    globalDomain: 'example.test',
+    store: counting,
+    bus,
+    secrets: undefined,
+    clock: systemClock,
+    attemptTimeoutMs: 1000,
+    pollMs: 100,
+    consumer: 'c',
+  });
+  try {
+    await sup.reconcile();
+    // Runs that onStoreChange starts (each reads the store's ETags once).
+    const started = async (keys: string[]) => {
+      const before = reads;
+      sup.onStoreChange(keys);
+      await sleep(50);
+      return reads - before;
+    };
+    assert.is(await started(['default/sites/edge-7']), 0, "another site's object");
+    assert.is(await started(['default/system/tenants/acme']), 1, 'a tenant');
+    assert.is(await started(['default/sites/hq']), 1, "this site's object");
+    assert.is(await started(['acme/sites/hq']), 1, "this site's object in another tenant");
+    assert.is(await started(['default/volga/webhooks/w']), 1, 'an exporter');
+    assert.is(await started(['default/sites/edge-8', 'default/sites/hq']), 1, 'one of them concerns it');
+  } finally {
+    await sup.stop(1000);
+    await bus.close();
+    await store.close();
+  }
 });
 
 test.run();

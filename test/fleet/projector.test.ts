@@ -130,4 +130,130 @@ test('the periodic resync re-projects a site whose log another process changed, 
   }
 });
 
+test('passes after commits (no full pass) keep every site at exactly what applies; a label change appends to that site alone', async () => {
+  const url = await freshRedisDb(11);
+  const store = await openRedisStore(url);
+  const log = await openRedisFleetLog(url);
+  // No resync within the test: every pass after the first is one a commit triggered.
+  const projector = startProjector({
+    store,
+    fleetLog: log,
+    root: 'default',
+    ownSite: 'hq',
+    historyMs: 86_400_000,
+    resyncMs: 3_600_000,
+  });
+  const sites = ['s1', 's2', 's3', 's4'];
+  const hook = (name: string, placement: JsonObject, extra: JsonObject = {}): JsonObject => ({
+    name,
+    url: 'http://x/',
+    topics: ['t'],
+    'site-placement': placement,
+    ...extra,
+  });
+  const inStep = async (what: string) => {
+    const view = new Map((await store.list('')).map((e) => [e.key, e.value]));
+    for (const site of sites) {
+      const expected = view.has(`default/sites/${site}`) ? applicableTo(view, site, 'default') : new Map();
+      await eventually(
+        async () =>
+          JSON.stringify([...(await log.snapshot(site)).objects].sort()) === JSON.stringify([...expected].sort()),
+        `${what}: ${site}'s set is what applies to it`,
+        SITE_WAIT,
+      );
+    }
+  };
+  try {
+    for (const [i, s] of sites.entries())
+      await put(store, `default/sites/${s}`, { name: s, labels: { group: i % 2 ? 'odd' : 'even' } });
+    await put(store, 'default/volga/webhooks/even', hook('even', { 'match-site-labels': 'group = even' }));
+    await put(store, 'default/volga/webhooks/s4', hook('s4', { sites: ['s4'] }));
+    await put(store, 'default/application-deployments/d', {
+      name: 'd',
+      'application-name': 'a',
+      'application-version': '1',
+      placement: { 'match-site-labels': 'group = odd' },
+    });
+    await put(
+      store,
+      'default/volga/webhooks/by-d',
+      hook(
+        'by-d',
+        { 'application-deployments': ['d'] },
+        {
+          variables: [{ name: 'K', 'value-from-vault-secret': { vault: 'v', secret: 's', key: 'k' } }],
+        },
+      ),
+    );
+    await inStep('created');
+
+    // A label change: that site gains and loses exporters; no other site's log moves.
+    const before = await log.heads(sites);
+    await put(store, 'default/sites/s2', { name: 's2', labels: { group: 'even' } });
+    await inStep('s2 moved to even');
+    const after = await log.heads(sites);
+    assert.is.not(after.get('s2'), before.get('s2'), "s2's log grew");
+    for (const s of ['s1', 's3', 's4']) assert.is(after.get(s), before.get(s), `${s}'s log did not move`);
+
+    // An exporter's placement moves it from some sites to others; a deleted one leaves.
+    await put(store, 'default/volga/webhooks/even', hook('even', { 'match-site-labels': 'group = odd' }));
+    await inStep('exporter moved to odd');
+    await store.commit([{ op: 'delete', key: 'default/volga/webhooks/s4' }]);
+    await inStep('exporter deleted');
+    // The deployment (not a site or an exporter) changes what by-d brings everywhere.
+    await put(store, 'default/application-deployments/d', {
+      name: 'd',
+      'application-name': 'a',
+      'application-version': '2',
+      placement: { 'match-site-labels': 'group = even' },
+    });
+    await inStep('deployment changed');
+    await put(store, 'default/strongbox/vaults/v', { name: 'v' });
+    await inStep('vault created');
+    // A site deleted empties; a site created gets its set.
+    await store.commit([{ op: 'delete', key: 'default/sites/s3' }]);
+    await inStep('s3 deleted');
+    await put(store, 'default/sites/s3', { name: 's3', labels: { group: 'even' } });
+    await inStep('s3 back');
+  } finally {
+    await projector.stop();
+    await log.close();
+    await store.close();
+  }
+});
+
+test('the history is trimmed beside the passes, once a minute: an old version then needs a snapshot', async () => {
+  const url = await freshRedisDb(12);
+  const store = await openRedisStore(url);
+  const log = await openRedisFleetLog(url);
+  let clock = Date.now();
+  const projector = startProjector({
+    store,
+    fleetLog: log,
+    root: 'default',
+    ownSite: 'hq',
+    historyMs: 1000,
+    resyncMs: 3_600_000,
+    now: () => clock,
+  });
+  try {
+    await put(store, 'default/sites/s1', { name: 's1', labels: { n: '1' } });
+    await projector.project();
+    const first = (await log.snapshot('s1')).version;
+    await put(store, 'default/sites/s1', { name: 's1', labels: { n: '2' } });
+    await eventually(async () => (await log.snapshot('s1')).version !== first, 'the second entry', SITE_WAIT);
+    assert.ok(Array.isArray(await log.since('s1', first, 10)), 'still within the history');
+    await sleep(1100); // the log's versions are Redis times: both entries are now older than 1 s
+    clock = Date.now() + 61_000;
+    await put(store, 'default/sites/s1', { name: 's1', labels: { n: '3' } });
+    await eventually(async () => (await log.since('s1', first, 10)) === 'reset', 'trimmed away', SITE_WAIT);
+    const snap = await log.snapshot('s1');
+    assert.equal(snap.objects.get('default/sites/s1'), { name: 's1', labels: { n: '3' } }, 'the set is whole');
+  } finally {
+    await projector.stop();
+    await log.close();
+    await store.close();
+  }
+});
+
 test.run();

@@ -80,6 +80,26 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.equal(first, { key: 'b', value: { k: 'b' }, etag: etagOf({ k: 'b' }) });
   });
 
+  test('etags: the ETags list(prefix) would give, with the revision they are at', async ({ store }) => {
+    assert.equal(await store.etags(''), { revision: 0, etags: new Map() });
+    for (const k of ['a/bc', 'b', 'a', 'a/b/c']) await put(store, k, { k });
+    await store.commit([{ op: 'delete', key: 'b' }]);
+    const all = await store.etags('');
+    assert.is(all.revision, 5);
+    assert.equal(
+      [...all.etags].sort(),
+      (await store.list('')).map((e) => [e.key, e.etag]),
+    );
+    assert.equal([...(await store.etags('a/b')).etags.keys()], ['a/b/c'], 'below a/b, not a/bc');
+    assert.equal([...(await store.etags('a')).etags.keys()].sort(), ['a', 'a/b/c', 'a/bc']);
+    assert.equal((await store.etags('zz')).etags.size, 0);
+    await put(store, 'a', { k: 'changed' });
+    const after = await store.etags('a');
+    assert.is(after.revision, 6);
+    assert.is(after.etags.get('a'), etagOf({ k: 'changed' }), 'a new ETag for a changed object');
+    assert.is(after.etags.get('a/bc'), all.etags.get('a/bc'), 'the same ETag for an unchanged one');
+  });
+
   test('expect null creates once, then reports exists', async ({ store }) => {
     assert.ok((await store.commit([{ op: 'put', key: 't/x', value: { n: 1 }, expect: null }])).ok);
     assert.equal(await store.commit([{ op: 'put', key: 't/x', value: { n: 2 }, expect: null }]), {

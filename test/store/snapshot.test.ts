@@ -1,0 +1,105 @@
+/**
+ * The incremental snapshot reader (src/store/snapshot.ts) on both backends: each read equals a
+ * full list at that revision, names exactly the keys changed since the previous read, reads
+ * only those, and starts over when a commit lands between the ETags and the values.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { snapshotReader } from '../../src/store/snapshot.js';
+import type { Store } from '../../src/store/store.js';
+import { forEachBackend, openTestStore } from '../helpers/backends.js';
+
+async function put(store: Store, key: string, value: Record<string, unknown>): Promise<void> {
+  assert.ok((await store.commit([{ op: 'put', key, value: value as never }])).ok, key);
+}
+
+async function listed(store: Store) {
+  const all = await store.list('');
+  return {
+    values: all.map((e) => [e.key, e.value]),
+    etags: all.map((e) => [e.key, e.etag]).sort(),
+  };
+}
+
+forEachBackend((backend) => {
+  const test = suite<{ store: Store }>(`snapshot reader (${backend})`);
+  test.before.each(async (ctx) => {
+    ctx.store = await openTestStore(backend);
+  });
+  test.after.each(async ({ store }) => {
+    await store.close();
+  });
+
+  test('each read is the whole configuration at its revision, with the keys changed since the last', async ({
+    store,
+  }) => {
+    const reader = snapshotReader(store);
+    for (const k of ['t/b', 't/a', 't/c']) await put(store, k, { k });
+    const first = (await reader.read())!;
+    assert.is(first.revision, 3);
+    assert.equal([...first.changed].sort(), ['t/a', 't/b', 't/c'], 'everything at the first read');
+    assert.equal([...first.values], (await listed(store)).values, 'in key order');
+
+    const again = (await reader.read())!;
+    assert.equal([...again.changed], [], 'nothing changed');
+    assert.is(again.values, first.values, 'the same view when the revision did not move');
+
+    await put(store, 't/a', { k: 'a', n: 2 });
+    await store.commit([{ op: 'delete', key: 't/b' }]);
+    await put(store, 't/d', { k: 'd' });
+    await put(store, 't/c', { k: 't/c' }); // the same content: the same ETag, not a change
+    const third = (await reader.read())!;
+    assert.is(third.revision, 7);
+    assert.equal([...third.changed].sort(), ['t/a', 't/b', 't/d']);
+    const now = await listed(store);
+    assert.equal([...third.values], now.values);
+    assert.equal([...third.etags].sort(), now.etags);
+  });
+
+  test('only the changed objects are read; a commit between ETags and values makes it read again', async ({
+    store,
+  }) => {
+    for (let i = 0; i < 20; i++) await put(store, `t/${i}`, { i });
+    let gets = 0;
+    let lists = 0;
+    let interfere: (() => Promise<void>) | undefined;
+    const counting: Store = {
+      ...store,
+      etags: async (prefix) => {
+        const r = await store.etags(prefix);
+        const f = interfere;
+        interfere = undefined;
+        await f?.(); // a commit right after the ETags were read
+        return r;
+      },
+      get: (key, opts) => {
+        gets++;
+        return store.get(key, opts);
+      },
+      list: (prefix) => {
+        lists++;
+        return store.list(prefix);
+      },
+    };
+    const reader = snapshotReader(counting);
+    await reader.read();
+    assert.is(lists, 1, 'the first read lists everything');
+    assert.is(gets, 0);
+
+    await put(store, 't/3', { i: 3, n: 2 });
+    await put(store, 't/30', { i: 30 });
+    const second = (await reader.read())!;
+    assert.is(lists, 1, 'no list after the first');
+    assert.is(gets, 2, 'the two changed objects');
+    assert.equal([...second.changed].sort(), ['t/3', 't/30']);
+
+    await put(store, 't/4', { i: 4, n: 2 });
+    interfere = () => put(store, 't/4', { i: 4, n: 3 });
+    const third = (await reader.read())!;
+    assert.equal(third.values.get('t/4'), { i: 4, n: 3 }, 'the value of the revision it reports');
+    assert.is(third.revision, await store.revision());
+    assert.equal([...third.values], (await listed(store)).values);
+  });
+
+  test.run();
+});
