@@ -17,6 +17,7 @@
 import { isObject, type JsonObject } from '../lib/json.js';
 import { configKey } from '../store/keys.js';
 import { placeHere, selects } from '../exporter/placement.js';
+import type { Labels } from '../query/labels.js';
 import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../exporter/system-vars.js';
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
@@ -88,9 +89,20 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
   return v !== undefined;
 }
 
+/**
+ * Labels by site object. The projector's views share the objects that did not change between
+ * passes (store/snapshot.ts), so a site's labels are worked out once per version of its object.
+ */
+const labelsOf = new WeakMap<JsonObject, Labels>();
+
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
 function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): SiteContext {
-  const labels = siteLabelRecord(siteLabels(site, view.get(configKey(tenant, `sites/${site}`))));
+  const obj = view.get(configKey(tenant, `sites/${site}`));
+  let labels = obj && labelsOf.get(obj);
+  if (!labels) {
+    labels = siteLabelRecord(siteLabels(site, obj));
+    if (obj) labelsOf.set(obj, labels);
+  }
   const deployments = index.deployments.get(tenant) ?? new Map<string, string>();
   return { site, tenant, labels, vars: new Map(), deployments };
 }

@@ -16,7 +16,9 @@
  *   ep:fleet:<site>:log   stream, one entry per change of the set, field `c` = JSON changes
  *   ep:fleet:<site>:meta  hash {head, floor, rev} (rev = configuration revision projected)
  *   ep:fleet:sites        set of the sites that have a log
- *   ep:fleet:appended     pub/sub: a site name, after each append (ep:fleet:appended:N on DB N)
+ *   ep:fleet:appended     pub/sub after each append (ep:fleet:appended:N on DB N): JSON
+ *                         {"s": site, "p": previous head, "v": version, "c": changes}, without
+ *                         "c" when the changes are over 64 KiB (readers then read the log)
  * The embedded store's control plane keeps the same structures in memory: they are derived
  * from the configuration, so a restart rebuilds them, and the new log's floor sends every
  * site that synced before the restart a snapshot.
@@ -29,6 +31,8 @@ import { log } from '../lib/log.js';
 
 export type FleetChange = { op: 'put'; key: string; value: JsonObject } | { op: 'delete'; key: string };
 export type FleetEntry = { version: string; changes: FleetChange[] };
+/** An entry as its append notification carries it: `prev` is the head it was appended to. */
+export type Appended = FleetEntry & { prev: string };
 export type FleetSnapshot = { version: string; rev: number; objects: Map<string, JsonObject> };
 
 export interface FleetLog {
@@ -42,8 +46,12 @@ export interface FleetLog {
   sites(): Promise<string[]>;
   /** The head version of each of `sites` ('0-0' for a site without a log), in one round trip. */
   heads(sites: string[]): Promise<Map<string, string>>;
-  /** Called with a site's name after an append by any process. */
-  onAppend(listener: (site: string) => void): () => void;
+  /**
+   * Called after an append by any process with the site's name and, when small enough to
+   * travel with the notification, the entry and the head it follows (a stream at `prev` sends
+   * it without reading the log).
+   */
+  onAppend(listener: (site: string, appended?: Appended) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -70,7 +78,7 @@ export function withinHistory(after: string, floor: string, head: string): boole
 export function createMemoryFleetLog(now: () => number = Date.now): FleetLog {
   type SiteLog = { set: Map<string, JsonObject>; entries: FleetEntry[]; head: string; floor: string; rev: number };
   const logs = new Map<string, SiteLog>();
-  const listeners = new Set<(site: string) => void>();
+  const listeners = new Set<(site: string, appended?: Appended) => void>();
   let last: [number, number] = [0, 0];
 
   const siteLog = (site: string): SiteLog => {
@@ -102,7 +110,8 @@ export function createMemoryFleetLog(now: () => number = Date.now): FleetLog {
       l.entries.push({ version, changes });
       l.head = version;
       l.rev = rev;
-      for (const fn of listeners) queueMicrotask(() => fn(site));
+      const appended: Appended = { version, changes, prev: expectedHead };
+      for (const fn of listeners) queueMicrotask(() => fn(site, appended));
       return version;
     },
     async since(site, after, limit) {
@@ -173,7 +182,9 @@ end
 redis.call('HSET', KEYS[3], 'head', id, 'rev', ARGV[3])
 if head == '0-0' then redis.call('HSET', KEYS[3], 'floor', id) end
 redis.call('SADD', KEYS[4], ARGV[1])
-redis.call('PUBLISH', ARGV[4], ARGV[1])
+local note = '{"s":' .. cjson.encode(ARGV[1]) .. ',"p":"' .. head .. '","v":"' .. id .. '"'
+if #ARGV[5] <= 65536 then note = note .. ',"c":' .. ARGV[5] end
+redis.call('PUBLISH', ARGV[4], note .. '}')
 return {1, id}
 `);
 
@@ -209,8 +220,22 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
   await client.connect().catch(unavailable);
   const db = Number(new URL(url).pathname.slice(1) || '0');
   const channel = db > 0 ? `ep:fleet:appended:${db}` : 'ep:fleet:appended';
-  const listeners = new Set<(site: string) => void>();
+  const listeners = new Set<(site: string, appended?: Appended) => void>();
   let sub: typeof client | undefined;
+  const deliver = (message: string) => {
+    let note: { s?: unknown; p?: unknown; v?: unknown; c?: unknown };
+    try {
+      note = JSON.parse(message) as typeof note;
+    } catch {
+      return;
+    }
+    if (typeof note.s !== 'string') return;
+    const appended =
+      typeof note.p === 'string' && typeof note.v === 'string' && Array.isArray(note.c)
+        ? { prev: note.p, version: note.v, changes: note.c as FleetChange[] }
+        : undefined;
+    for (const fn of listeners) fn(note.s, appended);
+  };
 
   async function run(s: { source: string; sha: string }, keys: string[], args: string[]): Promise<unknown> {
     try {
@@ -283,7 +308,7 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
         sub = s;
         s.on('error', onError);
         s.connect()
-          .then(() => s.subscribe(channel, (site) => listeners.forEach((fn) => fn(site))))
+          .then(() => s.subscribe(channel, deliver))
           .catch(onError);
       }
       return () => listeners.delete(listener);

@@ -38,7 +38,7 @@ import { configKey } from '../store/keys.js';
 import { parseQuery } from '../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../lib/json.js';
-import { parseVersion, type FleetLog } from './log.js';
+import { compareVersions, parseVersion, type Appended, type FleetEntry, type FleetLog } from './log.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
@@ -148,36 +148,76 @@ async function siteDocument(c: Context, what: string): Promise<Record<string, un
   return doc;
 }
 
-/** Per process: wakes the streams of a site when its log grows (one subscription for all). */
-function createWaker(fleetLog: FleetLog) {
-  const waiting = new Map<string, Set<() => void>>();
-  fleetLog.onAppend((site) => {
-    const set = waiting.get(site);
-    if (!set) return;
-    waiting.delete(site);
-    for (const fn of set) fn();
+/**
+ * What a sync stream hears of its site's log between two sends: the entries the append
+ * notifications carried, or `missed` when one came without its entry (too large), when too
+ * many piled up, or before the stream's first read, so the stream reads the log instead.
+ */
+type Inbox = {
+  /** The entries heard since the last take, and whether the log must be read. */
+  take(): { entries: Appended[]; missed: boolean };
+  /** Resolves true as soon as something is heard (at once if it already was), false after `ms`. */
+  wait(ms: number): Promise<boolean>;
+  close(): void;
+};
+
+/** Entries an inbox keeps before it gives up and has its stream read the log. */
+const inboxLimit = 100;
+
+/** Per process: one subscription to the log's append notifications, an inbox per stream. */
+function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
+  type Box = { entries: Appended[]; missed: boolean; wake: (() => void) | undefined };
+  const open = new Map<string, Set<Box>>();
+  fleetLog.onAppend((site, appended) => {
+    for (const box of open.get(site) ?? []) {
+      if (appended && !box.missed && box.entries.length < inboxLimit) box.entries.push(appended);
+      else {
+        box.missed = true;
+        box.entries = [];
+      }
+      box.wake?.();
+    }
   });
-  return (site: string, ms: number): Promise<boolean> =>
-    new Promise((resolve) => {
-      let set = waiting.get(site);
-      if (!set) waiting.set(site, (set = new Set()));
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        set.delete(wake);
-        resolve(false);
-      }, ms);
-      timer.unref();
-      set.add(wake);
-    });
+  return (site) => {
+    const box: Box = { entries: [], missed: true, wake: undefined };
+    let boxes = open.get(site);
+    if (!boxes) open.set(site, (boxes = new Set()));
+    boxes.add(box);
+    return {
+      take() {
+        const out = { entries: box.entries, missed: box.missed };
+        box.entries = [];
+        box.missed = false;
+        return out;
+      },
+      wait: (ms) =>
+        box.missed || box.entries.length > 0
+          ? Promise.resolve(true)
+          : new Promise((resolve) => {
+              const timer = setTimeout(() => {
+                box.wake = undefined;
+                resolve(false);
+              }, ms);
+              timer.unref();
+              box.wake = () => {
+                box.wake = undefined;
+                clearTimeout(timer);
+                resolve(true);
+              };
+            }),
+      close() {
+        box.wake?.();
+        boxes.delete(box);
+        if (boxes.size === 0 && open.get(site) === boxes) open.delete(site);
+      },
+    };
+  };
 }
 
 /** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */
 export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const wait = createWaker(o.fleetLog);
+  const inboxOf = createInboxes(o.fleetLog);
   const batch = o.batch ?? 500;
   const path = '/v1/fleet/sites/:name/sync';
   app.get(path, async (c) => {
@@ -227,7 +267,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
             () => aborted,
             () => o.presence.connected(site, id, ttl),
             // A new token revokes this one: the stream ends, and no change reaches its holder.
-            async () => (await siteOfToken(deps.store, bearer)) === site,
+            () => isTokenOf(deps.store, site, bearer),
           );
         } finally {
           stopReads();
@@ -317,34 +357,67 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     alive: () => Promise<void>,
     valid: () => Promise<boolean>,
   ) {
-    let version = start;
-    while (!aborted()) {
-      if (!(await valid())) return;
-      // Ask to be woken before reading, so an append between the read and the wait is not missed.
-      const woken = wait(site, o.keepAliveMs);
-      if (version === undefined) {
-        const snap = await o.fleetLog.snapshot(site);
-        await stream.writeSSE({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
-        const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
-        await stream.writeSSE({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
-        version = snap.version;
-      } else {
-        const entries = await o.fleetLog.since(site, version, batch);
-        if (entries === 'reset') {
-          version = undefined;
-          continue;
+    // Open before the first read, so nothing appended after that read goes unheard.
+    const inbox = inboxOf(site);
+    const send = (e: FleetEntry) =>
+      stream.writeSSE({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
+    try {
+      let version = start;
+      /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
+      let more = false;
+      let quiet = false;
+      let lastAlive = Date.now();
+      while (!aborted()) {
+        if (!(await valid())) return;
+        const heard = inbox.take();
+        if (version === undefined) {
+          const snap = await o.fleetLog.snapshot(site);
+          await stream.writeSSE({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
+          const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
+          await stream.writeSSE({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
+          version = snap.version;
+        } else {
+          // The entries the notifications carried, while they follow on from this stream's
+          // version (those it already sent are skipped); at a gap, the log is read.
+          let gap = heard.missed || more || quiet;
+          more = false;
+          for (const e of heard.entries) {
+            if (gap || compareVersions(e.version, version) <= 0) continue;
+            if (e.prev !== version) gap = true;
+            else {
+              await send(e);
+              version = e.version;
+            }
+          }
+          if (gap) {
+            // After a quiet spell too: a notification lost while pub/sub reconnected shows here.
+            const entries = await o.fleetLog.since(site, version, batch);
+            if (entries === 'reset') {
+              version = undefined;
+              continue;
+            }
+            for (const e of entries) {
+              await send(e);
+              version = e.version;
+            }
+            if (entries.length >= batch) {
+              more = true; // the rest is read next, without waiting
+              continue;
+            }
+            if (quiet && entries.length === 0)
+              // A bookmark: where this stream is, so an idle site's resume point stays current.
+              await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
+          }
         }
-        for (const e of entries) {
-          await stream.writeSSE({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
-          version = e.version;
+        // The stream's presence is refreshed every keepAliveMs, quiet or busy.
+        if (Date.now() - lastAlive >= o.keepAliveMs) {
+          lastAlive = Date.now();
+          await alive();
         }
-        if (entries.length >= batch) continue;
+        quiet = !(await inbox.wait(o.keepAliveMs)) && !aborted();
       }
-      if (!(await woken) && !aborted() && version !== undefined) {
-        // A bookmark: where this stream is, so an idle site's resume point stays current.
-        await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
-        await alive();
-      }
+    } finally {
+      inbox.close();
     }
   }
   return app;

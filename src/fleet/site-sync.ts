@@ -18,7 +18,7 @@
  * connection, then when it changes.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { Agent, fetch as undiciFetch, request } from 'undici';
 import { etagOf } from '../store/etag.js';
 import type { Store, WriteOp } from '../store/store.js';
 import { isObject, type JsonObject } from '../lib/json.js';
@@ -199,6 +199,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   let wakeSleep: (() => void) | undefined;
 
   // Acknowledgements: the newest applied version, one POST at a time (older ones are skipped).
+  const ackUrl = `${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`;
   let ackNext: string | undefined;
   let acking = false;
   const ack = (version: string) => {
@@ -209,13 +210,14 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       while (ackNext !== undefined && !stopped) {
         const v = ackNext;
         ackNext = undefined;
-        await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`, {
+        // undici's request, not fetch: one per applied change, it costs a fraction of fetch's CPU.
+        await request(ackUrl, {
           method: 'POST',
           headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
           body: JSON.stringify({ version: v }),
           dispatcher: agent,
         })
-          .then((r) => r.body?.cancel())
+          .then((r) => r.body.dump())
           .catch(() => undefined); // the next reconnection reports the version as Last-Event-ID
       }
       acking = false;

@@ -6,7 +6,13 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from '../../src/fleet/log.js';
+import {
+  createMemoryFleetLog,
+  openRedisFleetLog,
+  type Appended,
+  type FleetChange,
+  type FleetLog,
+} from '../../src/fleet/log.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 import { SITE_WAIT } from '../helpers/fleet.js';
@@ -97,19 +103,37 @@ function logSuite(name: string, open: () => Promise<Pair>) {
     assert.equal([...(await a.snapshot('s')).objects], [['k', { n: 3 }]], 'the set is not trimmed');
   });
 
-  t('an append notifies the other process', async ({ pair }) => {
-    const seen: string[] = [];
-    pair.b.onAppend((site) => seen.push(site));
+  t('an append notifies the other process, with the entry when it is under 64 KiB', async ({ pair }) => {
+    const seen: Array<[string, Appended | undefined]> = [];
+    pair.b.onAppend((site, appended) => seen.push([site, appended]));
     // The Redis subscription connects asynchronously: append until it has heard one.
     let head = '0-0';
     await eventually(
       async () => {
         head = (await pair.a.append('site-x', head, 1, [{ op: 'put', key: 'k', value: { head } }])) ?? head;
-        return seen.includes('site-x');
+        return seen.some(([s]) => s === 'site-x');
       },
       'append notification',
       SITE_WAIT,
     );
+    const small: FleetChange[] = [
+      { op: 'put', key: 'k/é', value: { s: 'a "quoted" / text' } },
+      { op: 'delete', key: 'k' },
+    ];
+    const prev = head;
+    const v = (await pair.a.append('site-x', head, 2, small))!;
+    await eventually(async () => seen.some(([, a]) => a?.version === v), 'the small entry', SITE_WAIT);
+    assert.equal(
+      seen.find(([, a]) => a?.version === v),
+      ['site-x', { prev, version: v, changes: small }],
+    );
+    const large: FleetChange[] = [{ op: 'put', key: 'big', value: { pad: 'x'.repeat(70_000) } }];
+    const v2 = (await pair.a.append('site-x', v, 3, large))!;
+    const v3 = (await pair.a.append('site-x', v2, 4, small))!;
+    await eventually(async () => seen.some(([, a]) => a?.version === v3), 'the entry after the large one', SITE_WAIT);
+    const bigNote = seen.find(([, a]) => a?.version === v2);
+    if (bigNote) assert.equal(bigNote[1], { prev: v, version: v2, changes: large }, 'in memory, every entry travels');
+    else assert.is(seen.filter(([s, a]) => s === 'site-x' && a === undefined).length, 1, 'on Redis, without its entry');
   });
 
   t.run();
