@@ -94,6 +94,8 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
  * passes (store/snapshot.ts), so a site's labels are worked out once per version of its object.
  */
 const labelsOf = new WeakMap<JsonObject, Labels>();
+/** Placement reads no SYS_* variables. */
+const noVars: ReadonlyMap<string, string> = new Map();
 
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
 function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): SiteContext {
@@ -104,7 +106,7 @@ function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: str
     if (obj) labelsOf.set(obj, labels);
   }
   const deployments = index.deployments.get(tenant) ?? new Map<string, string>();
-  return { site, tenant, labels, vars: new Map(), deployments };
+  return { site, tenant, labels, vars: noVars, deployments };
 }
 
 /** The tenant objects from `tenant` up to the root (each kept by its parent). */
@@ -130,12 +132,14 @@ function tenantBasics(view: ConfigView, index: ViewIndex, tenant: string, into: 
 }
 
 /**
- * Whether the webhook exporter at `key` is placed at `site`: a change of that exporter concerns
- * the sites where it is placed now and those that hold it from before, and no other.
+ * Where the webhook exporter at `key` is placed: a change of that exporter concerns the sites
+ * where it is placed now and those that hold it from before, and no other.
  */
-export function webhookPlacedAt(view: ConfigView, index: ViewIndex, key: string, site: string): boolean {
+export function webhookPlacement(view: ConfigView, index: ViewIndex, key: string): (site: string) => boolean {
   const w = index.webhooks.find((x) => x.key === key);
-  return w !== undefined && placeHere(w.cfg['site-placement'], contextOf(view, index, w.tenant, site)).placed === true;
+  if (!w) return () => false;
+  const placement = w.cfg['site-placement'];
+  return (site) => placeHere(placement, contextOf(view, index, w.tenant, site)).placed === true;
 }
 
 /** `index` is indexView(view); pass it when computing the sets of many sites from one view. */

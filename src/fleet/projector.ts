@@ -31,7 +31,7 @@ import { snapshotReader } from '../store/snapshot.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import type { Strongbox } from '../secrets/strongbox.js';
-import { applicableTo, indexView, webhookPlacedAt, type ViewIndex } from './applicable.js';
+import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './applicable.js';
 import type { FleetChange, FleetLog } from './log.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 
@@ -75,7 +75,10 @@ export function startProjector(o: ProjectorOptions): Projector {
   const known = new Map<string, Known>();
   const sitePattern = siteKey(o.root);
   let running: Promise<void> | undefined;
+  /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
   let again = false;
+  let requested = 0;
+  const waiters: Array<{ ticket: number; resolve: () => void }> = [];
   let stopped = false;
   let lastTrim = 0;
   let trimming: Promise<void> | undefined;
@@ -118,9 +121,8 @@ export function startProjector(o: ProjectorOptions): Projector {
         continue;
       }
       if (!webhookKey.test(key)) return 'all';
-      for (const s of sites)
-        if (known.get(s)?.etags.has(key) || (read.view.has(key) && webhookPlacedAt(read.view, read.index, key, s)))
-          out.add(s);
+      const placed = webhookPlacement(read.view, read.index, key);
+      for (const s of sites) if (known.get(s)?.etags.has(key) || placed(s)) out.add(s);
     }
     return out;
   }
@@ -270,36 +272,48 @@ export function startProjector(o: ProjectorOptions): Projector {
     }
   }
 
-  /** `full`: look at every site (else only at those the commits since the last pass concern). */
+  /**
+   * Asks for a pass; resolves once a pass that started after the call has finished (a call
+   * while one runs is served by the next, which every call made meanwhile shares).
+   * `full`: look at every site (else only at those the commits since the last pass concern).
+   */
   function project(full = true): Promise<void> {
     if (stopped) return Promise.resolve();
     if (full) wantFull = true;
-    if (running) {
-      again = true;
-      return running;
+    const ticket = ++requested;
+    const done = new Promise<void>((resolve) => waiters.push({ ticket, resolve }));
+    if (!running) running = drain().finally(() => (running = undefined));
+    return done;
+  }
+
+  function settle(upTo: number): void {
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ticket <= upTo) waiters.splice(i, 1)[0]!.resolve();
+  }
+
+  async function drain(): Promise<void> {
+    for (let rounds = 0; waiters.length > 0 && !stopped; rounds++) {
+      if (rounds >= 20) {
+        // Twenty passes in a row each asking for another: go on shortly, not in a tight loop.
+        setTimeout(() => void (running ??= drain().finally(() => (running = undefined))), 50).unref();
+        return;
+      }
+      const upTo = requested;
+      again = false;
+      const f = wantFull;
+      wantFull = false;
+      try {
+        await pass(f);
+      } catch (err) {
+        wantFull = true;
+        log('warn', 'fleet projection failed; retrying at the next change or resync', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+        settle(Infinity); // every caller hears of it now; the next change or resync tries again
+        return;
+      }
+      // A pass that lost a race or could not read at one revision asks for another first.
+      if (!again) settle(upTo);
     }
-    running = (async () => {
-      let rounds = 0;
-      do {
-        again = false;
-        const f = wantFull;
-        wantFull = false;
-        try {
-          await pass(f);
-        } catch (err) {
-          wantFull = true;
-          log('warn', 'fleet projection failed; retrying at the next change or resync', {
-            error: err instanceof Error ? err.message : String(err),
-          });
-          return;
-        }
-      } while (again && !stopped && ++rounds < 20);
-    })().finally(() => {
-      running = undefined;
-      // Stopped by the round limit with a change still unprojected: go on shortly, not at the next resync.
-      if (again && !stopped) setTimeout(() => void project(false), 50).unref();
-    });
-    return running;
   }
 
   /** Forgets what this process knows of the sites whose log another process appended to. */
@@ -327,6 +341,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       unsubscribe();
       await running;
       await trimming;
+      settle(Infinity);
     },
   };
 }

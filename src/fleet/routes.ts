@@ -17,7 +17,8 @@
  *     `{"version"}`, which the site records as its resume point (it doubles as the keep-alive);
  *   - `event: request`, data `{id, tenant, path, query}`: a `site=` read sent to this site from
  *     any control-plane process (relay.ts), whenever one comes.
- * `POST /v1/fleet/sites/<name>/ack` {version} (same guard): the site applied that version.
+ * `POST /v1/fleet/sites/<name>/ack?version=<v>` (or a body {version}; same guard): the site
+ * applied that version.
  *
  * The sync request carries the site's public key (header `x-edgeplane-site-key`, 400 without
  * it): vault secrets are sealed for it (sealing.ts). A key other than the one recorded for the
@@ -283,23 +284,34 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     throw methodNotAllowed(c.req.method, c.req.path, ['GET']);
   });
 
-  // The site acknowledges each version it applied: {"version": "<id>"} → 204.
+  // The site acknowledges each version it applied: ?version=<id> (or {"version": "<id>"}) → 204.
   const ackPath = '/v1/fleet/sites/:name/ack';
   app.post(ackPath, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
-    let doc: unknown;
-    try {
-      doc = JSON.parse(await c.req.text());
-    } catch {
-      doc = undefined;
+    // `?version=` (what sites send: no body to stream in, on the busiest route) or {"version"}.
+    const params = searchParams(c);
+    for (const name of params.keys())
+      if (name !== 'version')
+        throw new ApiError('invalid-query', `Unknown query parameter ${name}: the ack route takes only version`, {
+          code: 'unknown-parameter',
+          parameter: name,
+        });
+    let version = params.get('version') ?? undefined;
+    if (version === undefined) {
+      try {
+        const doc = JSON.parse(await c.req.text()) as unknown;
+        if (isObject(doc) && typeof doc.version === 'string') version = doc.version;
+      } catch {
+        version = undefined;
+      }
     }
-    if (!isObject(doc) || typeof doc.version !== 'string' || !parseVersion(doc.version))
-      throw new ApiError('invalid-value', 'Cannot acknowledge: send {"version": "<ms>-<seq>"}', {
+    if (version === undefined || !parseVersion(version))
+      throw new ApiError('invalid-value', 'Cannot acknowledge: send ?version=<ms>-<seq> or {"version": "<ms>-<seq>"}', {
         code: 'schema-required',
         path: 'version',
       });
-    await o.presence.applied(site, doc.version);
+    await o.presence.applied(site, version);
     return new Response(null, { status: 204 });
   });
   app.all(ackPath, (c) => {

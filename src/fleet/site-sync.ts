@@ -211,10 +211,9 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         const v = ackNext;
         ackNext = undefined;
         // undici's request, not fetch: one per applied change, it costs a fraction of fetch's CPU.
-        await request(ackUrl, {
+        await request(`${ackUrl}?version=${encodeURIComponent(v)}`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ version: v }),
+          headers: { authorization: `Bearer ${o.token}` },
           dispatcher: agent,
         })
           .then((r) => r.body.dump())

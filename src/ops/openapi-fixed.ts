@@ -258,10 +258,19 @@ export function fixedPaths(): Obj {
       parameters: templateParams('{name}'),
       post: {
         tags: ['fleet'],
-        summary: 'An edge site reports the change version it applied',
+        summary: 'An edge site reports the change version it applied (?version=, or the body)',
         security: [{ siteToken: [] }],
+        parameters: [
+          {
+            name: 'version',
+            in: 'query',
+            required: false,
+            description: 'The version applied (a change-log version, <ms>-<seq>); without it, the body carries it',
+            schema: { type: 'string', pattern: '^[0-9]+-[0-9]+$' },
+          },
+        ],
         requestBody: {
-          required: true,
+          required: false,
           content: objectBody({ type: 'object', properties: { version: { type: 'string' } }, required: ['version'] }),
         },
         responses: responses({ 204: 'Recorded' }, [400, 401, 403, 404]),

@@ -48,8 +48,15 @@ export function snapshotReader(store: Store): SnapshotReader {
         if (!prev || wanted.length > oneByOne) for (const e of await store.list('')) keep(e);
         else for (const e of await Promise.all(wanted.map((key) => store.get(key, { fresh: true })))) keep(e);
         if (wanted.some((key) => !fetched.has(key))) continue;
-        const values = new Map<string, JsonObject>();
-        for (const key of [...etags.keys()].sort()) values.set(key, fetched.get(key) ?? prev!.values.get(key)!);
+        let values: Map<string, JsonObject>;
+        if (prev && prev.etags.size === etags.size && wanted.length === changed.size) {
+          // The same keys as before (none created or deleted): the previous order, new values.
+          values = new Map(prev.values);
+          for (const [key, value] of fetched) values.set(key, value);
+        } else {
+          values = new Map();
+          for (const key of [...etags.keys()].sort()) values.set(key, fetched.get(key) ?? prev!.values.get(key)!);
+        }
         last = { revision, values, etags, changed };
         return last;
       }

@@ -123,6 +123,21 @@ forEachBackend((backend) => {
         body: { version: '1-0' },
       });
       assert.is(ack.status, 204);
+      // What sites send: the version in the query, no body.
+      const byQuery = await api.req('POST', '/v1/fleet/sites/site-a/ack?version=1-1', { headers: as(tokens.a) });
+      assert.is(byQuery.status, 204);
+      const state = await api.req('GET', '/v1/state/sites/site-a');
+      assert.is(((await state.json()) as Record<string, unknown>)['config-version'], '1-1');
+      for (const [query, code] of [
+        ['?version=x', 'schema-required'],
+        ['?version=1-2&and=more', 'unknown-parameter'],
+        ['', 'schema-required'],
+      ] as const) {
+        const bad = await api.req('POST', `/v1/fleet/sites/site-a/ack${query}`, { headers: as(tokens.a) });
+        assert.is(bad.status, 400, query);
+        const e = (await bad.json()) as { errors: Array<{ 'error-info': { code: string } }> };
+        assert.is(e.errors[0]!['error-info'].code, code, query);
+      }
     } finally {
       await api.close();
     }
