@@ -119,6 +119,18 @@ export type SyncOptions = {
   reseal?: () => Promise<void>;
 };
 
+/** The query of a site route that takes one parameter at most: 400 for any other. */
+function onlyParameter(c: Context, allowed: string, route: string): URLSearchParams {
+  const params = searchParams(c as Parameters<typeof searchParams>[0]);
+  for (const name of params.keys())
+    if (name !== allowed)
+      throw new ApiError('invalid-query', `Unknown query parameter ${name}: the ${route} route takes only ${allowed}`, {
+        code: 'unknown-parameter',
+        parameter: name,
+      });
+  return params;
+}
+
 /** The site's public key from the sync request: 400 when absent or not an X25519 key. */
 function presentedKey(c: Context): string {
   const key = c.req.header(siteKeyHeader);
@@ -224,13 +236,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
   app.get(path, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
-    const params = searchParams(c);
-    for (const name of params.keys())
-      if (name !== 'after')
-        throw new ApiError('invalid-query', `Unknown query parameter ${name}: the sync route takes only after`, {
-          code: 'unknown-parameter',
-          parameter: name,
-        });
+    const params = onlyParameter(c, 'after', 'sync');
     const publicKey = presentedKey(c);
     const bearer = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
     const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
@@ -290,13 +296,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     // `?version=` (what sites send: no body to stream in, on the busiest route) or {"version"}.
-    const params = searchParams(c);
-    for (const name of params.keys())
-      if (name !== 'version')
-        throw new ApiError('invalid-query', `Unknown query parameter ${name}: the ack route takes only version`, {
-          code: 'unknown-parameter',
-          parameter: name,
-        });
+    const params = onlyParameter(c, 'version', 'ack');
     let version = params.get('version') ?? undefined;
     if (version === undefined) {
       try {

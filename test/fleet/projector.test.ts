@@ -37,6 +37,28 @@ async function put(store: Store, key: string, value: JsonObject): Promise<void> 
   assert.ok(r.ok, key);
 }
 
+/** A store, a fleet log and a projector on a fresh Redis database (one control-plane process). */
+async function openProjector(db: number, opts: { resyncMs: number; historyMs?: number; now?: () => number }) {
+  const url = await freshRedisDb(db);
+  const store = await openRedisStore(url);
+  const log = await openRedisFleetLog(url);
+  const projector = startProjector({
+    store,
+    fleetLog: log,
+    root: 'default',
+    ownSite: 'hq',
+    historyMs: opts.historyMs ?? 86_400_000,
+    resyncMs: opts.resyncMs,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  const close = async () => {
+    await projector.stop();
+    await log.close();
+    await store.close();
+  };
+  return { url, store, log, projector, close };
+}
+
 test('two projectors on one Redis: the log replays to exactly what applies, for every site', async () => {
   const url = await freshRedisDb(9);
   const stores = [await openRedisStore(url), await openRedisStore(url)];
@@ -88,18 +110,8 @@ test('two projectors on one Redis: the log replays to exactly what applies, for 
 });
 
 test('the periodic resync re-projects a site whose log another process changed, and only such a site', async () => {
-  const url = await freshRedisDb(10);
-  const store = await openRedisStore(url);
-  const log = await openRedisFleetLog(url);
+  const { url, store, log, projector, close } = await openProjector(10, { resyncMs: 100 });
   const other = await openRedisFleetLog(url); // another control-plane process's connection
-  const projector = startProjector({
-    store,
-    fleetLog: log,
-    root: 'default',
-    ownSite: 'hq',
-    historyMs: 86_400_000,
-    resyncMs: 100,
-  });
   const exporter = 'default/volga/webhooks/w';
   try {
     for (const s of ['s1', 's2']) await put(store, `default/sites/${s}`, { name: s });
@@ -124,25 +136,14 @@ test('the periodic resync re-projects a site whose log another process changed, 
     await sleep(500); // five resyncs
     assert.equal(await log.heads(['s1', 's2']), heads, 'a resync appends nothing when the logs are in step');
   } finally {
-    await projector.stop();
-    for (const l of [log, other]) await l.close();
-    await store.close();
+    await other.close();
+    await close();
   }
 });
 
 test('passes after commits (no full pass) keep every site at exactly what applies; a label change appends to that site alone', async () => {
-  const url = await freshRedisDb(11);
-  const store = await openRedisStore(url);
-  const log = await openRedisFleetLog(url);
   // No resync within the test: every pass after the first is one a commit triggered.
-  const projector = startProjector({
-    store,
-    fleetLog: log,
-    root: 'default',
-    ownSite: 'hq',
-    historyMs: 86_400_000,
-    resyncMs: 3_600_000,
-  });
+  const { store, log, close } = await openProjector(11, { resyncMs: 3_600_000 });
   const sites = ['s1', 's2', 's3', 's4'];
   const hook = (name: string, placement: JsonObject, extra: JsonObject = {}): JsonObject => ({
     name,
@@ -216,24 +217,15 @@ test('passes after commits (no full pass) keep every site at exactly what applie
     await put(store, 'default/sites/s3', { name: 's3', labels: { group: 'even' } });
     await inStep('s3 back');
   } finally {
-    await projector.stop();
-    await log.close();
-    await store.close();
+    await close();
   }
 });
 
 test('the history is trimmed beside the passes, once a minute: an old version then needs a snapshot', async () => {
-  const url = await freshRedisDb(12);
-  const store = await openRedisStore(url);
-  const log = await openRedisFleetLog(url);
   let clock = Date.now();
-  const projector = startProjector({
-    store,
-    fleetLog: log,
-    root: 'default',
-    ownSite: 'hq',
-    historyMs: 1000,
+  const { store, log, projector, close } = await openProjector(12, {
     resyncMs: 3_600_000,
+    historyMs: 1000,
     now: () => clock,
   });
   try {
@@ -250,9 +242,7 @@ test('the history is trimmed beside the passes, once a minute: an old version th
     const snap = await log.snapshot('s1');
     assert.equal(snap.objects.get('default/sites/s1'), { name: 's1', labels: { n: '3' } }, 'the set is whole');
   } finally {
-    await projector.stop();
-    await log.close();
-    await store.close();
+    await close();
   }
 });
 

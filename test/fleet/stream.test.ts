@@ -68,6 +68,20 @@ async function until(ctx: Ctx, version: string): Promise<void> {
   );
 }
 
+/**
+ * Has the stream hear the log through a subscription that drops what comes while lost (as
+ * pub/sub does while its connection is down); `real` appends.
+ */
+function lossy(ctx: Ctx): { real: FleetLog; lose: (on: boolean) => void } {
+  let lost = false;
+  const real = ctx.log;
+  ctx.log = {
+    ...real,
+    onAppend: (listener) => real.onAppend((site, appended) => (lost ? undefined : listener(site, appended))),
+  };
+  return { real, lose: (on) => void (lost = on) };
+}
+
 const put = (n: number, bytes = 10): FleetChange[] => [
   { op: 'put', key: `k${n % 7}`, value: { n, pad: 'x'.repeat(bytes) } },
 ];
@@ -131,21 +145,15 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
   });
 
   test('notifications lost (pub/sub while its connection is down): the next one shows the gap, the log fills it', async (ctx) => {
-    // The stream hears the log through a subscription that drops what comes while `lost` is set.
-    let lost = false;
-    const real = ctx.log;
-    ctx.log = {
-      ...real,
-      onAppend: (listener) => real.onAppend((site, appended) => (lost ? undefined : listener(site, appended))),
-    };
+    const { real, lose } = lossy(ctx);
     let head = (await real.append('s', '0-0', 1, put(0)))!;
     await open(ctx);
     await until(ctx, head);
     const versions: string[] = [];
-    lost = true;
+    lose(true);
     for (let i = 1; i <= 3; i++) versions.push((head = (await real.append('s', head, 1 + i, put(i)))!));
     await new Promise((r) => setTimeout(r, 300));
-    lost = false;
+    lose(false);
     assert.ok(!ctx.events.some((e) => e.id === versions[0]), 'the three were not heard');
     versions.push((head = (await real.append('s', head, 9, put(9)))!));
     await until(ctx, head);
@@ -153,22 +161,16 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
       ctx.events.filter((e) => e.event === 'change').map((e) => e.id),
       versions,
     );
-    ctx.log = real;
   });
 
   test('a notification lost and nothing appended after: the read after a quiet spell sends it, then a bookmark', async (ctx) => {
-    let lost = false;
-    const real = ctx.log;
-    ctx.log = {
-      ...real,
-      onAppend: (listener) => real.onAppend((site, appended) => (lost ? undefined : listener(site, appended))),
-    };
+    const { real, lose } = lossy(ctx);
     let head = (await real.append('s', '0-0', 1, put(0)))!;
     await open(ctx, undefined, 300);
     await until(ctx, head);
-    lost = true;
+    lose(true);
     head = (await real.append('s', head, 2, put(1)))!;
-    lost = false;
+    lose(false);
     await until(ctx, head);
     for (let i = 0; i < 40 && !ctx.events.some((e) => e.event === 'bookmark'); i++)
       await new Promise((r) => setTimeout(r, 50));
@@ -182,7 +184,6 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
       ],
     );
     assert.is(ctx.events.at(-1)?.event, 'bookmark');
-    ctx.log = real;
   });
 
   test.run();
