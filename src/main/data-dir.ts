@@ -2,12 +2,12 @@
  * The embedded store's DATA_DIR at start: created when missing, checked writable, and locked
  * so that one process only uses it (two would interleave their appends to store.aof).
  *
- * The lock is the file `DATA_DIR/edgeplane.lock` created exclusively, holding the owner's pid
- * and (on Linux) its start time. A lock whose owner is gone — killed with kill -9, or a pid
+ * The lock is the file `DATA_DIR/edgeplane.lock`, created whole and exclusively (a hard link to
+ * a file written first), holding the owner's pid and (on Linux) its start time. A lock whose owner is gone — killed with kill -9, or a pid
  * now used by another program (its start time differs) — is stale: it is replaced, so a
  * crash never blocks the next start. The lock file is removed at a normal exit.
  */
-import { accessSync, constants, mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
+import { accessSync, constants, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Why DATA_DIR cannot be used, in words for the start-up line. */
@@ -69,38 +69,84 @@ export function prepareDataDir(dir: string): void {
   }
 }
 
+/**
+ * `path` as a copy of `from`, failing with EEXIST when it exists: a hard link (whole at once),
+ * or on a file system without hard links an exclusive create and a write.
+ */
+function exclusiveCopy(from: string, path: string): void {
+  try {
+    linkSync(from, path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+    writeFileSync(path, readFileSync(from), { flag: 'wx', mode: 0o644 });
+  }
+}
+
+const sameOwner = (a: Owner | undefined, b: Owner | undefined) =>
+  a === undefined ? b === undefined : b !== undefined && a.pid === b.pid && a.start === b.start;
+
+/**
+ * Removes the lock judged stale (its owner `stale` is gone). Moved aside first and checked: when
+ * another process starting at the same time already replaced it with a lock of its own, that
+ * lock is put back instead (and the next attempt finds it held).
+ */
+function removeStale(path: string, stale: Owner | undefined): void {
+  const aside = `${path}.stale.${process.pid}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return; // already moved by another process: try again
+  }
+  if (!sameOwner(readOwner(aside), stale)) {
+    try {
+      linkSync(aside, path);
+    } catch {
+      // A third process took the name meanwhile: the next attempt reads its lock.
+    }
+  }
+  rmSync(aside, { force: true });
+}
+
 /** Takes DATA_DIR's lock or throws DataDirError naming the process that holds it. */
 export function lockDataDir(dir: string): DataDirLock {
   const path = join(dir, 'edgeplane.lock');
   const me: Owner = { pid: process.pid };
   const start = startTimeOf(process.pid);
   if (start !== undefined) me.start = start;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(path, 'wx', 0o644);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
-        throw new DataDirError(`cannot create ${path} (${describe(err)})`);
-      const owner = readOwner(path);
-      if (owner && alive(owner))
-        throw new DataDirError(
-          `${dir} is in use by another edgeplane process (pid ${owner.pid}); one process per DATA_DIR — use REDIS_URL to run several`,
-        );
-      rmSync(path, { force: true }); // stale: its owner is gone
-      continue;
+  // The lock file appears whole or not at all: written under a name of this process's own,
+  // then linked to the lock's name (link fails when the name exists, like O_EXCL). Created in
+  // place, another process starting at the same instant could find it still empty, take it for
+  // a torn lock and replace it.
+  const mine = `${path}.${process.pid}`;
+  writeFileSync(mine, JSON.stringify(me) + '\n', { mode: 0o644 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        exclusiveCopy(mine, path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+          throw new DataDirError(`cannot create ${path} (${describe(err)})`);
+        const owner = readOwner(path);
+        if (owner && alive(owner))
+          throw new DataDirError(
+            `${dir} is in use by another edgeplane process (pid ${owner.pid}); one process per DATA_DIR — use REDIS_URL to run several`,
+          );
+        removeStale(path, owner);
+        continue;
+      }
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        const owner = readOwner(path);
+        if (owner?.pid === process.pid) rmSync(path, { force: true });
+      };
+      process.once('exit', release);
+      return { path, release };
     }
-    writeSync(fd, JSON.stringify(me) + '\n');
-    closeSync(fd);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const owner = readOwner(path);
-      if (owner?.pid === process.pid) rmSync(path, { force: true });
-    };
-    process.once('exit', release);
-    return { path, release };
+  } finally {
+    rmSync(mine, { force: true });
   }
   throw new DataDirError(`cannot take the lock ${path}: it keeps changing (another process starting?)`);
 }

@@ -1,11 +1,13 @@
 /**
  * One process per embedded DATA_DIR, with real processes: a second one refuses to start
  * (exit 1, one line naming DATA_DIR and the holder's pid); a lock left by a process killed
- * with kill -9 does not block the next start.
+ * with kill -9 does not block the next start; of five processes taking the lock at the same
+ * instant exactly one holds it, also when a stale lock is there.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockDataDir } from '../../src/main/data-dir.js';
@@ -58,6 +60,52 @@ test('a half-written lock file does not block', () => {
   const lock = lockDataDir(dataDir);
   assert.ok(existsSync(lock.path));
   lock.release();
+});
+
+/**
+ * `count` processes take the lock of `dir` at the same instant (each waits for the same wall
+ * time after starting); each prints "held" or "refused", holds a held lock for a second, exits.
+ */
+async function race(dir: string, count: number): Promise<string[]> {
+  const at = Date.now() + 4000;
+  const code = `
+    const { lockDataDir } = await import(${JSON.stringify(new URL('../../src/main/data-dir.ts', import.meta.url).href)});
+    while (Date.now() < ${at});
+    try { lockDataDir(${JSON.stringify(dir)}); console.log('held'); await new Promise((r) => setTimeout(r, 1000)); }
+    catch (err) { console.log('refused'); }`;
+  const runs = Array.from(
+    { length: count },
+    () =>
+      new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += String(d)));
+        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        child.on('exit', () => {
+          clearTimeout(timer);
+          resolve(out.trim());
+        });
+      }),
+  );
+  return Promise.all(runs);
+}
+
+test('processes starting at the same instant: exactly one holds the lock, with or without a stale lock there', async () => {
+  for (const stale of [false, true]) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-race-'));
+    // A lock left by a process that is gone (a pid above the kernel's limit never runs).
+    if (stale) writeFileSync(join(dataDir, 'edgeplane.lock'), JSON.stringify({ pid: 4_194_305 }));
+    const results = await race(dataDir, 5);
+    assert.is(results.filter((r) => r === 'held').length, 1, `${stale ? 'stale lock' : 'no lock'}: ${results}`);
+    assert.is(results.filter((r) => r === 'refused').length, 4, String(results));
+    assert.equal(
+      readdirSync(dataDir).filter((f) => f !== 'edgeplane.lock'),
+      [],
+      'no file of a lock attempt is left behind',
+    );
+  }
 });
 
 test.run();
