@@ -9,6 +9,8 @@
 import type { Clock } from '../lib/clock.js';
 
 export const breakerThreshold = 5;
+/** Origins with failures but closed breakers kept at most (see record). */
+const maxOrigins = 10_000;
 
 type Origin = {
   failures: number;
@@ -26,6 +28,7 @@ export type BreakerEvents = {
 };
 
 export class Breakers {
+  /** Origins that failed since their last success (a closed origin with no failures has none). */
   private readonly origins = new Map<string, Origin>();
   private openCount = 0;
   private readonly closed = new AbortController();
@@ -36,6 +39,11 @@ export class Breakers {
     private readonly maxMs: number,
     private readonly events: BreakerEvents,
   ) {}
+
+  /** How many origins are remembered (their failures since their last success). */
+  get size(): number {
+    return this.origins.size;
+  }
 
   /** True when the attempt may go now (no wait). */
   ready(origin: string): boolean {
@@ -86,9 +94,16 @@ export class Breakers {
         this.wake(o);
         if (this.openCount === 0) this.events.onChange(undefined, undefined);
       }
+      // A closed origin without failures is what no entry means: forget it.
+      if (o.waiters.length === 0) this.origins.delete(origin);
       return;
     }
     if (!o) {
+      // Templated URLs may reach any number of origins: keep the open ones and at most
+      // maxOrigins others (their few failures in a row are forgotten first).
+      if (this.origins.size >= maxOrigins)
+        for (const [key, other] of this.origins)
+          if (other.state === 'closed' && other.waiters.length === 0) this.origins.delete(key);
       o = { failures: 0, state: 'closed', cooldownMs: 0, until: 0, probing: false, waiters: [] };
       this.origins.set(origin, o);
     }

@@ -316,6 +316,20 @@ test('circuit breaker: cool-downs double per failed probe up to the maximum; a s
   b.close();
 });
 
+test('circuit breaker: remembers origins only while they fail, at most 10,000 closed ones (templated URLs)', () => {
+  const b = new Breakers(fakeClock(), 100, 1000, { onChange: () => undefined });
+  for (let i = 0; i < 3; i++) b.record('http://a', false, 'HTTP 503');
+  assert.is(b.size, 1);
+  b.record('http://a', true);
+  assert.is(b.size, 0, 'a success forgets the origin');
+  for (let i = 0; i < breakerThreshold; i++) b.record('http://open', false, 'HTTP 503');
+  assert.not.ok(b.ready('http://open'));
+  for (let i = 0; i < 25_000; i++) b.record(`http://host-${i}.test`, false, 'connection refused');
+  assert.ok(b.size <= 10_001, `${b.size} remembered`);
+  assert.not.ok(b.ready('http://open'), 'the open origin is kept');
+  b.close();
+});
+
 test('max-in-flight auto: grows while round trips stay flat, backs off on 503s and on growing round trips', () => {
   let now = 0;
   const a = new AdaptiveLimit(() => now);
