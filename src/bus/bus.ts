@@ -62,8 +62,6 @@ export interface Bus {
   /** Creates the group (and the stream) unless it exists; an existing group keeps its position. */
   ensureGroup(topic: string, group: string, start: StartAt): Promise<void>;
   read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead>;
-  /** Takes over entries pending longer than minIdleMs for other (dead) consumers. */
-  claimStale(topic: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
   /**
    * Consumers and their liveness. Every process reads as its own consumer and calls

@@ -219,27 +219,6 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       return { entries, lag: s.entries.length - from - entries.length };
     },
 
-    async claimStale(
-      topic: string,
-      name: string,
-      consumer: string,
-      minIdleMs: number,
-      count: number,
-    ): Promise<StreamEntry[]> {
-      const s = stream(topic);
-      const g = group(topic, name);
-      const now = Date.now();
-      const ids = [...g.pending.entries()]
-        .filter(([, p]) => p.consumer !== consumer && now - p.since >= minIdleMs)
-        .map(([id]) => id)
-        .sort(compareIds)
-        .slice(0, count);
-      if (ids.length > 0) record({ op: 'deliver', topic, group: name, consumer, ids });
-      return ids
-        .map((id) => s.entries[firstAfter(s.entries, id) - 1])
-        .filter((e): e is StreamEntry => e !== undefined && ids.includes(e.id));
-    },
-
     async ack(topic: string, name: string, ids: readonly string[]): Promise<void> {
       if (ids.length > 0 && streams.get(topic)?.groups.has(name))
         record({ op: 'ack', topic, group: name, ids: [...ids] });

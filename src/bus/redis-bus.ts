@@ -16,7 +16,6 @@ import {
   type GroupRead,
   type ProduceInput,
   type StartAt,
-  type StreamEntry,
   type TopicInfo,
 } from './bus.js';
 import { Discovery } from './discovery.js';
@@ -26,7 +25,6 @@ import {
   consumerNames,
   groupBacklog,
   groupLag,
-  parseAutoclaim,
   parseEntries,
   parsePairs,
   parseScan,
@@ -174,32 +172,6 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
         if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
         const info = await cmd.sendCommand(['XINFO', 'GROUPS', key]).catch(() => null);
         return { entries, lag: groupLag(info, group) };
-      } catch (err) {
-        throw translate(err);
-      }
-    },
-
-    async claimStale(
-      topic: string,
-      group: string,
-      consumer: string,
-      minIdleMs: number,
-      count: number,
-    ): Promise<StreamEntry[]> {
-      try {
-        const r = parseAutoclaim(
-          await cmd.sendCommand([
-            'XAUTOCLAIM',
-            streamPrefix + topic,
-            group,
-            consumer,
-            String(minIdleMs),
-            '0-0',
-            'COUNT',
-            String(count),
-          ]),
-        );
-        return r.entries;
       } catch (err) {
         throw translate(err);
       }

@@ -82,12 +82,6 @@ export function parseScan(raw: unknown): { cursor: string; keys: string[] } {
   return { cursor: str(raw[0]), keys };
 }
 
-/** XAUTOCLAIM: [next-cursor, entries, deleted-ids]. */
-export function parseAutoclaim(raw: unknown): { cursor: string; entries: StreamEntry[] } {
-  if (!Array.isArray(raw) || raw.length < 2) return { cursor: '0-0', entries: [] };
-  return { cursor: str(raw[0]), entries: parseEntries(raw[1]) };
-}
-
 export function asString(v: unknown): string {
   return str(v);
 }
