@@ -39,7 +39,8 @@ import { configKey } from '../store/keys.js';
 import { parseQuery } from '../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../lib/json.js';
-import { compareVersions, parseVersion, type Appended, type FleetEntry, type FleetLog } from './log.js';
+import { compareVersions, parseVersion, type FleetEntry, type FleetLog } from './log.js';
+import { createInboxes } from './inbox.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
@@ -159,72 +160,6 @@ async function siteDocument(c: Context, what: string): Promise<Record<string, un
   if (body.docs.length !== 1 || !isObject(doc))
     throw new ApiError('invalid-document', `Cannot take the ${what}: send one JSON object`, { code: 'not-an-object' });
   return doc;
-}
-
-/**
- * What a sync stream hears of its site's log between two sends: the entries the append
- * notifications carried, or `missed` when one came without its entry (too large), when too
- * many piled up, or before the stream's first read, so the stream reads the log instead.
- */
-type Inbox = {
-  /** The entries heard since the last take, and whether the log must be read. */
-  take(): { entries: Appended[]; missed: boolean };
-  /** Resolves true as soon as something is heard (at once if it already was), false after `ms`. */
-  wait(ms: number): Promise<boolean>;
-  close(): void;
-};
-
-/** Entries an inbox keeps before it gives up and has its stream read the log. */
-const inboxLimit = 100;
-
-/** Per process: one subscription to the log's append notifications, an inbox per stream. */
-function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
-  type Box = { entries: Appended[]; missed: boolean; wake: (() => void) | undefined };
-  const open = new Map<string, Set<Box>>();
-  fleetLog.onAppend((site, appended) => {
-    for (const box of open.get(site) ?? []) {
-      if (appended && !box.missed && box.entries.length < inboxLimit) box.entries.push(appended);
-      else {
-        box.missed = true;
-        box.entries = [];
-      }
-      box.wake?.();
-    }
-  });
-  return (site) => {
-    const box: Box = { entries: [], missed: true, wake: undefined };
-    let boxes = open.get(site);
-    if (!boxes) open.set(site, (boxes = new Set()));
-    boxes.add(box);
-    return {
-      take() {
-        const out = { entries: box.entries, missed: box.missed };
-        box.entries = [];
-        box.missed = false;
-        return out;
-      },
-      wait: (ms) =>
-        box.missed || box.entries.length > 0
-          ? Promise.resolve(true)
-          : new Promise((resolve) => {
-              const timer = setTimeout(() => {
-                box.wake = undefined;
-                resolve(false);
-              }, ms);
-              timer.unref();
-              box.wake = () => {
-                box.wake = undefined;
-                clearTimeout(timer);
-                resolve(true);
-              };
-            }),
-      close() {
-        box.wake?.();
-        boxes.delete(box);
-        if (boxes.size === 0 && open.get(site) === boxes) open.delete(site);
-      },
-    };
-  };
 }
 
 /** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */
