@@ -52,7 +52,8 @@ export async function issueToken(
   const token = randomBytes(32).toString('base64url');
   const id = tokenId(token);
   const record: TokenRecord = { ...rec, created: now, expires: now + ttlSeconds * 1000 };
-  await store.kvSet(kvPrefix.token + id, JSON.stringify(record), ttlSeconds * 1000);
+  // Durable: a restart of an embedded store keeps the session (only the token's hash is stored).
+  await store.kvSet(kvPrefix.token + id, JSON.stringify(record), ttlSeconds * 1000, { durable: true });
   return {
     id,
     token,

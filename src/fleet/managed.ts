@@ -68,7 +68,7 @@ export function readOnlySynced(inner: Store, managed: ManagedKeys): Store {
     revision: () => inner.revision(),
     onChange: (listener) => inner.onChange(listener),
     kvGet: (key) => inner.kvGet(key),
-    kvSet: (key, value, ttlMs) => inner.kvSet(key, value, ttlMs),
+    kvSet: (key, value, ttlMs, opts) => inner.kvSet(key, value, ttlMs, opts),
     kvDel: (key) => inner.kvDel(key),
     kvIncr: (key, by, ttlMs) => inner.kvIncr(key, by, ttlMs),
     kvKeys: (prefix) => inner.kvKeys(prefix),

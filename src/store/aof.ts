@@ -6,6 +6,7 @@
  * Records:
  *   {"r": revision, "c": [{"k": key, "v": object} | {"k": key, "d": 1}]}   a commit
  *   {"kv": key, "s": string}                                             a kv write without TTL
+ *   {"kv": key, "s": string, "x": ms since the epoch}                    a durable kv write with TTL
  *   {"kv": key, "d": 1}                                                  a kv delete
  */
 import {
@@ -23,7 +24,7 @@ import { join } from 'node:path';
 import { isObject, type JsonObject } from '../lib/json.js';
 
 export type AofOp = { k: string; v: JsonObject } | { k: string; d: 1 };
-export type AofRecord = { r: number; c: AofOp[] } | { kv: string; s: string } | { kv: string; d: 1 };
+export type AofRecord = { r: number; c: AofOp[] } | { kv: string; s: string; x?: number } | { kv: string; d: 1 };
 
 export type Replayed<T = AofRecord> = { records: T[]; bytes: number; tornBytes: number };
 
@@ -47,7 +48,8 @@ function parseRecord(line: string): AofRecord | undefined {
   }
   if (typeof rec.kv === 'string') {
     if (rec.d === 1) return { kv: rec.kv, d: 1 };
-    if (typeof rec.s === 'string') return { kv: rec.kv, s: rec.s };
+    if (typeof rec.s === 'string')
+      return typeof rec.x === 'number' ? { kv: rec.kv, s: rec.s, x: rec.x } : { kv: rec.kv, s: rec.s };
   }
   return undefined;
 }
@@ -121,8 +123,9 @@ export function encodeCommit(r: number, ops: EncodeOp[]): string {
   return `{"r":${r},"c":[${parts.join(',')}]}`;
 }
 
-export function encodeKvSet(key: string, value: string): string {
-  return JSON.stringify({ kv: key, s: value });
+/** `expiresAt`: a durable value with a TTL (its expiry, ms since the epoch). */
+export function encodeKvSet(key: string, value: string, expiresAt?: number): string {
+  return JSON.stringify(expiresAt === undefined ? { kv: key, s: value } : { kv: key, s: value, x: expiresAt });
 }
 
 export function encodeKvDel(key: string): string {

@@ -18,8 +18,8 @@ import { deepFreeze } from './freeze.js';
 /** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */
 type StoredObject = { text: string; etag: string; value?: JsonObject };
 
-/** expiresAt undefined: no TTL, and the value is in the file. */
-type KvValue = { value: string; expiresAt: number | undefined };
+/** expiresAt undefined: no TTL. inFile: the value is in the file (no TTL, or a durable one). */
+type KvValue = { value: string; expiresAt: number | undefined; inFile: boolean };
 
 export type EmbeddedOptions = {
   /** Compact at open when the file holds at least this many bytes more than the live data. Default 1 MiB. */
@@ -34,6 +34,7 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
   let revision = 0;
 
   const loaded = replay(path);
+  const opened = Date.now();
   if (loaded.tornBytes > 0)
     log('warn', 'embedded store: dropped a torn last record', { path, bytes: loaded.tornBytes });
   for (const rec of loaded.records) {
@@ -43,14 +44,18 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
         if ('v' in op) objects.set(op.k, { text: JSON.stringify(op.v), etag: etagOf(op.v) });
         else objects.delete(op.k);
       }
-    } else if ('s' in rec) kv.set(rec.kv, { value: rec.s, expiresAt: undefined });
-    else kv.delete(rec.kv);
+    } else if ('s' in rec) {
+      if (rec.x === undefined || rec.x > opened) kv.set(rec.kv, { value: rec.s, expiresAt: rec.x, inFile: true });
+      else kv.delete(rec.kv); // a durable value that expired while the store was closed
+    } else kv.delete(rec.kv);
   }
 
   const snapshot = function* (): Generator<string> {
     yield encodeCommit(revision, []);
     for (const [k, o] of objects) yield encodeCommit(revision, [{ k, text: o.text }]);
-    for (const [k, v] of kv) if (v.expiresAt === undefined) yield encodeKvSet(k, v.value);
+    const now = Date.now();
+    for (const [k, v] of kv)
+      if (v.inFile && (v.expiresAt === undefined || v.expiresAt > now)) yield encodeKvSet(k, v.value, v.expiresAt);
   };
   let live = 0;
   for (const line of snapshot()) live += Buffer.byteLength(line) + 1;
@@ -105,12 +110,14 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
     for (const k of kv.keys()) liveKv(k, now);
   }
 
-  function putKv(key: string, value: string, ttlMs: number | undefined): void {
+  function putKv(key: string, value: string, ttlMs: number | undefined, durable = false): void {
     const before = kv.get(key);
-    if (ttlMs === undefined) aof.append(encodeKvSet(key, value));
-    // A TTL value lives in memory only: forget any durable value so a restart cannot revive it.
-    else if (before && before.expiresAt === undefined) aof.append(encodeKvDel(key));
-    kv.set(key, { value, expiresAt: ttlMs === undefined ? undefined : Date.now() + Math.max(1, ttlMs) });
+    const expiresAt = ttlMs === undefined ? undefined : Date.now() + Math.max(1, ttlMs);
+    const inFile = ttlMs === undefined || durable;
+    if (inFile) aof.append(encodeKvSet(key, value, expiresAt));
+    // Any other TTL value lives in memory only: forget a value in the file so a restart cannot revive it.
+    else if (before?.inFile) aof.append(encodeKvDel(key));
+    kv.set(key, { value, expiresAt, inFile });
     countKvWrite();
   }
 
@@ -201,16 +208,16 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       return liveKv(key)?.value;
     },
 
-    async kvSet(key, value, ttlMs) {
+    async kvSet(key, value, ttlMs, opts) {
       checkOpen();
-      putKv(key, value, ttlMs);
+      putKv(key, value, ttlMs, opts?.durable === true);
     },
 
     async kvDel(key) {
       checkOpen();
       const before = kv.get(key);
       if (!before) return;
-      if (before.expiresAt === undefined) aof.append(encodeKvDel(key));
+      if (before.inFile) aof.append(encodeKvDel(key));
       kv.delete(key);
     },
 
@@ -222,8 +229,11 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
         throw new ApiError('internal', `kv ${key} does not hold an integer`, { key });
       const n = (cur ? Number(cur.value) : 0) + by;
       if (!cur) putKv(key, String(n), ttlMs);
-      else if (cur.expiresAt === undefined) putKv(key, String(n), undefined);
-      else cur.value = String(n);
+      else if (cur.inFile) {
+        // Kept as it was kept: in the file, with the expiry it has.
+        aof.append(encodeKvSet(key, String(n), cur.expiresAt));
+        cur.value = String(n);
+      } else cur.value = String(n);
       return n;
     },
 

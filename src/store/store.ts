@@ -57,9 +57,14 @@ export interface Store {
   /** Called (possibly batched) with the keys changed by commits from any process. */
   onChange(listener: (keys: string[]) => void): () => void;
 
-  /** Small key/value area, not configuration. ttlMs: expiry, none when omitted. */
+  /**
+   * Small key/value area, not configuration. ttlMs: expiry, none when omitted. A value with a
+   * TTL lives in memory only on the embedded store (throttles, claims, presence: a restart
+   * forgets them) unless `durable`: then it is kept across restarts until it expires (login
+   * tokens). Redis keeps every key as its own persistence does.
+   */
   kvGet(key: string): Promise<string | undefined>;
-  kvSet(key: string, value: string, ttlMs?: number): Promise<void>;
+  kvSet(key: string, value: string, ttlMs?: number, opts?: { durable?: boolean }): Promise<void>;
   kvDel(key: string): Promise<void>;
   /** Atomically add `by` and return the new value; sets the expiry when the key is new. */
   kvIncr(key: string, by: number, ttlMs?: number): Promise<number>;

@@ -65,6 +65,44 @@ embedded('configuration, revision and durable kv survive a reopen; TTL kv does n
   await b.close();
 });
 
+embedded('a durable TTL value (a login token) survives a reopen until it expires; others do not', async () => {
+  const dir = tempDir();
+  const a = await openEmbeddedStore(dir);
+  await a.kvSet('token:long', 'L', 600_000, { durable: true });
+  await a.kvSet('token:short', 'S', 50, { durable: true });
+  await a.kvSet('token:gone', 'G', 600_000, { durable: true });
+  await a.kvDel('token:gone');
+  await a.kvSet('throttle', 'T', 600_000);
+  await a.kvSet('was-durable', 'D', 600_000, { durable: true });
+  await a.kvSet('was-durable', 'M', 600_000); // now a memory-only value: the file forgets it
+  await a.kvSet('count', '1', 600_000, { durable: true });
+  assert.is(await a.kvIncr('count', 2), 3);
+  await a.close();
+  await new Promise((r) => setTimeout(r, 100)); // token:short expires while the store is closed
+
+  const b = await openEmbeddedStore(dir);
+  assert.is(await b.kvGet('token:long'), 'L');
+  assert.is(await b.kvGet('token:short'), undefined, 'expired while closed');
+  assert.is(await b.kvGet('token:gone'), undefined, 'deleted');
+  assert.is(await b.kvGet('throttle'), undefined, 'not durable');
+  assert.is(await b.kvGet('was-durable'), undefined);
+  assert.is(await b.kvGet('count'), '3', 'an increment of a durable value is kept');
+  assert.equal(await b.kvKeys('token:'), ['token:long']);
+  await b.close();
+
+  // Compaction keeps what is live, with its expiry.
+  const c = await openEmbeddedStore(dir, { compactMinBytes: 0 });
+  assert.is(await c.kvGet('token:long'), 'L');
+  await c.close();
+  const lines = readFileSync(join(dir, 'store.aof'), 'utf8').split('\n').filter(Boolean);
+  const kept = lines.map((l) => JSON.parse(l) as { kv?: string; x?: number }).filter((r) => r.kv !== undefined);
+  assert.equal(kept.map((r) => r.kv).sort(), ['count', 'token:long']);
+  assert.ok(
+    kept.every((r) => typeof r.x === 'number' && r.x > Date.now()),
+    'each with its expiry',
+  );
+});
+
 embedded('a torn last record is dropped and cut, later commits still persist', async () => {
   const dir = tempDir();
   const a = await openEmbeddedStore(dir);
