@@ -13,7 +13,8 @@
  *    delivering, is killed (-9) and restarted while cut off and still serves its API and runs
  *    its exporters; the other sites stay in sync; once the proxy is back it catches up.
  * 4. The control plane is killed (-9) and restarted: every site reconnects and catches up.
- * 5. edge-b is killed (-9) in the middle of a burst of changes, restarted, and catches up.
+ * 5. edge-b, then edge-r, is killed (-9) in the middle of a burst of changes, restarted, and
+ *    catches up (a site on each store).
  *
  * "Caught up" is checked, every time, against the control plane's own view: what applies to
  * the site computed from the control plane's Redis (fleet/applicable.ts, not the projector),
@@ -517,39 +518,44 @@ test('a control-plane kill -9 and restart: every site reconnects and catches up 
   }
 });
 
-test('a site kill -9 in the middle of a burst of changes: restarted, it catches up exactly', async () => {
-  const b = sites['edge-b'];
-  const burst = (async () => {
-    for (let i = 0; i < 40; i++) {
-      const n = `burst-${i % 10}`;
-      await put(`volga/webhooks/${n}`, hook(n, { sites: ['edge-b'] }, { topics: ['burst'], tries: i }));
+// On each store: edge-b on the embedded one, edge-r on a redis-server of its own.
+for (const name of ['edge-b', 'edge-r'] as const)
+  test(`${name} killed (-9) in the middle of a burst of changes: restarted, it catches up exactly`, async () => {
+    const b = sites[name];
+    const burstName = (i: number) => `burst-${name}-${i % 10}`;
+    const burst = (async () => {
+      for (let i = 0; i < 40; i++)
+        await put(
+          `volga/webhooks/${burstName(i)}`,
+          hook(burstName(i), { sites: [name] }, { topics: ['burst'], tries: i }),
+        );
+    })();
+    await eventually(
+      async () => (await namesAt(b.api, 'volga/webhooks')).includes(burstName(0)),
+      `the burst reaches ${name}`,
+      SITE_WAIT,
+    );
+    await killSite(b);
+    await burst;
+    // Five more after the kill, so the restarted process surely has changes to apply even when
+    // the kill came late in the burst (on a loaded machine the burst may outrun it).
+    for (let i = 40; i < 45; i++)
+      await put(
+        `volga/webhooks/${burstName(i)}`,
+        hook(burstName(i), { sites: [name] }, { topics: ['burst'], tries: i }),
+      );
+    await startSite(b);
+    const ms = await caughtUp(b, `${name} after a kill -9 mid-burst`);
+    assert.ok(
+      b.proc!.output().includes('"fleet: applied change"'),
+      'killed mid-burst: the restarted process applied the rest of the burst',
+    );
+    say(`${name} killed mid-burst, restarted, caught up in ${ms} ms`);
+    for (let i = 0; i < 10; i++) {
+      const r = await b.api.call('GET', `/v1/config/volga/webhooks/${burstName(i)}`);
+      assert.is((r.body as { tries?: number }).tries, i < 5 ? 40 + i : 30 + i, `${burstName(i)} has its last change`);
     }
-  })();
-  await eventually(
-    async () => (await namesAt(b.api, 'volga/webhooks')).includes('burst-0'),
-    'the burst reaches edge-b',
-    SITE_WAIT,
-  );
-  await killSite(b);
-  await burst;
-  // Five more after the kill, so the restarted process surely has changes to apply even when
-  // the kill came late in the burst (on a loaded machine the burst may outrun it).
-  for (let i = 40; i < 45; i++) {
-    const n = `burst-${i % 10}`;
-    await put(`volga/webhooks/${n}`, hook(n, { sites: ['edge-b'] }, { topics: ['burst'], tries: i }));
-  }
-  await startSite(b);
-  const ms = await caughtUp(b, 'edge-b after a kill -9 mid-burst');
-  assert.ok(
-    b.proc!.output().includes('"fleet: applied change"'),
-    'killed mid-burst: the restarted process applied the rest of the burst',
-  );
-  say(`edge-b killed mid-burst, restarted, caught up in ${ms} ms`);
-  for (let i = 0; i < 10; i++) {
-    const r = await b.api.call('GET', `/v1/config/volga/webhooks/burst-${i}`);
-    assert.is((r.body as { tries?: number }).tries, i < 5 ? 40 + i : 30 + i, `burst-${i} has its last change`);
-  }
-  for (const n of siteNames) await exactlyOnce(sites[n], 'at the end');
-});
+    for (const n of siteNames) await exactlyOnce(sites[n], 'at the end');
+  });
 
 test.run();

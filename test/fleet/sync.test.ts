@@ -1,8 +1,9 @@
 /**
  * The fleet end to end, in processes on loopback: a control plane on the test Redis, an edge
  * site on the embedded store that syncs from it (exporter runtime on, a webhook sink of its
- * own). Site tokens (issue, revoke, what they can reach), placement by label reaching the site
- * and moving away, read-only synced objects, local operations at the site.
+ * own). Site tokens (issue, revoke, what they can reach), readiness before and after the first
+ * sync, placement by label reaching the site and moving away, read-only synced objects, local
+ * operations at the site. (Cut-offs, catch-up and kills: e2e.test.ts.)
  */
 
 import { test } from 'uvu';
@@ -10,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { client, type Client, SITE_WAIT } from '../helpers/fleet.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
-import { freshRedisDb } from '../helpers/redis.js';
+import { freePort, freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
 import { tempDir } from '../helpers/backends.js';
@@ -115,6 +116,31 @@ async function siteHas(path: string): Promise<boolean> {
   return (await siteAdmin.call('GET', `/v1/config/${path}`)).status === 200;
 }
 
+/** GET /readyz (no token): its status and the fleet-sync check. */
+async function fleetReadiness(p: ApiProc): Promise<{ status: number; check?: { ok: boolean; reason?: string } }> {
+  const r = await fetch(`${p.url}/readyz`);
+  const body = (await r.json()) as { checks?: Array<{ name: string; ok: boolean; reason?: string }> };
+  return { status: r.status, check: body.checks?.find((c) => c.name === 'fleet-sync') };
+}
+
+test('an edge site that never synced is not ready, and /readyz says why', async () => {
+  const never = await spawnApiProc({
+    PORT: '0',
+    SITE: 'never',
+    CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+    SITE_TOKEN: 'not-a-real-token',
+    DATA_DIR: tmp(),
+  });
+  try {
+    const r = await fleetReadiness(never);
+    assert.is(r.status, 503);
+    assert.is(r.check?.ok, false);
+    assert.match(r.check?.reason ?? '', /never synced/);
+  } finally {
+    await never.stop();
+  }
+});
+
 test('an exporter placed by label reaches the site, delivers there, and is read-only there', async () => {
   const hook = {
     name: 'to-sink',
@@ -136,6 +162,9 @@ test('an exporter placed by label reaches the site, delivers there, and is read-
   await eventually(() => siteHas('volga/webhooks/to-sink'), 'the exporter synced to edge-1', SITE_WAIT);
   assert.ok(await siteHas('sites/edge-1'), 'its own site object');
   assert.not.ok(await siteHas('sites/edge-2'), "another site's object stays at the control plane");
+  const ready = await fleetReadiness(site);
+  assert.is(ready.status, 200, 'ready once synced');
+  assert.is(ready.check?.ok, true);
   // Local operations work: produce at the site, delivered by the site's exporter.
   await eventually(
     async () => {
