@@ -59,7 +59,10 @@ export async function startProduct(env: Record<string, string>): Promise<Product
       ...env,
     },
   });
-  const m = await waitLine(child, /listening on (http:\/\/[^ ]+) /, 'edgeplane');
+  const m = await waitLine(child, /listening on (http:\/\/[^ ]+) /, 'edgeplane').catch((err: unknown) => {
+    child.kill('SIGKILL'); // a product that did not start does not outlive the bench
+    throw err;
+  });
   child.stdout!.resume();
   return {
     url: m[1]!.replace('localhost', '127.0.0.1'),
