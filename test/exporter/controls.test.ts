@@ -60,16 +60,18 @@ async function streamEntries(topic: string): Promise<Array<Record<string, string
 test('enabled false pauses (status paused, offsets kept); true resumes where it stopped', async () => {
   const cfg = {};
   const { topic, name } = await exporter(cfg);
+  const enable = (enabled: boolean) =>
+    env.webhook({
+      name,
+      topics: [topic],
+      'site-placement': { 'all-sites': true },
+      url: `${hook.url}/${name}`,
+      data: '${MSG_PAYLOAD}',
+      enabled,
+    });
   await env.produce(topic, 'a1');
   await hook.waitFor(() => bodiesOf(name).length === 1, 'first delivery');
-  await env.webhook({
-    name,
-    topics: [topic],
-    'site-placement': { 'all-sites': true },
-    url: `${hook.url}/${name}`,
-    data: '${MSG_PAYLOAD}',
-    enabled: false,
-  });
+  await enable(false);
   await env.state(rt, name, (s) => s.status === 'paused', 'paused');
   for (const p of ['a2', 'a3', 'a4']) await env.produce(topic, p);
   // The group still exists and holds its position: three entries behind.
@@ -77,14 +79,7 @@ test('enabled false pauses (status paused, offsets kept); true resumes where it 
   const g = groups[0]!;
   assert.is(g[g.indexOf('lag') + 1], 3);
   assert.is(bodiesOf(name).length, 1);
-  await env.webhook({
-    name,
-    topics: [topic],
-    'site-placement': { 'all-sites': true },
-    url: `${hook.url}/${name}`,
-    data: '${MSG_PAYLOAD}',
-    enabled: true,
-  });
+  await enable(true);
   await hook.waitFor(() => bodiesOf(name).length === 4, 'the three produced while paused');
   assert.equal(
     bodiesOf(name).map((r) => r.body),
