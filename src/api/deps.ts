@@ -40,6 +40,11 @@ export type FleetView = {
   siteState(site: string): Promise<JsonObject | undefined>;
   /** At a control plane: reads of another site (`site=`); undefined at an edge site. */
   reads: SiteReads | undefined;
+  /**
+   * At a control plane: the fleet's state of exporter `tenant/name` (fleet/exporter-view.ts),
+   * given this site's own (`local`); absent at an edge site.
+   */
+  exporterView?(tenant: string, name: string, local: JsonObject | undefined): Promise<JsonObject | undefined>;
 };
 
 export type AppDeps = {

@@ -26,6 +26,7 @@ import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
 import { startProjector, type Projector } from './projector.js';
 import { createPresence, type Presence } from './presence.js';
+import { createExporterView } from './exporter-view.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site-sync.js';
 import { createMemoryRelay, openRedisRelay, type FleetRelay } from './relay.js';
@@ -146,6 +147,12 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    exporterView: createExporterView({
+      store,
+      root: settings.tenant,
+      ownSite: settings.site,
+      lastReport: (site) => presence.lastReport(site),
+    }),
     reads: {
       ask: async (site, read) =>
         (await presence.isConnected(site)) ? relay.ask(site, read, readTimeoutMs) : undefined,
