@@ -34,6 +34,13 @@ export type SiteReads = {
   lastReport(site: string): Promise<SiteReport | undefined>;
 };
 
+/** The fleet's series at a control plane, read when /metrics is scraped (fleet/metrics-source.ts). */
+export type FleetSample = {
+  /** Sites by connection state: connected, disconnected, never-connected. */
+  connections: Record<string, number>;
+  sites: Array<{ site: string; lag: number; lastSeenSeconds?: number }>;
+};
+
 /** What the API asks of the fleet role (src/fleet/ implements it). */
 export type FleetView = {
   /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */

@@ -14,7 +14,8 @@
  * report (presence.ts, in the store's kv area).
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetSample, FleetView, ProbeCheck } from '../api/deps.js';
+import { fleetMetricsSource } from './metrics-source.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
@@ -44,6 +45,8 @@ export type Fleet = FleetView & {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** At a control plane: the fleet's series of /metrics (metrics-source.ts). */
+  metrics?: () => Promise<FleetSample>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
   /**
@@ -158,6 +161,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         (await presence.isConnected(site)) ? relay.ask(site, read, readTimeoutMs) : undefined,
       lastReport: (site) => presence.lastReport(site),
     },
+    metrics: fleetMetricsSource({ store, fleetLog, root: settings.tenant, ownSite: settings.site }),
     readyChecks: [],
     async attachStrongbox(b) {
       box = b;

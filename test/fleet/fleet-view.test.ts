@@ -12,6 +12,7 @@ import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
 import { tempDir } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
+import { promtoolCheck } from '../helpers/promtool.js';
 
 const password = 'fleet-view-password';
 const tmp = () => tempDir('edgeplane-fleet-view-');
@@ -51,6 +52,13 @@ test.before(async () => {
     sites.push(site);
     siteAdmins.push(client(site.url, password));
   }
+  // A third site that never connects (and runs nothing: region us).
+  const r3 = await admin.call('PUT', '/v1/config/sites/edge-3', {
+    name: 'edge-3',
+    type: 'edge',
+    labels: { region: 'us' },
+  });
+  assert.is(r3.status, 201, r3.text);
   const hook = {
     name: 'to-sink',
     url: `${sink.url}/\${SYS_SITE}`,
@@ -137,6 +145,47 @@ test('the webhook recovers: ready everywhere, both deliveries summed', async () 
     () => `the fleet is ready with 2 delivered: ${JSON.stringify(st)}`,
     SITE_WAIT,
   );
+});
+
+test('/metrics at the control plane: sites by connection, change lag and last-seen age; promtool-clean everywhere', async () => {
+  const sample = (text: string, name: string, label: string) => {
+    const m = new RegExp(`^${name}\\{${label}\\} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  let text = '';
+  await eventually(
+    async () => {
+      text = await (await fetch(`${cp.url}/metrics`)).text();
+      return (
+        sample(text, 'edgeplane_fleet_sites', 'connection="connected"') === 2 &&
+        sample(text, 'edgeplane_fleet_site_change_lag', 'site="edge-1"') === 0 &&
+        sample(text, 'edgeplane_fleet_site_change_lag', 'site="edge-2"') === 0
+      );
+    },
+    () =>
+      `two sites connected and in sync:\n${text
+        .split('\n')
+        .filter((l) => l.includes('fleet'))
+        .join('\n')}`,
+    SITE_WAIT,
+  );
+  assert.is(sample(text, 'edgeplane_fleet_sites', 'connection="never-connected"'), 1);
+  assert.is(sample(text, 'edgeplane_fleet_sites', 'connection="disconnected"'), 0);
+  assert.ok(
+    (sample(text, 'edgeplane_fleet_site_change_lag', 'site="edge-3"') ?? 0) >= 1,
+    'edge-3 never took its changes',
+  );
+  for (const site of ['edge-1', 'edge-2']) {
+    const age = sample(text, 'edgeplane_fleet_site_last_seen_seconds', `site="${site}"`);
+    assert.ok(age !== undefined && age >= 0 && age < 60, `${site} seen recently: ${age}`);
+  }
+  assert.is(sample(text, 'edgeplane_fleet_site_last_seen_seconds', 'site="edge-3"'), undefined, 'never heard');
+  assert.not.match(text, /site="hq"/, "the control plane's own site is not an edge site");
+  for (const url of [cp.url, ...sites.map((s) => s.url)]) {
+    const body = await (await fetch(`${url}/metrics`)).text();
+    const check = promtoolCheck(body);
+    assert.is(check.status, 0, `promtool check metrics on ${url}/metrics: ${check.output}`);
+  }
 });
 
 test('placed on this site only: its own view; placed nowhere: stopped', async () => {
