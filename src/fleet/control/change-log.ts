@@ -25,12 +25,11 @@
  */
 import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
-import { ApiError } from '../lib/errors.js';
-import type { JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
+import { ApiError } from '../../lib/errors.js';
+import type { JsonObject } from '../../lib/json.js';
+import { log } from '../../lib/log.js';
+import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 
-export type FleetChange = { op: 'put'; key: string; value: JsonObject } | { op: 'delete'; key: string };
-export type FleetEntry = { version: string; changes: FleetChange[] };
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
 export type Appended = FleetEntry & { prev: string };
 export type FleetSnapshot = { version: string; rev: number; objects: Map<string, JsonObject> };
@@ -55,18 +54,6 @@ export interface FleetLog {
   close(): Promise<void>;
 }
 
-/** A stream ID as a pair of bigints, or undefined when `v` is not one. */
-export function parseVersion(v: string): [bigint, bigint] | undefined {
-  const m = /^(\d{1,20})-(\d{1,20})$/.exec(v);
-  return m ? [BigInt(m[1]!), BigInt(m[2]!)] : undefined;
-}
-
-export function compareVersions(a: string, b: string): number {
-  const x = parseVersion(a) ?? [0n, 0n];
-  const y = parseVersion(b) ?? [0n, 0n];
-  return x[0] !== y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] === y[1] ? 0 : x[1] < y[1] ? -1 : 1;
-}
-
 /** True when a site at `after` can catch up by entries alone: floor ≤ after ≤ head. */
 export function withinHistory(after: string, floor: string, head: string): boolean {
   return parseVersion(after) !== undefined && compareVersions(after, floor) >= 0 && compareVersions(after, head) <= 0;
@@ -75,7 +62,7 @@ export function withinHistory(after: string, floor: string, head: string): boole
 // ---------------------------------------------------------------------------------------------
 // In process (the embedded store's control plane)
 
-export function createMemoryFleetLog(now: () => number = Date.now): FleetLog {
+export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
   type SiteLog = { set: Map<string, JsonObject>; entries: FleetEntry[]; head: string; floor: string; rev: number };
   const logs = new Map<string, SiteLog>();
   const listeners = new Set<(site: string, appended?: Appended) => void>();

@@ -13,10 +13,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createClient } from 'redis';
-import { isObject, type Json } from '../lib/json.js';
-import { log } from '../lib/log.js';
+import { isObject, type Json } from '../../lib/json.js';
+import { log } from '../../lib/log.js';
 
-import type { ForwardedAnswer, ForwardedRead } from '../api/deps.js';
+import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 
 export type { ForwardedAnswer, ForwardedRead };
 
@@ -80,7 +80,7 @@ function createRouting() {
   };
 }
 
-export function createMemoryRelay(): FleetRelay {
+export function createEmbeddedRelay(): FleetRelay {
   const r = createRouting();
   return {
     ask(site, read, timeoutMs) {
