@@ -27,7 +27,7 @@ type Item = StateItem;
 /**
  * Where the state routes take their objects from: this process (its store, runtime and bus),
  * or an edge site's last report (the control plane answering `site=` for a site that is not
- * connected; fleet/relay.ts carries the live reads).
+ * connected; fleet/control/relay.ts carries the live reads).
  */
 export type StateSource = {
   /** The state objects of one list, item or singleton of `tenant`. */
@@ -156,7 +156,7 @@ async function storedPaths(deps: AppDeps, tenant: string): Promise<Set<string>> 
 
 /**
  * This process's state. At a control plane an exporter placed on other sites is shown as the
- * fleet runs it (fleet/exporter-view.ts); `own` shows this site's own view instead (`site=<it>`).
+ * fleet runs it (fleet/control/exporter-view.ts); `own` shows this site's own view instead (`site=<it>`).
  */
 export function localSource(deps: AppDeps, opts: { own?: boolean } = {}): StateSource {
   return {

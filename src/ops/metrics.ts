@@ -103,7 +103,7 @@ export type Metrics = {
   deliveryObserver(tenant: string, exporter: string): (seconds: number) => void;
   /** Where scrapes read the exporters from. */
   exporters(source: () => ExporterSample[]): void;
-  /** At a control plane: where scrapes read the fleet's series from (fleet/metrics-source.ts). */
+  /** At a control plane: where scrapes read the fleet's series from (fleet/control/metrics-source.ts). */
   fleet(source: () => Promise<FleetSample>): void;
 };
 

@@ -1,7 +1,7 @@
-/** The fleet's view of an exporter (fleet/exporter-view.ts), as a pure function of per-site states. */
+/** The fleet's view of an exporter (fleet/control/exporter-view.ts), as a pure function of per-site states. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { aggregate, siteRow } from '../../src/fleet/exporter-view.js';
+import { aggregate, siteRow } from '../../src/fleet/control/exporter-view.js';
 import type { JsonObject } from '../../src/lib/json.js';
 
 const state = (status: string, extra: JsonObject = {}): JsonObject => ({

@@ -14,10 +14,10 @@
  * reads each site's presence (three kv reads) and the heads of all logs in one round trip; only
  * a site behind its head has its log read (up to `lagCap` entries).
  */
-import type { FleetSample } from '../api/deps.js';
-import { configKey } from '../store/keys.js';
-import type { Store } from '../store/store.js';
-import type { FleetLog } from './log.js';
+import type { FleetSample } from '../../api/deps.js';
+import { configKey } from '../../store/keys.js';
+import type { Store } from '../../store/store.js';
+import type { FleetLog } from './change-log.js';
 import { linkOf } from './presence.js';
 
 const lagCap = 100_000;

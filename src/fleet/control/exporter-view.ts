@@ -10,7 +10,7 @@
  *             failed-attempts, in-flight; topic-lag per topic)
  *   sites     [{site, status, delivered, dropped, ignored, filtered, failed-attempts, lag,
  *             last-error, last-error-time, reported-at}], from each site's last report
- *             (presence.ts); the control plane's own site from its own runtime
+ *             (control/presence.ts); the control plane's own site from its own runtime
  *
  * A site that has not reported the exporter yet (never connected, or not yet synced: it says
  * `stopped` or has no such object) counts as `starting`: the fleet does not run it there yet.
@@ -19,10 +19,10 @@
  * Where it is placed is computed with the projector's own placement code (applicable.ts), on
  * the sites of the root tenant plus this control plane's own site.
  */
-import { isObject, type Json, type JsonObject } from '../lib/json.js';
-import { configKey } from '../store/keys.js';
-import type { Store } from '../store/store.js';
-import type { SiteReport } from '../api/deps.js';
+import { isObject, type Json, type JsonObject } from '../../lib/json.js';
+import { configKey } from '../../store/keys.js';
+import type { Store } from '../../store/store.js';
+import type { SiteReport } from '../../api/deps.js';
 import { indexView, webhookPlacement } from './applicable.js';
 
 const counters = ['delivered', 'dropped', 'ignored', 'filtered', 'failed-attempts'] as const;
