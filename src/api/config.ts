@@ -51,29 +51,33 @@ const opToAuth = (op: Op, exists: boolean): Operation =>
           ? 'update'
           : 'create';
 
+/** The write path's context for a request: its principal's tenant, policies and checks. */
+export function configTxContext(deps: AppDeps, c: Ctx): TxContext {
+  const p = principalOf(c);
+  return {
+    store: deps.store,
+    strongbox: deps.strongbox,
+    tenant: p.tenant,
+    rootTenant: deps.settings.tenant,
+    actor: p.user,
+    authorize: (change) => {
+      // replace may create or update: both must be allowed unless one clearly applies.
+      const path = `${PREFIX}/${change.path}`;
+      const t = change.tenant;
+      if (change.op === 'replace') {
+        if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t))
+          deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
+      } else deps.auth.authorize(p, path, opToAuth(change.op, true), t);
+    },
+    checkAsync: (r, before, after, tenant) => tenantChecks(deps, tenant, r, before, after),
+    committed: (keys) => deps.auth.invalidate(keys),
+  };
+}
+
 export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  const txContext = (c: Ctx): TxContext => {
-    const p = principalOf(c);
-    return {
-      store: deps.store,
-      strongbox: deps.strongbox,
-      tenant: p.tenant,
-      rootTenant: deps.settings.tenant,
-      authorize: (change) => {
-        // replace may create or update: both must be allowed unless one clearly applies.
-        const path = `${PREFIX}/${change.path}`;
-        const t = change.tenant;
-        if (change.op === 'replace') {
-          if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t))
-            deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
-        } else deps.auth.authorize(p, path, opToAuth(change.op, true), t);
-      },
-      checkAsync: (r, before, after, tenant) => tenantChecks(deps, tenant, r, before, after),
-      committed: (keys) => deps.auth.invalidate(keys),
-    };
-  };
+  const txContext = (c: Ctx): TxContext => configTxContext(deps, c);
 
   const txReply = async (
     c: Ctx,

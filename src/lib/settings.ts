@@ -34,6 +34,8 @@ export type Settings = {
   metricsEnabled: boolean;
   /** A file in the shape of GET /v1/config, applied at start as one transaction. */
   configFile: string | undefined;
+  /** How long revisions of the configuration history are kept, in ms (CONFIG_HISTORY; 0: no history). */
+  configHistoryMs: number;
   /** Fleet (src/fleet/): the edge-site role's settings; `controlPlaneUrl` undefined = a control plane. */
   fleet: FleetSettings;
 };
@@ -177,6 +179,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsEnabled: bool(env, 'METRICS_ENABLED', true),
     configFile: env.EDGEPLANE_CONFIG || undefined,
+    configHistoryMs: env.CONFIG_HISTORY === '0' ? 0 : duration(env, 'CONFIG_HISTORY', 30 * 86_400_000, 1000),
     fleet: loadFleet(env),
   };
 }

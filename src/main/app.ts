@@ -11,6 +11,7 @@ import { log } from '../lib/log.js';
 import { createGuard, guardRoutes } from '../api/auth-middleware.js';
 import { authRoutes } from '../api/auth-routes.js';
 import { configRoutes } from '../api/config.js';
+import { revisionRoutes } from '../api/revisions.js';
 import { stateRoutes } from '../api/state.js';
 import { historyRoutes } from '../api/history-routes.js';
 import { uiRoutes } from '../ui/assets.js';
@@ -52,6 +53,7 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
       openApiRoutes(),
       authRoutes(deps.auth),
       operationRoutes(deps),
+      revisionRoutes(deps),
       configRoutes(deps),
       // At a control plane, site=<another site> on these reads is answered for that site.
       withSiteReads(deps, historyRoutes(deps)),

@@ -14,7 +14,7 @@
  */
 import { ApiError, combine } from '../lib/errors.js';
 import { isObject, deepEqual, type JsonObject } from '../lib/json.js';
-import type { WriteOp } from '../store/store.js';
+import type { RevisionChange, WriteOp } from '../store/store.js';
 import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
@@ -36,6 +36,8 @@ export type TxResult = {
   /** New ETags by path. */
   etags: Record<string, string>;
   impacted?: Impacted[];
+  /** The store's revision after the commit (absent when nothing was written). */
+  revision?: number;
 };
 
 const xPathOf = (path: string) => `/v1/config/${path}`;
@@ -265,11 +267,12 @@ async function runOnce(
   if (mode === 'dry-run')
     return { created, etags: {}, impacted: await impactedResources(ctx.store, ctx.tenant, changed) };
   const writes: WriteOp[] = [];
+  const history: RevisionChange[] = [];
   for (const s of changed) {
     const expect = s.beforeEtag ?? null;
-    writes.push(
-      s.after ? { op: 'put', key: s.key, value: await toStored(ctx, s), expect } : { op: 'delete', key: s.key, expect },
-    );
+    const stored = s.after ? await toStored(ctx, s) : undefined;
+    writes.push(stored ? { op: 'put', key: s.key, value: stored, expect } : { op: 'delete', key: s.key, expect });
+    history.push({ key: s.key, ...(s.stored ? { before: s.stored } : {}), ...(stored ? { after: stored } : {}) });
   }
   if (writes.length > 0) writes.push(...guardWrites(slots, changed));
   if (writes.length === 0)
@@ -279,7 +282,11 @@ async function runOnce(
         [...slots.values()].filter((s) => s.beforeEtag).map((s) => [s.resolved.path, s.beforeEtag as string]),
       ),
     };
-  const result = await ctx.store.commit(writes);
+  const note =
+    ctx.actor !== undefined
+      ? { time: new Date().toISOString(), user: ctx.actor, tenant: ctx.tenant, changes: history }
+      : undefined;
+  const result = await ctx.store.commit(writes, note);
   if (!result.ok) return 'retry';
   ctx.committed?.(writes.map((w) => w.key));
   const etags: Record<string, string> = {};
@@ -289,7 +296,7 @@ async function runOnce(
     const written = result.etags[s.key];
     if (written && s.after && s.compiled !== undefined) s.resolved.def.keep?.(s.key, written, s.compiled);
   }
-  return { created, etags };
+  return { created, etags, revision: result.revision };
 }
 
 const MAX_RUNS = 50;

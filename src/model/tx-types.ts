@@ -39,6 +39,11 @@ export type TxContext = {
   ) => Promise<ApiError[]>;
   /** The root tenant, when known: resources compile with it at write time (resources/module.ts). */
   rootTenant?: string;
+  /**
+   * Who makes the change: the commit is then a revision of the configuration history, with
+   * this user, the context's tenant and each object's stored form before and after.
+   */
+  actor?: string;
   /** Told the keys of a successful commit before the reply goes out (caches of this process). */
   committed?: (keys: string[]) => void;
 };

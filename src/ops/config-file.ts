@@ -82,6 +82,8 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
         strongbox: deps.strongbox,
         tenant: deps.settings.tenant,
         rootTenant: deps.settings.tenant,
+        // A revision of the history like any other change, made by the file.
+        actor: 'EDGEPLANE_CONFIG',
         checkAsync: (r, b, a, tenant) => tenantChecks(deps, tenant, r, b, a),
         committed: (keys) => deps.auth.invalidate(keys),
       },

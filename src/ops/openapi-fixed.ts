@@ -389,6 +389,55 @@ export function fixedPaths(): Obj {
       },
       ...opt(['GET', 'OPTIONS']),
     },
+    '/v1/state/config-revisions': {
+      get: {
+        tags: ['config'],
+        summary:
+          'The configuration history: one revision per committed transaction, newest first (the reader’s tenant view)',
+        parameters: params(['count', 'where', 'fields']),
+        responses: responses({ 200: bodyOk(list(revisionSchema(false))) }, [400, 401, 403]),
+      },
+      ...opt(['GET', 'OPTIONS']),
+    },
+    '/v1/state/config-revisions/{revision}': {
+      parameters: templateParams('{revision}'),
+      get: {
+        tags: ['config'],
+        summary: 'One revision with each object before and after (secret values redacted)',
+        responses: responses({ 200: bodyOk(revisionSchema(true)) }, [400, 401, 403, 404]),
+      },
+      ...opt(['GET', 'OPTIONS']),
+    },
+    '/v1/config/rollback': {
+      post: {
+        tags: ['config'],
+        summary: 'Restore every object changed after a revision to its content at that revision, as one transaction',
+        parameters: params(['dry-run', 'validate']),
+        requestBody: {
+          required: true,
+          content: objectBody({
+            type: 'object',
+            properties: { to: { type: ['integer', 'string'], description: 'a revision number' } },
+            required: ['to'],
+            additionalProperties: false,
+          }),
+        },
+        responses: responses(
+          {
+            200: bodyOk(
+              {
+                type: 'object',
+                properties: { revision: { type: 'integer' }, 'impacted-resources': list({ type: 'object' }) },
+              },
+              'the new revision (dry-run: what would change)',
+            ),
+            204: 'validate: the rollback would be accepted',
+          },
+          [400, 401, 403, 404, 409, 415, 503],
+        ),
+      },
+      ...opt(['POST', 'OPTIONS']),
+    },
     '/v1/state/volga/webhooks/{name}/restart': {
       parameters: templateParams('{name}'),
       post: {
@@ -398,6 +447,30 @@ export function fixedPaths(): Obj {
       },
       ...opt(['POST', 'OPTIONS']),
     },
+  };
+}
+
+/** A revision of the configuration history (api/revisions.ts); `detail`: with before and after. */
+function revisionSchema(detail: boolean): Obj {
+  const change: Obj = {
+    type: 'object',
+    properties: {
+      'x-path': { type: 'string' },
+      'x-operation': { enum: ['create', 'replace', 'delete'] },
+      ...(detail ? { before: { type: 'object' }, after: { type: 'object' } } : {}),
+    },
+    required: ['x-path', 'x-operation'],
+  };
+  return {
+    type: 'object',
+    properties: {
+      revision: { type: 'integer' },
+      time: { type: 'string', format: 'date-time' },
+      user: { type: 'string' },
+      tenant: { type: 'string' },
+      changes: list(change),
+    },
+    required: ['revision', 'time', 'user', 'tenant', 'changes'],
   };
 }
 

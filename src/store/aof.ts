@@ -5,6 +5,8 @@
  *
  * Records:
  *   {"r": revision, "c": [{"k": key, "v": object} | {"k": key, "d": 1}]}   a commit
+ *   ... "h": note}                      a commit that is a revision of the history (history.ts);
+ *                                       compaction keeps retained notes as commits without ops
  *   {"kv": key, "s": string}                                             a kv write without TTL
  *   {"kv": key, "s": string, "x": ms since the epoch}                    a durable kv write with TTL
  *   {"kv": key, "d": 1}                                                  a kv delete
@@ -24,7 +26,8 @@ import { join } from 'node:path';
 import { isObject, type JsonObject } from '../lib/json.js';
 
 export type AofOp = { k: string; v: JsonObject } | { k: string; d: 1 };
-export type AofRecord = { r: number; c: AofOp[] } | { kv: string; s: string; x?: number } | { kv: string; d: 1 };
+export type AofRecord =
+  { r: number; c: AofOp[]; h?: JsonObject } | { kv: string; s: string; x?: number } | { kv: string; d: 1 };
 
 export type Replayed<T = AofRecord> = { records: T[]; bytes: number; tornBytes: number };
 
@@ -44,7 +47,7 @@ function parseRecord(line: string): AofRecord | undefined {
       else if (isObject(op.v)) ops.push({ k: op.k, v: op.v });
       else return undefined;
     }
-    return { r: rec.r, c: ops };
+    return isObject(rec.h) ? { r: rec.r, c: ops, h: rec.h } : { r: rec.r, c: ops };
   }
   if (typeof rec.kv === 'string') {
     if (rec.d === 1) return { kv: rec.kv, d: 1 };
@@ -116,11 +119,12 @@ export class AofWriter {
 /** A put carries the object's JSON text as stored, so it is not serialised twice. */
 export type EncodeOp = { k: string; text: string } | { k: string; d: 1 };
 
-export function encodeCommit(r: number, ops: EncodeOp[]): string {
+/** `note`: the revision note's JSON text, when the commit is a revision of the history. */
+export function encodeCommit(r: number, ops: EncodeOp[], note?: string): string {
   const parts = ops.map((op) =>
     'text' in op ? `{"k":${JSON.stringify(op.k)},"v":${op.text}}` : `{"k":${JSON.stringify(op.k)},"d":1}`,
   );
-  return `{"r":${r},"c":[${parts.join(',')}]}`;
+  return `{"r":${r},"c":[${parts.join(',')}]${note !== undefined ? `,"h":${note}` : ''}}`;
 }
 
 /** `expiresAt`: a durable value with a TTL (its expiry, ms since the epoch). */

@@ -11,7 +11,8 @@ import { ApiError } from '../lib/errors.js';
 import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, rewrite, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
-import type { CommitResult, Entry, Store } from './store.js';
+import type { CommitResult, Entry, Store, StoredRevision } from './store.js';
+import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import type { JsonObject } from '../lib/json.js';
 import { deepFreeze } from './freeze.js';
 
@@ -22,6 +23,8 @@ type StoredObject = { text: string; etag: string; value?: JsonObject };
 type KvValue = { value: string; expiresAt: number | undefined; inFile: boolean };
 
 export type EmbeddedOptions = {
+  /** How long revisions of the configuration history are kept (CONFIG_HISTORY). Default 30 days. */
+  historyMs?: number;
   /** Compact at open when the file holds at least this many bytes more than the live data. Default 1 MiB. */
   compactMinBytes?: number;
 };
@@ -32,6 +35,14 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
   const objects = new Map<string, StoredObject>();
   const kv = new Map<string, KvValue>();
   let revision = 0;
+  const keepMs = opts.historyMs ?? defaultHistoryMs;
+  /** The history, oldest first: each revision with its note's JSON text and time. */
+  const history: Array<{ revision: number; text: string; time: number }> = [];
+  const dropExpired = (now: number) => {
+    let i = 0;
+    while (i < history.length && history[i]!.time < now - keepMs) i++;
+    if (i > 0) history.splice(0, i);
+  };
 
   const loaded = replay(path);
   const opened = Date.now();
@@ -40,6 +51,8 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
   for (const rec of loaded.records) {
     if ('c' in rec) {
       revision = rec.r;
+      if (rec.h)
+        history.push({ revision: rec.r, text: JSON.stringify(rec.h), time: Date.parse(String(rec.h.time)) || 0 });
       for (const op of rec.c) {
         if ('v' in op) objects.set(op.k, { text: JSON.stringify(op.v), etag: etagOf(op.v) });
         else objects.delete(op.k);
@@ -50,7 +63,10 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
     } else kv.delete(rec.kv);
   }
 
+  dropExpired(opened);
   const snapshot = function* (): Generator<string> {
+    // The retained history first (commits without ops: replay moves the revision up to the last line).
+    for (const h of history) yield encodeCommit(h.revision, [], h.text);
     yield encodeCommit(revision, []);
     for (const [k, o] of objects) yield encodeCommit(revision, [{ k, text: o.text }]);
     const now = Date.now();
@@ -156,7 +172,7 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       return { revision, etags };
     },
 
-    async commit(ops): Promise<CommitResult> {
+    async commit(ops, note): Promise<CommitResult> {
       checkOpen();
       if (ops.length === 0) return { ok: true, etags: {}, revision };
       for (const op of ops) {
@@ -180,8 +196,15 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
           delete etags[op.key];
         }
       }
-      aof.append(encodeCommit(revision + 1, encoded));
+      // CONFIG_HISTORY=0: no history is kept.
+      const noteText = note && keepMs > 0 ? encodeNote(note) : undefined;
+      aof.append(encodeCommit(revision + 1, encoded, noteText));
       revision++;
+      if (noteText !== undefined) {
+        const now = Date.now();
+        history.push({ revision, text: noteText, time: Date.parse(note!.time) || now });
+        if (history.length % 256 === 0) dropExpired(now);
+      }
       for (const op of encoded) {
         const etag = etags[op.k];
         if ('text' in op && etag) objects.set(op.k, { text: op.text, etag });
@@ -194,6 +217,20 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
     async revision() {
       checkOpen();
       return revision;
+    },
+
+    async history({ upTo, limit }) {
+      checkOpen();
+      const cut = Date.now() - keepMs;
+      const out: StoredRevision[] = [];
+      for (let i = history.length - 1; i >= 0 && out.length < limit; i--) {
+        const h = history[i]!;
+        if (h.time < cut) break;
+        if (upTo !== undefined && h.revision > upTo) continue;
+        const rev = decodeNote(h.revision, h.text);
+        if (rev) out.push(rev);
+      }
+      return out;
     },
 
     onChange(listener) {

@@ -7,7 +7,11 @@ import type { Store } from './store.js';
 export type { CommitResult, Entry, Expect, Store, WriteOp } from './store.js';
 export { etagOf } from './etag.js';
 
-export async function openStore(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Store> {
-  if (settings.redisUrl) return openRedisStore(settings.redisUrl);
-  return openEmbeddedStore(settings.dataDir);
+export async function openStore(
+  settings: Pick<Settings, 'redisUrl' | 'dataDir'> & { configHistoryMs?: number },
+): Promise<Store> {
+  const historyMs = settings.configHistoryMs;
+  const opts = historyMs !== undefined ? { historyMs } : {};
+  if (settings.redisUrl) return openRedisStore(settings.redisUrl, opts);
+  return openEmbeddedStore(settings.dataDir, opts);
 }

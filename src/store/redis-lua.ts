@@ -12,6 +12,10 @@
  *                  server-wide, not per database, so a store on database N > 0 uses
  *                  ep:changes:N (see changesChannel) and never hears another database's commits.
  *   ep:kv:<key>    kv string, PX expiry when given a TTL
+ *   ep:cfg-history stream of configuration revisions (history.ts): one entry per commit that
+ *                  carries a note, {r: revision, d: note JSON}, added by the commit script
+ *                  itself (one of its keys: on Cluster it shares the configuration's hash tag),
+ *                  trimmed by time (MINID ~) as entries are added
  */
 import { channelOf, luaScript, type RedisTarget } from '../lib/redis.js';
 
@@ -21,6 +25,7 @@ export const layout = {
   revision: 'ep:rev',
   changes: 'ep:changes',
   kvPrefix: 'ep:kv:',
+  history: 'ep:cfg-history',
 } as const;
 
 /** The change channel of the database selected by `target` (its URL's path, as node-redis reads it). */
@@ -32,10 +37,12 @@ export function changesChannel(target: RedisTarget | string): string {
 export const opFields = 5;
 
 /**
- * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev.
+ * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev, ep:cfg-history.
  * ARGV: n, the changes channel, then per op: kind ('put'|'delete'), key, expect mode ('' none | 'n' absent |
  * '*' present | 'e' etag equal), expected etag, and for put: 'value JSON' followed by the
  * new etag packed as one field `<etag>\n<json>` so every op has the same width.
+ * After the ops: the revision note ('' for none) and the oldest entry ID the history keeps
+ * (`<ms>-0`: MINID ~ trims older ones).
  * Returns {0, key, reason} when an expectation fails (nothing written), else {1, revision}.
  * Every expectation is checked before the first write, against the state before the commit.
  */
@@ -73,6 +80,10 @@ for i = 1, n do
   changed[#changed + 1] = key
 end
 local r = redis.call('INCR', rev)
+local h = 3 + n * ${opFields}
+if ARGV[h] ~= '' then
+  redis.call('XADD', KEYS[n + 3], 'MINID', '~', ARGV[h + 1], '*', 'r', r, 'd', ARGV[h])
+end
 redis.call('PUBLISH', ARGV[2], cjson.encode(changed))
 return {1, r}
 `);

@@ -12,7 +12,8 @@ import { closeClients, redisClient, type RedisTarget } from '../lib/redis.js';
 import { etagOf } from './etag.js';
 import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
-import type { CommitResult, Entry, Store, WriteOp } from './store.js';
+import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
+import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 
 const cfgKey = (key: string) => layout.cfgPrefix + key;
 const kvKey = (key: string) => layout.kvPrefix + key;
@@ -36,6 +37,7 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
 export function commitArgs(
   ops: WriteOp[],
   channel: string,
+  history: { note?: RevisionNote; keepMs: number; now: number } = { keepMs: defaultHistoryMs, now: Date.now() },
 ): { keys: string[]; args: string[]; etags: Record<string, string> } {
   const keys: string[] = [];
   const args: string[] = [String(ops.length), channel];
@@ -54,7 +56,8 @@ export function commitArgs(
     }
     args.push(op.op, op.key, mode, mode === 'e' && typeof e === 'string' ? e : '', packed);
   }
-  keys.push(layout.index, layout.revision);
+  keys.push(layout.index, layout.revision, layout.history);
+  args.push(history.note ? encodeNote(history.note) : '', `${Math.max(0, history.now - history.keepMs)}-0`);
   return { keys, args, etags };
 }
 
@@ -76,7 +79,8 @@ function globLiteral(s: string): string {
   return s.replace(/[*?[\]\\]/g, (c) => '\\' + c);
 }
 
-export async function openRedisStore(target: RedisTarget | string): Promise<Store> {
+export async function openRedisStore(target: RedisTarget | string, opts: { historyMs?: number } = {}): Promise<Store> {
+  const keepMs = opts.historyMs ?? defaultHistoryMs;
   const client = redisClient(target, 'store', { scripts: storeScripts });
   await guarded(() => client.connect());
 
@@ -181,12 +185,14 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
         return { revision: Number(reply[0]), etags };
       }),
 
-    commit: (ops) =>
+    commit: (ops, note) =>
       guarded(async (): Promise<CommitResult> => {
         if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
         // A listener registered before this commit must see it: wait for its subscription.
         await subscribing;
-        const { keys, args, etags } = commitArgs(ops, channel);
+        // CONFIG_HISTORY=0: no history is kept.
+        const withNote = note && keepMs > 0 ? { note } : {};
+        const { keys, args, etags } = commitArgs(ops, channel, { ...withNote, keepMs, now: Date.now() });
         const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
@@ -197,6 +203,28 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
       }),
 
     revision: () => guarded(async () => Number((await client.get(layout.revision)) ?? 0)),
+
+    history: ({ upTo, limit }) =>
+      guarded(async () => {
+        const out: StoredRevision[] = [];
+        const cut = `${Math.max(0, Date.now() - keepMs)}-0`;
+        // Newest first, a page at a time, until `limit` revisions at or below `upTo` (IDs are times, not revisions).
+        let end = '+';
+        for (let pages = 0; out.length < limit && pages < 10_000; pages++) {
+          const page = await client.xRevRange(layout.history, end, cut, { COUNT: 200 });
+          for (const e of page) {
+            const r = Number(e.message.r);
+            if (upTo !== undefined && r > upTo) continue;
+            const rev = decodeNote(r, String(e.message.d));
+            // Retention is by the revision's time (the stream's own trim is approximate: MINID ~).
+            if (rev && Date.parse(rev.time) >= Date.now() - keepMs) out.push(rev);
+            if (out.length >= limit) break;
+          }
+          if (page.length < 200) break;
+          end = `(${page[page.length - 1]!.id}`;
+        }
+        return out;
+      }),
 
     onChange(listener) {
       listeners.add(listener);

@@ -10,6 +10,9 @@
  * `prefix + '/'` (prefix '' = everything), sorted by key.
  */
 import type { JsonObject } from '../lib/json.js';
+import type { RevisionChange, RevisionNote, StoredRevision } from './history.js';
+
+export type { RevisionChange, RevisionNote, StoredRevision };
 
 /**
  * `value` is read-only to callers: the embedded store hands out one shared deep-frozen
@@ -50,8 +53,17 @@ export interface Store {
    * fleet projector reads only the objects whose ETag moved).
    */
   etags(prefix: string): Promise<{ revision: number; etags: Map<string, string> }>;
-  /** All ops or none; every `expect` is checked against the state at commit time. */
-  commit(ops: WriteOp[]): Promise<CommitResult>;
+  /**
+   * All ops or none; every `expect` is checked against the state at commit time. With a
+   * `note`, the commit is also a revision of the configuration history (history.ts), written
+   * in the same atomic step.
+   */
+  commit(ops: WriteOp[], note?: RevisionNote): Promise<CommitResult>;
+  /**
+   * Revisions of the configuration history, newest first: those at or below `upTo` (default:
+   * the newest), at most `limit`. Revisions older than the retention are gone.
+   */
+  history(opts: { upTo?: number; limit: number }): Promise<StoredRevision[]>;
   /** Increases by one at every successful commit (any process). */
   revision(): Promise<number>;
   /** Called (possibly batched) with the keys changed by commits from any process. */

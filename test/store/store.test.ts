@@ -194,7 +194,15 @@ redis('script arguments: ops packed 5 fields each; change channel per database',
     ],
     'ep:changes',
   );
-  assert.equal(keys, ['ep:cfg:a/b', 'ep:cfg:a/c', 'ep:cfg:a/d', 'ep:cfg:a/e', 'ep:cfg-index', 'ep:rev']);
+  assert.equal(keys, [
+    'ep:cfg:a/b',
+    'ep:cfg:a/c',
+    'ep:cfg:a/d',
+    'ep:cfg:a/e',
+    'ep:cfg-index',
+    'ep:rev',
+    'ep:cfg-history',
+  ]);
   assert.equal(args, [
     '4',
     'ep:changes',
@@ -218,7 +226,11 @@ redis('script arguments: ops packed 5 fields each; change channel per database',
     '',
     '',
     '',
+    // no revision note; the oldest history entry kept (MINID)
+    '',
+    args[args.length - 1] as string,
   ]);
+  assert.match(args[args.length - 1] as string, /^\d+-0$/);
   assert.equal(etags, { 'a/b': etagOf({ n: 1 }), 'a/d': etagOf({}) });
   assert.is(changesChannel('redis://h:1'), 'ep:changes');
   assert.is(changesChannel('redis://h:1/0'), 'ep:changes');

@@ -61,10 +61,11 @@ export function readOnlySynced(inner: Store, managed: ManagedKeys): Store {
     peek: (key) => inner.peek(key),
     list: (prefix) => inner.list(prefix),
     etags: (prefix) => inner.etags(prefix),
-    commit: (ops) => {
+    commit: (ops, note) => {
       for (const op of ops) if (managed.has(op.key)) return Promise.reject(refusal(op.key));
-      return inner.commit(ops);
+      return inner.commit(ops, note);
     },
+    history: (opts) => inner.history(opts),
     revision: () => inner.revision(),
     onChange: (listener) => inner.onChange(listener),
     kvGet: (key) => inner.kvGet(key),

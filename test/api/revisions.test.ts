@@ -1,0 +1,188 @@
+/**
+ * Configuration history and rollback over HTTP (CONTRACT §11), on both stores: every committed
+ * transaction is a revision with who, when and what; a revision's detail shows each object
+ * before and after with secret values redacted (and no secret value is in the store's history
+ * in clear); rollback restores every object changed after a revision as one new transaction
+ * (dry-run and validate change nothing), and is itself undone the same way.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { useApi } from '../helpers/api.js';
+import { forEachBackend } from '../helpers/backends.js';
+
+type Rev = {
+  revision: number;
+  time: string;
+  user: string;
+  tenant: string;
+  changes: Array<{
+    'x-path': string;
+    'x-operation': string;
+    before?: Record<string, unknown>;
+    after?: Record<string, unknown>;
+  }>;
+};
+type ErrorBody = { errors: Array<{ 'error-info': { code?: string } }> };
+const codeOf = (b: unknown) => (b as ErrorBody).errors?.[0]?.['error-info']?.code;
+
+const secretValue = 'history-secret-value-93f1';
+const hook = (url: string) => ({
+  name: 'w1',
+  topics: ['t'],
+  'site-placement': { 'all-sites': true },
+  url,
+  data: '${MSG}',
+});
+
+forEachBackend((backend) => {
+  const t = suite(`config revisions and rollback (${backend})`);
+  const api = useApi(t, backend);
+  const revs: Record<string, number> = {};
+  const newest = async () => ((await api.json('GET', '/v1/state/config-revisions')).body as Rev[])[0] as Rev;
+
+  t('every commit is a revision: newest first, who, when, what', async () => {
+    assert.is(
+      (await api.json('PUT', '/v1/config/volga/webhooks/w1', { body: hook('http://127.0.0.1:9/a') })).status,
+      201,
+    );
+    revs.a = (await newest()).revision;
+    assert.is(
+      (await api.json('PATCH', '/v1/config/volga/webhooks/w1', { body: { url: 'http://127.0.0.1:9/b' } })).status,
+      204,
+    );
+    revs.b = (await newest()).revision;
+    const multi = await api.json('PATCH', '/v1/config', {
+      body: [
+        { 'x-path': '/v1/config/strongbox/vaults/v', name: 'v' },
+        { 'x-path': '/v1/config/strongbox/vaults/v/secrets/s', name: 's', data: { k: secretValue } },
+      ],
+    });
+    assert.is(multi.status, 204, JSON.stringify(multi.body));
+    revs.c = (await newest()).revision;
+    assert.is((await api.json('DELETE', '/v1/config/volga/webhooks/w1')).status, 204);
+    revs.d = (await newest()).revision;
+
+    const list = (await api.json('GET', '/v1/state/config-revisions')).body as Rev[];
+    const mine = list.filter((r) => r.revision >= revs.a!);
+    assert.equal(
+      mine.map((r) => [r.revision, r.changes]),
+      [
+        [revs.d, [{ 'x-path': '/v1/config/volga/webhooks/w1', 'x-operation': 'delete' }]],
+        [
+          revs.c,
+          [
+            { 'x-path': '/v1/config/strongbox/vaults/v', 'x-operation': 'create' },
+            { 'x-path': '/v1/config/strongbox/vaults/v/secrets/s', 'x-operation': 'create' },
+          ],
+        ],
+        [revs.b, [{ 'x-path': '/v1/config/volga/webhooks/w1', 'x-operation': 'replace' }]],
+        [revs.a, [{ 'x-path': '/v1/config/volga/webhooks/w1', 'x-operation': 'create' }]],
+      ],
+    );
+    assert.ok(mine.every((r) => r.user === 'admin' && r.tenant === 'default' && Date.parse(r.time) > 0));
+    assert.ok(revs.a! < revs.b! && revs.b! < revs.c! && revs.c! < revs.d!);
+    // count, where and fields apply.
+    const count = await api.json(
+      'GET',
+      `/v1/state/config-revisions?count&where=${encodeURIComponent(`revision >= ${revs.b}`)}`,
+    );
+    assert.equal(count.body, { count: 3 });
+    const fields = await api.json(
+      'GET',
+      `/v1/state/config-revisions?fields=revision,user&where=${encodeURIComponent(`revision = ${revs.a}`)}`,
+    );
+    assert.equal(fields.body, [{ revision: revs.a, user: 'admin' }]);
+    const bad = await api.json('GET', '/v1/state/config-revisions?limit=3');
+    assert.is(bad.status, 400);
+  });
+
+  t('a revision: before and after per object, secret values redacted and never stored in clear', async () => {
+    const b = (await api.json('GET', `/v1/state/config-revisions/${revs.b}`)).body as Rev;
+    assert.is(b.changes[0]?.before?.url, 'http://127.0.0.1:9/a');
+    assert.is(b.changes[0]?.after?.url, 'http://127.0.0.1:9/b');
+    const c = await api.json('GET', `/v1/state/config-revisions/${revs.c}`);
+    const text = JSON.stringify(c.body);
+    assert.not.ok(text.includes(secretValue), 'the detail shows no secret value');
+    const secret = (c.body as Rev).changes.find((x) => x['x-path'].endsWith('/secrets/s'));
+    assert.equal(secret?.after?.data, { k: '(secret)' });
+    assert.is(secret?.before, undefined);
+    const d = (await api.json('GET', `/v1/state/config-revisions/${revs.d}`)).body as Rev;
+    assert.ok(d.changes[0]?.before && d.changes[0].after === undefined, 'a delete has only before');
+    // Where the history is kept holds no secret value in clear either.
+    if (backend === 'redis') {
+      const r = createClient({ url: api.settings.redisUrl });
+      await r.connect();
+      try {
+        const entries = await r.xRange('ep:cfg-history', '-', '+');
+        assert.ok(entries.length >= 4);
+        assert.not.ok(JSON.stringify(entries).includes(secretValue));
+      } finally {
+        await r.quit();
+      }
+    } else {
+      const aof = readFileSync(join(api.settings.dataDir, 'store.aof'), 'utf8');
+      assert.ok(aof.includes('"h":{'), 'revisions are in the append-only file');
+      assert.not.ok(aof.includes(secretValue));
+    }
+    const missing = await api.json('GET', '/v1/state/config-revisions/999999');
+    assert.is(missing.status, 404);
+    assert.is(codeOf(missing.body), 'unknown-revision');
+    assert.is((await api.json('GET', '/v1/state/config-revisions/abc')).status, 400);
+  });
+
+  t('rollback: dry-run and validate change nothing; then one transaction restores revision a', async () => {
+    const before = await api.json('GET', '/v1/config');
+    const dry = await api.json('POST', '/v1/config/rollback?dry-run', { body: { to: revs.a } });
+    assert.is(dry.status, 200, JSON.stringify(dry.body));
+    const paths = ((dry.body as { 'impacted-resources': Array<{ path: string }> })['impacted-resources'] ?? []).map(
+      (i) => i.path,
+    );
+    assert.ok(paths.includes('/v1/config/volga/webhooks/w1'), paths.join(' '));
+    assert.is((await api.json('POST', '/v1/config/rollback?validate', { body: { to: revs.a } })).status, 204);
+    assert.equal((await api.json('GET', '/v1/config')).body, before.body, 'nothing changed');
+
+    const undo = await api.json('POST', '/v1/config/rollback', { body: { to: String(revs.a) } });
+    assert.is(undo.status, 200, JSON.stringify(undo.body));
+    const r = (undo.body as { revision: number }).revision;
+    assert.ok(r > revs.d!);
+    const w1 = await api.json('GET', '/v1/config/volga/webhooks/w1');
+    assert.is(w1.status, 200);
+    assert.is((w1.body as { url: string }).url, 'http://127.0.0.1:9/a');
+    assert.is((await api.json('GET', '/v1/config/strongbox/vaults/v')).status, 404);
+    const rev = (await api.json('GET', `/v1/state/config-revisions/${r}`)).body as Rev;
+    assert.equal(rev.changes.map((c) => [c['x-path'], c['x-operation']]).sort(), [
+      ['/v1/config/strongbox/vaults/v', 'delete'],
+      ['/v1/config/strongbox/vaults/v/secrets/s', 'delete'],
+      ['/v1/config/volga/webhooks/w1', 'create'],
+    ]);
+    revs.undo = r;
+  });
+
+  t('the rollback is undone the same way: the secret comes back with its value', async () => {
+    const redo = await api.json('POST', '/v1/config/rollback', { body: { to: revs.undo! - 1 } });
+    assert.is(redo.status, 200, JSON.stringify(redo.body));
+    assert.is((await api.json('GET', '/v1/config/volga/webhooks/w1')).status, 404);
+    const s = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s');
+    assert.is(s.status, 200, JSON.stringify(s.body));
+    assert.equal((s.body as { dict: unknown }).dict, { k: secretValue });
+  });
+
+  t('bad rollbacks: 400 for a bad body, 404 for a revision not held; nothing changes', async () => {
+    const rev = (await newest()).revision;
+    for (const body of [{}, { to: 'abc' }, { to: -1 }, { to: 1, x: 2 }]) {
+      const r = await api.json('POST', '/v1/config/rollback', { body });
+      assert.is(r.status, 400, JSON.stringify(body));
+    }
+    const far = await api.json('POST', '/v1/config/rollback', { body: { to: 999999 } });
+    assert.is(far.status, 404);
+    assert.is(codeOf(far.body), 'unknown-revision');
+    assert.is((await api.json('POST', '/v1/config/rollback?dry-run&validate', { body: { to: revs.a } })).status, 400);
+    assert.is((await api.json('GET', '/v1/config/rollback')).status, 405);
+    assert.is((await newest()).revision, rev, 'no revision was added');
+  });
+
+  t.run();
+});
