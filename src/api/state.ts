@@ -10,7 +10,6 @@ import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import { selectedSites } from '../exporter/placement.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
@@ -27,7 +26,7 @@ type Item = StateItem;
 /**
  * Where the state routes take their objects from: this process (its store, runtime and bus),
  * or an edge site's last report (the control plane answering `site=` for a site that is not
- * connected; fleet/relay.ts carries the live reads).
+ * connected; fleet/control/relay.ts carries the live reads).
  */
 export type StateSource = {
   /** The state objects of one list, item or singleton of `tenant`. */
@@ -63,13 +62,7 @@ function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>
     },
     // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
     siteLink: async (name) => (tenant === deps.settings.tenant ? await deps.fleet?.siteState(name) : undefined),
-    async selectedSites(deployment) {
-      const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-      return selectedSites(
-        deployment,
-        sites.map((e) => e.value),
-      );
-    },
+    listConfig: async (path) => (await listCached(deps, configKey(tenant, path), cache)).map((e) => e.value),
   };
 }
 

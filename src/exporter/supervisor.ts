@@ -14,7 +14,7 @@ import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
 import { Exporter } from './exporter.js';
-import { placeHere } from './placement.js';
+import { placeHere } from '../resources/placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
