@@ -478,6 +478,8 @@ const siteBody = (name: string, s: SiteModel) => ({
 });
 
 async function main(): Promise<void> {
+  // BENCH_MODE=history: the configuration history's cost on the commit path (scripts/bench-history.ts).
+  if (process.env.BENCH_MODE === 'history') return (await import('./bench-history.js')).historyBench();
   const t00 = now();
   const bundle = join(process.cwd(), 'build', 'edgeplane.cjs');
   if (!existsSync(bundle) || process.env.BENCH_BUILD !== '0') {

@@ -10,7 +10,6 @@ import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import { selectedSites } from '../exporter/placement.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
 import { knownInState, redact, shape } from './present.js';
@@ -55,13 +54,7 @@ function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>
     exporterState,
     // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
     siteLink: async (name) => (tenant === deps.settings.tenant ? await deps.fleet?.siteState(name) : undefined),
-    async selectedSites(deployment) {
-      const sites = await listCached(deps, configKey(tenant, 'sites'), cache);
-      return selectedSites(
-        deployment,
-        sites.map((e) => e.value),
-      );
-    },
+    listConfig: async (path) => (await listCached(deps, configKey(tenant, path), cache)).map((e) => e.value),
   };
 }
 

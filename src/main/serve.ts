@@ -18,7 +18,7 @@ import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
@@ -26,18 +26,8 @@ import { probeRedis } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 
-/** What the process waits for before it serves; `/readyz` may report it. */
+/** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
-
-let current: Startup = { ready: false, reason: 'not serving' };
-
-/**
- * Where the start of this process stands: `ready` once the instance serves; before that,
- * `reason` says what it waits for (e.g. "Redis at redis://... is not reachable yet: ...").
- */
-export function startupState(): Readonly<Startup> {
-  return current;
-}
 
 /** A start-up failure: the setting at fault and why, for the one error line. */
 export class StartupError extends Error {
@@ -139,7 +129,6 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
   setLogLevel(settings.logLevel);
 
   const startup: Startup = { ready: false, reason: 'starting' };
-  current = startup;
   let instance: Instance | undefined;
   let lock: DataDirLock | undefined;
   let stopping = false;
@@ -192,6 +181,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },
     }) as Server;
+    server.on('clientError', answerClientError);
     server.headersTimeout = settings.httpHeadersTimeoutMs;
     server.requestTimeout = settings.httpRequestTimeoutMs;
     server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;

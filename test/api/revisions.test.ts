@@ -25,8 +25,8 @@ type Rev = {
     after?: Record<string, unknown>;
   }>;
 };
-type ErrorBody = { errors: Array<{ 'error-info': { code?: string } }> };
-const codeOf = (b: unknown) => (b as ErrorBody).errors?.[0]?.['error-info']?.code;
+type ErrorBody = { errors: Array<{ 'error-info': string }> };
+const codeOf = (b: unknown) => (b as ErrorBody).errors?.[0]?.['error-info'];
 
 const secretValue = 'history-secret-value-93f1';
 const hook = (url: string) => ({
