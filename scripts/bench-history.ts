@@ -21,7 +21,7 @@ const pct = (sorted: number[], p: number) =>
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function run(env: Record<string, string>): Promise<{ p50: number; p99: number; cpuUs: number }> {
-  const product = await startProduct({ ADMIN_PASSWORD: PASSWORD, LOG_LEVEL: 'warn', ...env });
+  const product = await startProduct({ ADMIN_PASSWORD: PASSWORD, ...env });
   try {
     const login = await fetch(`${product.url}/v1/login`, {
       method: 'POST',

@@ -13,6 +13,7 @@ import { apply, create, del, diff, get, merge, replace } from './resources.js';
 import { watch } from './watch.js';
 import { produce, restart } from './ops.js';
 import { top } from './top.js';
+import { attempts, deadLetter, pause, resume, rewind, rollback } from './exporter-ops.js';
 
 export const ctlUsage = `Usage: edgeplane ctl <verb> [arguments] [flags]
 
@@ -33,10 +34,17 @@ Verbs:
   watch <path>                      print the objects, then each change (--where, --fields, -o json|yaml)
   produce <topic> [JSON|-f FILE]    produce one message (the payload)
   restart <webhook>                 restart a webhook exporter
-  top                               live table of the exporters (q to quit)
+  top                               live table of the exporters, at a control plane a line per site and the sites (q to quit)
+  pause <webhook>                   pause an exporter (enabled: false; its position is kept)
+  resume <webhook>                  resume it (enabled: true)
+  rewind <webhook> <to>             move its position: beginning, end, a seqno or an ISO time
+  attempts <webhook>                its last 100 POST attempts, newest first (--site, -o)
+  dead-letter <webhook>             its dead-letter topic: length and last entry (--site, -o)
+  rollback <revision> [--dry-run]   every object changed after that revision back as it was
+                                    (ctl get state/config-revisions lists the revisions)
 
 Flags: -o, --output yaml|json|table   -f, --file FILE (- for stdin)   --site NAME
-       --where EXPR   --fields LIST   -u, --username NAME   --password-stdin   -h, --help
+       --where EXPR   --fields LIST   -u, --username NAME   --password-stdin   --dry-run   -h, --help
 `;
 
 /** Flags each verb accepts besides --help (others are a usage error naming them). */
@@ -55,6 +63,12 @@ const verbs: Record<string, { run: (v: Verb) => Promise<number>; flags: Array<ke
     produce: { run: produce, flags: ['file'], args: [1, 2] },
     restart: { run: restart, flags: [], args: [1, 1] },
     top: { run: top, flags: ['site'], args: [0, 0] },
+    pause: { run: pause, flags: [], args: [1, 1] },
+    resume: { run: resume, flags: [], args: [1, 1] },
+    rewind: { run: rewind, flags: [], args: [2, 2] },
+    attempts: { run: attempts, flags: ['site', 'output'], args: [1, 1] },
+    'dead-letter': { run: deadLetter, flags: ['site', 'output'], args: [1, 1] },
+    rollback: { run: rollback, flags: ['dry-run', 'output'], args: [1, 1] },
   };
 
 export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -72,6 +86,7 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
         fields: { type: 'string' },
         username: { type: 'string', short: 'u' },
         'password-stdin': { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,

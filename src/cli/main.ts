@@ -15,6 +15,21 @@ Usage:
   edgeplane ctl <verb> ...   command-line client of a running edgeplane (edgeplane ctl --help)
   edgeplane --version        print the version
   edgeplane --help           print this help
+
+Settings (environment; README "Settings" says more):
+  PORT (4646)  HOST (0.0.0.0)  SITE (local)  LOG_LEVEL (info: debug|info|warn|error)  TENANT (default)
+  REDIS_URL                  Redis for configuration, state and bus; unset: embedded store in DATA_DIR
+  DATA_DIR (./data)          embedded store and bus, generated strongbox.key
+  ADMIN_PASSWORD             admin's password (unset on a first start: generated and printed once)
+  STRONGBOX_KEY, STRONGBOX_KEY_FILE, STRONGBOX_AUTO_UNSEAL (true)   the secret store's master key
+  GLOBAL_DOMAIN (edgeplane.local)  MAX_BODY_BYTES (1048576)  TOKEN_TTL_SECONDS (3600)
+  HTTP_HEADERS_TIMEOUT_MS (10000)  HTTP_REQUEST_TIMEOUT_MS (60000)  HTTP_KEEPALIVE_TIMEOUT_MS (5000)
+  METRICS_TOKEN, METRICS_ENABLED (true)   /metrics access
+  EDGEPLANE_CONFIG           a file in the shape of GET /v1/config, applied at start
+  CONFIG_HISTORY (30d)       how long configuration revisions are kept (0: no history)
+  CONTROL_PLANE_URL, SITE_TOKEN, SITE_TOKEN_FILE, CONTROL_PLANE_CA   run as an edge site of that control plane
+  FLEET_HISTORY (7d)  FLEET_KEEPALIVE (15s)  FLEET_REPORT_INTERVAL (500ms)
+  EDGEPLANE_URL (http://127.0.0.1:4646), EDGEPLANE_CREDENTIALS, EDGEPLANE_PASSWORD   for edgeplane ctl
 `;
 
 /** Exit status of a usage error (as kubectl and most Unix tools). */

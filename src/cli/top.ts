@@ -4,6 +4,10 @@
  * the last two samples), lag (summed over topics), in flight, failed attempts, dropped, the
  * retry state (`next retry in N s, failing since …`) and the last error (with its time when it
  * is history: the exporter is not retrying). q or Ctrl-C quits. State fields are read by name, tolerating absent ones.
+ *
+ * At a control plane an exporter placed on edge sites is the fleet's (its `sites` rows): under
+ * its line, one line per site (status, delivered, delivered/s, lag, failed, dropped, last error
+ * with its time), and below the table the sites with their connection and the exporters they run.
  */
 import { CliError, failure } from './client.js';
 import type { Verb } from './verb.js';
@@ -45,28 +49,45 @@ export function frame(
   width: number,
 ): { text: string; samples: Map<string, Sample> } {
   const samples = new Map<string, Sample>();
-  const lines = rows.map((s) => {
+  const rateOf = (key: string, delivered: number) => {
+    samples.set(key, { at: now, delivered });
+    const before = previous.get(key);
+    return before && now > before.at
+      ? ((Math.max(0, delivered - before.delivered) * 1000) / (now - before.at)).toFixed(1)
+      : '-';
+  };
+  const lines: Row[] = [];
+  for (const s of rows) {
     const name = String(s.name ?? '?');
     const delivered = num(s.delivered) ?? 0;
-    samples.set(name, { at: now, delivered });
-    const before = previous.get(name);
-    const rate =
-      before && now > before.at
-        ? ((Math.max(0, delivered - before.delivered) * 1000) / (now - before.at)).toFixed(1)
-        : '-';
-    return {
+    lines.push({
       name,
       status: String(s.status ?? '?'),
       delivered,
-      'delivered/s': rate,
+      'delivered/s': rateOf(name, delivered),
       lag: lagOf(s) ?? '-',
       'in-flight': num(s['in-flight']) ?? '-',
       failed: num(s['failed-attempts']) ?? '-',
       dropped: num(s.dropped) ?? '-',
       retry: retryWords(s, now),
       'last error': lastErrorWords(s, now),
-    };
-  });
+    });
+    for (const site of sitesOf(s)) {
+      const d = num(site.delivered) ?? 0;
+      lines.push({
+        name: `  @${String(site.site)}`,
+        status: String(site.status ?? '?'),
+        delivered: d,
+        'delivered/s': rateOf(`${name}@${String(site.site)}`, d),
+        lag: num(site.lag) ?? '-',
+        'in-flight': '',
+        failed: num(site['failed-attempts']) ?? '-',
+        dropped: num(site.dropped) ?? '-',
+        retry: '',
+        'last error': lastErrorWords(site, now),
+      });
+    }
+  }
   const text = table(lines, [
     'name',
     'status',
@@ -84,6 +105,35 @@ export function frame(
     .map((l) => (l.length > width ? l.slice(0, Math.max(0, width - 1)) + '…' : l))
     .join('\n');
   return { text: rows.length === 0 ? '(no webhook exporters)\n' : clipped, samples };
+}
+
+/** An exporter's `sites` rows (the fleet's view at a control plane), or none. */
+function sitesOf(state: Row): Row[] {
+  const list = state.sites;
+  return Array.isArray(list) ? list.filter((r): r is Row => !!r && typeof r === 'object' && 'site' in r) : [];
+}
+
+/**
+ * The sites section: each edge site (`GET /v1/state/sites`, at a control plane) with its
+ * connection and the exporters it runs (from the exporters' `sites` rows); empty elsewhere.
+ */
+export function sitesFrame(sites: Row[], exporters: Row[]): string {
+  const running = new Map<string, string[]>();
+  for (const e of exporters)
+    for (const r of sitesOf(e)) {
+      const list = running.get(String(r.site)) ?? [];
+      list.push(`${String(e.name)} (${String(r.status)})`);
+      running.set(String(r.site), list);
+    }
+  const rows = sites
+    .filter((s) => typeof s.connection === 'string')
+    .map((s) => ({
+      site: String(s.name),
+      connection: String(s.connection),
+      'in-sync': s['in-sync'] === true ? 'yes' : 'no',
+      exporters: (running.get(String(s.name)) ?? []).join(', ') || '-',
+    }));
+  return rows.length === 0 ? '' : '\n' + table(rows, ['site', 'connection', 'in-sync', 'exporters']);
 }
 
 export async function top(v: Verb): Promise<number> {
@@ -121,6 +171,14 @@ export async function top(v: Verb): Promise<number> {
         const f = frame(Array.isArray(rows) ? rows : [], previous, Date.now(), process.stdout.columns ?? 160);
         previous = f.samples;
         body = f.text;
+        if (!v.flags.site) {
+          // At a control plane: the edge sites (a site answers its own object without a connection).
+          const sites = await v.client.request('GET', '/v1/state/sites?fields=name,connection,in-sync');
+          if (sites.status === 200) {
+            const list = (await sites.json()) as Row[];
+            body += sitesFrame(Array.isArray(list) ? list : [], Array.isArray(rows) ? rows : []);
+          } else await sites.arrayBuffer();
+        }
       }
     } catch (e) {
       body = `${e instanceof Error ? e.message : String(e)}\n`;

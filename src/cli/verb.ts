@@ -10,6 +10,7 @@ export type Flags = {
   fields?: string;
   username?: string;
   'password-stdin'?: boolean;
+  'dry-run'?: boolean;
   help?: boolean;
 };
 

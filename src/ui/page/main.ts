@@ -137,10 +137,68 @@ function renderExporters(states: State[]): void {
       cell(retryWords(s, now), 'retry-text'),
       cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted'),
     );
+    return [tr, ...siteRows(name, s, now)];
+  });
+  body.replaceChildren(...rows.flat());
+  $('no-exporters').hidden = rows.length > 0;
+}
+
+/** At a control plane, an exporter placed on edge sites: one row per site from its `sites` list. */
+function siteRows(exporter: string, s: State, now: number): HTMLTableRowElement[] {
+  const list = Array.isArray(s.sites) ? (s.sites as State[]) : [];
+  return list.map((site) => {
+    const name = String(site.site ?? '?');
+    const key = `${exporter}@${name}`;
+    const delivered = num(site.delivered) ?? 0;
+    const before = lastPoll.get(key);
+    const rate =
+      before && now > before.time ? ((delivered - before.delivered) * 1000) / (now - before.time) : undefined;
+    lastPoll.set(key, { time: now, delivered });
+    const tr = document.createElement('tr');
+    tr.className = 'site-row';
+    tr.dataset.exporter = exporter;
+    tr.dataset.site = name;
+    const failing = site.status === 'retrying' || site.status === 'error';
+    tr.append(
+      cell(`↳ ${name}`, 'site-name'),
+      badge(String(site.status ?? 'unknown')),
+      cell(show(delivered), 'num delivered'),
+      cell(rate === undefined ? '–' : show(Math.max(0, rate), 1), 'num'),
+      cell(show(num(site.lag)), 'num lag'),
+      cell('', 'num'),
+      cell(show(num(site['failed-attempts'])), 'num'),
+      cell(show(num(site.dropped)), 'num'),
+      cell(show(num(site.filtered)), 'num'),
+      cell(show(num(site.ignored)), 'num'),
+      cell(
+        typeof site['reported-at'] === 'string'
+          ? `reported ${new Date(site['reported-at']).toLocaleTimeString()}`
+          : 'not reported',
+        'muted',
+      ),
+      cell(siteErrorWords(site), failing ? 'error-text' : 'muted'),
+    );
     return tr;
   });
-  body.replaceChildren(...rows);
-  $('no-exporters').hidden = rows.length > 0;
+}
+
+/** A site's last error with its time. */
+function siteErrorWords(site: State): string {
+  if (typeof site['last-error'] !== 'string') return '';
+  const at = typeof site['last-error-time'] === 'string' ? Date.parse(site['last-error-time']) : NaN;
+  return Number.isFinite(at) ? `${new Date(at).toLocaleTimeString()}: ${site['last-error']}` : site['last-error'];
+}
+
+/** Site name → the exporters it runs (with their status there), from the exporters' `sites` lists. */
+let exportersBySite = new Map<string, string[]>();
+function noteSites(states: State[]): void {
+  exportersBySite = new Map();
+  for (const s of states)
+    for (const site of Array.isArray(s.sites) ? (s.sites as State[]) : []) {
+      const list = exportersBySite.get(String(site.site)) ?? [];
+      list.push(`${String(s.name)} (${String(site.status)})`);
+      exportersBySite.set(String(site.site), list);
+    }
 }
 
 function renderErrors(): void {
@@ -177,6 +235,7 @@ function renderSites(sites: State[] | undefined): void {
         connection ? badge(connection) : cell('not reported', 'muted'),
         cell(typeof s['last-seen'] === 'string' ? new Date(s['last-seen']).toLocaleString() : '–'),
         cell(typeof s['in-sync'] === 'boolean' ? (s['in-sync'] ? 'yes' : 'no') : '–'),
+        cell((exportersBySite.get(String(s.name)) ?? []).join(', ') || '–', 'site-exporters'),
       );
       return tr;
     }),
@@ -253,6 +312,7 @@ async function refresh(): Promise<void> {
   try {
     const states = (await api('/v1/state/volga/webhooks')) as State[];
     renderExporters(states);
+    noteSites(states);
     const names = new Set(states.map((s) => String(s.name)));
     for (const name of samples.keys()) if (!names.has(name)) samples.delete(name);
     await Promise.all(
