@@ -31,6 +31,7 @@ import {
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 /** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
 const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
@@ -78,7 +79,7 @@ return 1`;
 export async function openRedisBus(url: string): Promise<Bus & { connectionNames(): string[] }> {
   const options = {
     url,
-    socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2000) },
+    socket: { reconnectStrategy: (retries: number) => backoffDelay(retries, { baseMs: 100, maxMs: 2000 }) },
   };
   const cmd: RedisClientType = createClient(options);
   const blocking: RedisClientType = createClient(options);

@@ -10,6 +10,7 @@ import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 export type DeadLetterInfo = { reason: string; attempts: number; lastStatus: number | 'connection' | undefined };
 
@@ -39,7 +40,7 @@ export class DeadLetter {
           topic: this.topic,
           error: String(err),
         });
-        await this.clock.sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)), stopping);
+        await this.clock.sleep(backoffDelay(i, { baseMs: 100, maxMs: 5000 }), stopping);
       }
     }
     return false;

@@ -28,6 +28,7 @@ import { createClient } from 'redis';
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 export type FleetChange = { op: 'put'; key: string; value: JsonObject } | { op: 'delete'; key: string };
 export type FleetEntry = { version: string; changes: FleetChange[] };
@@ -211,7 +212,7 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
   const opts = {
     url,
     disableOfflineQueue: true,
-    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
+    socket: { reconnectStrategy: (n: number) => backoffDelay(n, { baseMs: 50, maxMs: 2000 }), connectTimeout: 5000 },
   };
   const client = createClient({ ...opts, name: 'edgeplane-fleet' });
   const onError = (err: unknown) =>

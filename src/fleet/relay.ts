@@ -17,6 +17,7 @@ import { isObject, type Json } from '../lib/json.js';
 import { log } from '../lib/log.js';
 
 import type { ForwardedAnswer, ForwardedRead } from '../api/deps.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 export type { ForwardedAnswer, ForwardedRead };
 
@@ -103,7 +104,7 @@ export async function openRedisRelay(url: string): Promise<FleetRelay> {
   const opts = {
     url,
     disableOfflineQueue: true,
-    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
+    socket: { reconnectStrategy: (n: number) => backoffDelay(n, { baseMs: 50, maxMs: 2000 }), connectTimeout: 5000 },
   };
   const onError = (err: unknown) =>
     log('warn', 'redis connection error', {

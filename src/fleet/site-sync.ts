@@ -28,6 +28,7 @@ import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
 import { siteKeyHeader } from './sealing.js';
 import type { ForwardedAnswer, ForwardedRead } from './relay.js';
 import { startReporter, type Reporter } from './reporter.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 /** What the rest of the site gives the sync loop (server.ts builds them once the app exists). */
 export type SiteHooks = {
@@ -176,16 +177,6 @@ function describe(err: unknown): string {
     e = e instanceof Error ? e.cause : undefined;
   }
   return parts.join(': ');
-}
-
-/**
- * The wait before reconnection attempt `attempt` (0 after a stream that delivered events):
- * exponential back-off with jitter, half to all of min(max, base × 2^attempt), so sites cut off
- * together (a control-plane restart) do not all dial back at the same instant.
- */
-export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
-  return ceiling / 2 + (random() * ceiling) / 2;
 }
 
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
@@ -345,7 +336,9 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       }
       connected = false;
       if (stopped) break;
-      await (o.sleep ?? realSleep)(reconnectDelay(attempt, base, max, random));
+      // Half to all of min(max, base × 2^attempt) (attempt is 0 after a stream that delivered
+      // events), so sites cut off together (a control-plane restart) do not dial back at one instant.
+      await (o.sleep ?? realSleep)(backoffDelay(attempt, { baseMs: base, maxMs: max, jitter: 'equal' }, random));
       attempt++;
     }
   })();

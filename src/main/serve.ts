@@ -25,6 +25,7 @@ import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 /** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -105,7 +106,7 @@ export async function waitForRedis(
       if (client.isOpen) client.destroy();
     }
     if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
-    const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
+    const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });
     startup.reason = `Redis at ${redactUrl(url)} is not reachable yet: ${failure}`;
     log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
       setting: 'REDIS_URL',

@@ -13,6 +13,7 @@ import { etagOf } from './etag.js';
 import { changesChannel, commitScript, etagsScript, incrScript, layout, type Script } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 type Client = ReturnType<typeof createClient>;
 
@@ -40,7 +41,7 @@ function connectionOptions(url: string, role: string) {
     disableOfflineQueue: true,
     // Exponential back-off capped at 2 s: a Redis restart is picked up within seconds.
     socket: {
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 6), 2000),
+      reconnectStrategy: (retries: number) => backoffDelay(retries, { baseMs: 50, maxMs: 2000 }),
       connectTimeout: 5000,
     },
     name: `edgeplane-${role}`,
