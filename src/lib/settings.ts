@@ -156,6 +156,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       'HTTP_REQUEST_TIMEOUT_MS',
       `HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs}) must not be below HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs})`,
     );
+  // A Bearer token is one word (lib/bearer.ts): a token with a space could never be sent.
+  if (env.METRICS_TOKEN && /\s/.test(env.METRICS_TOKEN))
+    throw new SettingsError(
+      'METRICS_TOKEN',
+      'METRICS_TOKEN must not contain whitespace (it is sent as Bearer <token>)',
+    );
   return {
     port: int(env, 'PORT', 4646, 0, 65535),
     host: env.HOST || '0.0.0.0',
