@@ -27,7 +27,7 @@ type Item = StateItem;
 /**
  * Where the state routes take their objects from: this process (its store, runtime and bus),
  * or an edge site's last report (the control plane answering `site=` for a site that is not
- * connected; fleet/relay.ts carries the live reads).
+ * connected; fleet/control/relay.ts carries the live reads).
  */
 export type StateSource = {
   /** The state objects of one list, item or singleton of `tenant`. */

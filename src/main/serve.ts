@@ -17,12 +17,12 @@
 import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
-import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
 import { serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
+import { probeRedis } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 import { backoffDelay } from '../lib/backoff.js';
@@ -93,17 +93,12 @@ export async function waitForRedis(
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
 ): Promise<boolean> {
   for (let attempt = 1; !stopped(); attempt++) {
-    const client = createClient({ url, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
-    client.on('error', () => undefined); // the rejection of connect() below carries it
     let failure: string;
     try {
-      await client.connect();
-      await client.ping();
-      client.destroy();
+      await probeRedis(url);
       return true;
     } catch (err) {
       failure = errorText(err);
-      if (client.isOpen) client.destroy();
     }
     if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
     const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });

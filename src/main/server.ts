@@ -15,12 +15,12 @@ import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
-import type { Runtime } from '../exporter/index.js';
+import type { Runtime } from '../exporter/runtime.js';
 import { createMetrics } from '../ops/metrics.js';
 import { applyConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
-import { openFleet } from '../fleet/index.js';
+import { openFleet } from '../fleet/role.js';
 import { siteHooks } from '../api/site-reads.js';
 
 export type Instance = {
@@ -65,7 +65,7 @@ export async function createInstance(
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
-    const { startRuntime } = await import('../exporter/index.js');
+    const { startRuntime } = await import('../exporter/runtime.js');
     runtime = await startRuntime({
       settings,
       store,

@@ -19,7 +19,7 @@ import { siteLabels, type SiteContext } from '../../src/exporter/system-vars.js'
 import { compileSpec } from '../../src/resources/webhook/spec.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
-import { startRuntime } from '../../src/exporter/index.js';
+import { startRuntime } from '../../src/exporter/runtime.js';
 import { configKey } from '../../src/store/keys.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { eventually } from '../helpers/wait.js';

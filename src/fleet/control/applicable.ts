@@ -14,11 +14,11 @@
  * while the site is cut off), with the tenant objects that chain those tenants to the root.
  * Nothing else.
  */
-import { isObject, type JsonObject } from '../lib/json.js';
-import { configKey } from '../store/keys.js';
-import { placeHere, selects } from '../exporter/placement.js';
-import type { Labels } from '../query/labels.js';
-import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../exporter/system-vars.js';
+import { isObject, type JsonObject } from '../../lib/json.js';
+import { configKey } from '../../store/keys.js';
+import { placeHere, selects } from '../../exporter/placement.js';
+import type { Labels } from '../../query/labels.js';
+import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../../exporter/system-vars.js';
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
 

@@ -10,10 +10,10 @@
  * `GET /v1/state/sites/<name>` adds `connection` (connected | disconnected | never-connected),
  * `last-seen`, `config-version` and `in-sync` (the applied version is the log's head).
  */
-import type { JsonObject } from '../lib/json.js';
-import type { Store } from '../store/store.js';
-import type { SiteReport } from '../api/deps.js';
-import type { FleetLog } from './log.js';
+import type { JsonObject } from '../../lib/json.js';
+import type { Store } from '../../store/store.js';
+import type { SiteReport } from '../../api/deps.js';
+import type { FleetLog } from './change-log.js';
 
 const conn = 'fleet:conn:';
 const seen = 'fleet:seen:';
