@@ -18,6 +18,7 @@ import { log } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';
+import { errorText } from '../lib/error-text.js';
 
 /** One object of a read: its `/v1/...` path and the value the read answers for it. */
 export type WatchedObject = { xPath: string; value: Json };
@@ -146,7 +147,7 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
         }
       } catch (err) {
         // The store is unreachable or the stream is gone: end it; the client reconnects.
-        log('debug', 'watch: ending a stream', { error: String(err) });
+        log('debug', 'watch: ending a stream', { error: errorText(err) });
         end();
       } finally {
         running = false;

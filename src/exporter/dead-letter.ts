@@ -11,6 +11,7 @@ import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
 import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 export type DeadLetterInfo = { reason: string; attempts: number; lastStatus: number | 'connection' | undefined };
 
@@ -38,7 +39,7 @@ export class DeadLetter {
       } catch (err) {
         log('warn', 'exporter: cannot append to the dead-letter topic, retrying', {
           topic: this.topic,
-          error: String(err),
+          error: errorText(err),
         });
         await this.clock.sleep(backoffDelay(i, { baseMs: 100, maxMs: 5000 }), stopping);
       }

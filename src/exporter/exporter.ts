@@ -17,6 +17,7 @@ import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
+import { errorText } from '../lib/error-text.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -114,7 +115,7 @@ export class Exporter {
     this.lagTimer = setInterval(() => void this.refreshLag(), lagRefreshMs);
     this.lagTimer.unref();
     this.loop = this.run().catch((err: unknown) => {
-      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.error(`exporter stopped unexpectedly: ${errorText(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
     });
   }
@@ -135,7 +136,7 @@ export class Exporter {
           await reader.open();
           break;
         } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
       }
@@ -195,8 +196,8 @@ export class Exporter {
     try {
       batch = await reader.read(count);
     } catch (err) {
-      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
-      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
+      state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
       await realSleep(500);
       return 0;
     }
@@ -241,7 +242,7 @@ export class Exporter {
     this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
@@ -268,7 +269,11 @@ export class Exporter {
       try {
         n += await reader.claimDead(dead, minIdleMs);
       } catch (err) {
-        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+        log('debug', 'exporter: claim failed', {
+          exporter: this.d.spec.name,
+          topic: reader.topic,
+          error: errorText(err),
+        });
       }
     }
     if (n > 0) this.wake();
@@ -292,7 +297,7 @@ export class Exporter {
       }
     } catch (err) {
       this.lagStale = true;
-      log('debug', 'exporter: cannot read the backlog', { exporter: this.d.spec.name, error: String(err) });
+      log('debug', 'exporter: cannot read the backlog', { exporter: this.d.spec.name, error: errorText(err) });
     } finally {
       this.refreshingLag = false;
     }

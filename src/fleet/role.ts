@@ -32,6 +32,7 @@ import { createPresence, type Presence } from './control/presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
+import { errorText } from '../lib/error-text.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -84,7 +85,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     const loadKey = () =>
       siteKey().catch((err: unknown) =>
         log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         }),
       );
     return {

@@ -11,6 +11,7 @@
 import { createClient, defineScript, type RedisScripts } from 'redis';
 import { log } from './log.js';
 import { backoffDelay } from './backoff.js';
+import { errorText } from './error-text.js';
 
 /** Where the Redis of a deployment is: a `redis://` or `rediss://` URL (one server). */
 export type RedisTarget = { kind: 'standalone'; url: string };
@@ -40,10 +41,6 @@ export type ConnectOptions<S extends RedisScripts> = {
    */
   offlineQueue?: boolean;
 };
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * The pub/sub channel `base` of the database the target selects: pub/sub is server-wide, not

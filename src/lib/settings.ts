@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { settingDurationMs } from './duration.js';
 import type { LogLevel } from './log.js';
+import { errorText } from './error-text.js';
 
 export type Settings = {
   port: number;
@@ -98,7 +99,7 @@ function readSettingFile(name: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SettingsError(name, `${name}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SettingsError(name, `${name}: cannot read ${path}: ${errorText(err)}`);
   }
 }
 

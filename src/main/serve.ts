@@ -26,6 +26,7 @@ import { probeRedis } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 /** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -44,12 +45,6 @@ const drainMs = 10_000;
 
 export function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
-function errorText(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  if (e instanceof Error) return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
-  return String(err);
 }
 
 /** Binds the HTTP server, or throws StartupError naming PORT or HOST. */

@@ -28,6 +28,7 @@ import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
 import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 import { startReporter, type Reporter } from './reporter.js';
 import { backoffDelay } from '../../lib/backoff.js';
+import { errorChainText } from '../../lib/error-text.js';
 
 /** What the rest of the site gives the sync loop (server.ts builds them once the app exists). */
 export type SiteHooks = {
@@ -168,16 +169,6 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
-/** An error and its causes (undici's `fetch failed` keeps the TLS or socket reason in `cause`). */
-function describe(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err, depth = 0; e !== undefined && depth < 4; depth++) {
-    parts.push(e instanceof Error ? e.message : String(e));
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(': ');
-}
-
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -251,7 +242,10 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       await res.body?.cancel();
     })().catch((err: unknown) =>
       // The control plane answers from the last report after its wait.
-      log('warn', 'fleet: could not answer a read from the control plane', { site: o.site, error: describe(err) }),
+      log('warn', 'fleet: could not answer a read from the control plane', {
+        site: o.site,
+        error: errorChainText(err),
+      }),
     );
   };
 
@@ -330,7 +324,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         if (stopped) break;
         log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
           site: o.site,
-          error: describe(err),
+          error: errorChainText(err),
         });
       }
       connected = false;

@@ -7,6 +7,7 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -257,7 +258,7 @@ async function refresh(): Promise<void> {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err instanceof Unauthorized) return showLogin('Your session ended: log in again.');
-    $('updated').textContent = `cannot refresh: ${err instanceof Error ? err.message : String(err)}`;
+    $('updated').textContent = `cannot refresh: ${errorText(err)}`;
   }
 }
 
