@@ -4,10 +4,9 @@
  * commands on it) and the notifier's blocking XREAD. Commands issued while Redis is down
  * wait in node-redis's offline queue and run after the reconnect.
  */
-import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createClient, type RedisClientType } from 'redis';
 import { log } from '../lib/log.js';
+import { closeClients, luaScript, redisClient, type RedisTarget } from '../lib/redis.js';
 import {
   BusError,
   entryObject,
@@ -68,7 +67,7 @@ function translate(err: unknown): Error {
 }
 
 /** XGROUP SETID (creating the group when missing), then XACK of every pending entry, atomically. */
-const setIdScript = `
+const setIdScript = luaScript(`
 local key, group, id = KEYS[1], ARGV[1], ARGV[2]
 local ok = pcall(redis.call, 'XGROUP', 'CREATE', key, group, id, 'MKSTREAM')
 if not ok then redis.call('XGROUP', 'SETID', key, group, id) end
@@ -79,30 +78,29 @@ while true do
   for i, e in ipairs(p) do ids[i] = e[1] end
   redis.call('XACK', key, group, unpack(ids))
 end
-return 1`;
+return 1`);
 
 /**
  * XACK of each id, and HINCRBY of its outcome for those XACK acknowledged (1), atomically;
  * returns the totals of the counter name. KEYS: stream, counts hash; ARGV: group, counter
  * name, then id and outcome pairs.
  */
-const countedAckScript = `
+const countedAckScript = luaScript(`
 local key, counts, group, as = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 for i = 3, #ARGV, 2 do
   if redis.call('XACK', key, group, ARGV[i]) == 1 then
     redis.call('HINCRBY', counts, as .. '|' .. ARGV[i + 1], 1)
   end
 end
-return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`;
+return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`);
 
 /** Deletes the counts fields of a group (every counter name starting with `<group>|`). */
-const dropCountsScript = `
+const dropCountsScript = luaScript(`
 local prefix = ARGV[1] .. '|'
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[1], f) end
 end
-return 1`;
-const countedAckSha = createHash('sha1').update(countedAckScript).digest('hex');
+return 1`);
 
 /** The counts hash of a stream: its hash tag is the stream key (one Cluster slot with it). */
 export const countsKey = (streamKey: string): string => `edgeplane:counts:{${streamKey}}`;
@@ -117,24 +115,12 @@ function countsOf(raw: unknown): OutcomeCounts {
   return out;
 }
 
-export async function openRedisBus(url: string): Promise<Bus & { connectionNames(): string[] }> {
-  const options = {
-    url,
-    socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2000) },
-  };
-  const cmd: RedisClientType = createClient(options);
-  const blocking: RedisClientType = createClient(options);
-  for (const [name, c] of [
-    ['command', cmd],
-    ['notifier', blocking],
-  ] as const) {
-    c.on('error', (err: unknown) =>
-      log('debug', 'bus: redis connection error', { connection: name, error: errorText(err) }),
-    );
-    c.on('ready', () => {
-      void c.sendCommand(['CLIENT', 'SETNAME', `edgeplane-bus-${name}`]).catch(() => undefined);
-    });
-  }
+export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
+  const cmd = redisClient(target, 'bus-command', {
+    offlineQueue: true,
+    scripts: { busSetId: setIdScript, busCountedAck: countedAckScript, busDropCounts: dropCountsScript },
+  });
+  const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
   await Promise.all([cmd.connect(), blocking.connect()]);
 
   const notifier = new Notifier(blocking, cmd);
@@ -232,14 +218,8 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       }
       const args = [group, count.as];
       for (let i = 0; i < ids.length; i++) args.push(ids[i]!, count.outcomes[i]!);
-      const keys = ['2', key, countsKey(key)];
       try {
-        try {
-          return countsOf(await cmd.sendCommand(['EVALSHA', countedAckSha, ...keys, ...args]));
-        } catch (err) {
-          if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-          return countsOf(await cmd.sendCommand(['EVAL', countedAckScript, ...keys, ...args]));
-        }
+        return countsOf(await cmd.busCountedAck([key, countsKey(key)], args));
       } catch (err) {
         throw translate(err);
       }
@@ -325,14 +305,12 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       await cmd.sendCommand(['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
         log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
       });
-      await cmd
-        .sendCommand(['EVAL', dropCountsScript, '1', countsKey(streamPrefix + topic), group])
-        .catch(() => undefined);
+      await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
     },
 
     async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
       const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
-      await cmd.sendCommand(['EVAL', setIdScript, '1', streamPrefix + topic, group, id]);
+      await cmd.busSetId([streamPrefix + topic], [group, id]);
     },
 
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),
@@ -343,7 +321,7 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       const stopping = notifier.close();
       blocking.destroy();
       await stopping;
-      await cmd.close().catch(() => cmd.destroy());
+      await closeClients(cmd);
     },
   };
   return bus;

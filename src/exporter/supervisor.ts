@@ -15,7 +15,7 @@ import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
 import { countAs, Exporter } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
-import { placeHere } from './placement.js';
+import { placeHere } from '../resources/placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';

@@ -12,7 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { openEnv, fakeClock, staticSecrets, type Env, uniq } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { startApi } from '../helpers/api.js';
-import type { Runtime } from '../../src/exporter/index.js';
+import type { Runtime } from '../../src/exporter/runtime.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { Breakers, breakerThreshold } from '../../src/exporter/breaker.js';
 import { AdaptiveLimit } from '../../src/exporter/adaptive.js';

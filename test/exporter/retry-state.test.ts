@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import { openEnv, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { startApi } from '../helpers/api.js';
-import type { Clock, Runtime } from '../../src/exporter/index.js';
+import type { Clock, Runtime } from '../../src/exporter/runtime.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { lastErrorWords, retryWords } from '../../src/lib/exporter-words.js';
 import { frame } from '../../src/cli/top.js';
