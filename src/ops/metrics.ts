@@ -18,6 +18,7 @@ import { errorStatus, ApiError } from '../lib/errors.js';
 import type { AppEnv, FleetSample } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';
+import { bearerToken } from '../lib/bearer.js';
 
 export const metricsPath = '/metrics';
 
@@ -313,8 +314,8 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono
   app.get(metricsPath, async (c) => {
     if (token !== undefined) {
       const h = c.req.header('authorization') ?? '';
-      const m = /^Bearer (.+)$/.exec(h);
-      if (!m || !sameSecret(m[1] as string, token))
+      const given = bearerToken(h);
+      if (given === undefined || !sameSecret(given, token))
         throw new ApiError(
           'unauthorized',
           'Authentication required: send Authorization: Bearer <METRICS_TOKEN> to read /metrics',

@@ -15,6 +15,7 @@ import type { CommitResult, Entry, Store, StoredRevision } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import type { JsonObject } from '../lib/json.js';
 import { deepFreeze } from './freeze.js';
+import { errorText } from '../lib/error-text.js';
 
 /** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */
 type StoredObject = { text: string; etag: string; value?: JsonObject };
@@ -97,7 +98,7 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       try {
         l(keys);
       } catch (err) {
-        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change listener failed', { error: errorText(err) });
       }
     }
   }

@@ -14,6 +14,7 @@ import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
+import { errorText } from '../lib/error-text.js';
 
 const cfgKey = (key: string) => layout.cfgPrefix + key;
 const kvKey = (key: string) => layout.kvPrefix + key;
@@ -21,7 +22,7 @@ const kvKey = (key: string) => layout.kvPrefix + key;
 /** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   throw new ApiError('unavailable', `The Redis store is unavailable: ${message}`, { code: 'store-unavailable' });
 }
 
@@ -106,7 +107,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       try {
         l(changed);
       } catch (err) {
-        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change listener failed', { error: errorText(err) });
       }
     }
   }
@@ -133,7 +134,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
-        log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change subscription failed', { error: errorText(err) });
       });
   }
 

@@ -8,6 +8,7 @@
  */
 import uPlot from 'uplot';
 import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -331,7 +332,7 @@ async function refresh(): Promise<void> {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err instanceof Unauthorized) return showLogin('Your session ended: log in again.');
-    $('updated').textContent = `cannot refresh: ${err instanceof Error ? err.message : String(err)}`;
+    $('updated').textContent = `cannot refresh: ${errorText(err)}`;
   }
 }
 
