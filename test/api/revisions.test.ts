@@ -184,5 +184,53 @@ forEachBackend((backend) => {
     assert.is((await newest()).revision, rev, 'no revision was added');
   });
 
+  t("a subtenant sees its own tenant's revisions; an object its parent deleted is a 409 to roll back", async () => {
+    assert.is((await api.json('PUT', '/v1/config/system/tenants/acme', { body: { name: 'acme' } })).status, 201);
+    const setup = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/system/users/eve',
+          'x-tenant': 'acme',
+          password: 'eve-password-1',
+          policies: ['admin'],
+        },
+      ],
+    });
+    assert.is(setup.status, 204, JSON.stringify(setup.body));
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'eve@acme', password: 'eve-password-1' },
+      headers: { authorization: '' },
+    });
+    const eve = { authorization: `Bearer ${(login.body as { token: string }).token}` };
+    assert.is(
+      (await api.json('PUT', '/v1/config/applications/shop', { body: { name: 'shop', version: '1.0' }, headers: eve }))
+        .status,
+      201,
+    );
+    const mine = (await api.json('GET', '/v1/state/config-revisions', { headers: eve })).body as Rev[];
+    const shopRev = mine[0]!;
+    assert.equal(shopRev.changes, [{ 'x-path': '/v1/config/applications/shop', 'x-operation': 'create' }]);
+    assert.is(shopRev.user, 'eve');
+    assert.is(shopRev.tenant, 'acme');
+    assert.ok(
+      mine.every((r) => r.changes.every((c) => !c['x-path'].includes('/webhooks/'))),
+      "the root tenant's changes are not in acme's view",
+    );
+    const rootView = (await api.json('GET', '/v1/state/config-revisions')).body as Rev[];
+    assert.not.ok(
+      rootView.some((r) => r.revision === shopRev.revision),
+      "and acme's are not in the root's view",
+    );
+    // The root tenant's administrator deletes acme's application (x-tenant): acme cannot undo that.
+    const del = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': '/v1/config/applications/shop', 'x-tenant': 'acme', 'x-operation': 'delete' }],
+    });
+    assert.is(del.status, 204, JSON.stringify(del.body));
+    const refused = await api.json('POST', '/v1/config/rollback', { body: { to: shopRev.revision }, headers: eve });
+    assert.is(refused.status, 409, JSON.stringify(refused.body));
+    assert.is(codeOf(refused.body), 'changed-by-other-tenant');
+    assert.is((await api.json('GET', '/v1/config/applications/shop', { headers: eve })).status, 404, 'nothing changed');
+  });
+
   t.run();
 });
