@@ -112,16 +112,25 @@ async function listed(store: Store, prefix: string): Promise<Array<{ key: string
   );
 }
 
+type Lister = (prefix: string) => Promise<Array<{ key: string; value: JsonObject }>>;
+
 /** The sites (root tenant's, plus the control plane's own) where exporter `tenant/name` is placed. */
-export async function placedSites(store: Store, root: string, ownSite: string, tenant: string, name: string) {
+export async function placedSites(
+  store: Store,
+  root: string,
+  ownSite: string,
+  tenant: string,
+  name: string,
+  list: Lister = (prefix) => listed(store, prefix),
+) {
   const key = configKey(tenant, `volga/webhooks/${name}`);
   const hook = await store.get(key);
   if (!hook) return undefined;
   const view = new Map<string, JsonObject>([[key, hook.value]]);
-  const rootSites = await listed(store, configKey(root, 'sites'));
+  const rootSites = await list(configKey(root, 'sites'));
   for (const e of rootSites) view.set(e.key, e.value);
-  if (tenant !== root) for (const e of await listed(store, configKey(tenant, 'sites'))) view.set(e.key, e.value);
-  for (const e of await listed(store, configKey(tenant, 'application-deployments'))) view.set(e.key, e.value);
+  if (tenant !== root) for (const e of await list(configKey(tenant, 'sites'))) view.set(e.key, e.value);
+  for (const e of await list(configKey(tenant, 'application-deployments'))) view.set(e.key, e.value);
   const placed = webhookPlacement(view, indexView(view), key);
   const names = [...new Set([ownSite, ...rootSites.map((e) => e.key.slice(e.key.lastIndexOf('/') + 1))])].sort();
   return names.filter(placed);
@@ -149,8 +158,22 @@ export function createExporterView(o: ExporterViewOptions): ExporterView {
     if (reports.size > 4 * 1024) for (const [k, v] of reports) if (now() - v.at >= ttl) reports.delete(k);
     return report;
   };
+  // The site and deployment lists, read once for the exporters of a list read (not once each),
+  // and again after any configuration change.
+  const lists = new Map<string, Promise<Array<{ key: string; value: JsonObject }>>>();
+  o.store.onChange(() => lists.clear());
+  const list: Lister = (prefix) => {
+    let hit = lists.get(prefix);
+    if (!hit) {
+      hit = listed(o.store, prefix);
+      lists.set(prefix, hit);
+      hit.catch(() => lists.delete(prefix));
+      setTimeout(() => lists.delete(prefix), ttl).unref?.();
+    }
+    return hit;
+  };
   return async (tenant, name, local) => {
-    const sites = await placedSites(o.store, o.root, o.ownSite, tenant, name);
+    const sites = await placedSites(o.store, o.root, o.ownSite, tenant, name, list);
     if (sites === undefined) return local;
     if (sites.length === 0) return { ...(local ?? {}), status: 'stopped' };
     if (sites.length === 1 && sites[0] === o.ownSite) return local;
