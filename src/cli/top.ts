@@ -174,7 +174,7 @@ export async function top(v: Verb): Promise<number> {
         body = f.text;
         if (!v.flags.site) {
           // At a control plane: the edge sites (a site answers its own object without a connection).
-          const sites = await v.client.request('GET', '/v1/state/sites?fields=name,connection,in-sync');
+          const sites = await v.client.request('GET', '/v1/state/sites');
           if (sites.status === 200) {
             const list = (await sites.json()) as Row[];
             body += sitesFrame(Array.isArray(list) ? list : [], Array.isArray(rows) ? rows : []);

@@ -220,6 +220,10 @@ test('create, get (yaml, json, table, where, fields), replace, merge, delete', a
   assert.match(bad.stderr, /400/);
   assert.match(bad.stderr, /\[schema-type at labels\]/); // error-info and error-details' path
   assert.is((await ctl(['delete', 'sites/s2'])).code, 0);
+  // s1 goes too: a configured site that never connects would make this control plane's
+  // all-sites exporters the fleet's (`starting` until s1 reports, CONTRACT §11), and top's test
+  // below reads h1 as this process runs it.
+  assert.is((await ctl(['delete', 'sites/s1'])).code, 0);
   const gone = await ctl(['get', 'sites/s2']);
   assert.is(gone.code, 1);
   assert.match(gone.stderr, /404/);
@@ -304,54 +308,6 @@ test('produce, restart and watch of an exporter state', async () => {
   assert.is(badPayload.code, 2);
 });
 
-test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter', async () => {
-  // h1 exists (the test above); each verb is one API call.
-  assert.is((await ctl(['pause', 'h1'])).code, 0);
-  let cfg = parse((await ctl(['get', 'volga/webhooks/h1'])).stdout) as { enabled?: boolean };
-  assert.is(cfg.enabled, false);
-  const paused = await ctl(['resume', 'h1']);
-  assert.is(paused.code, 0, paused.stderr);
-  assert.match(paused.stderr, /resumed/);
-  cfg = parse((await ctl(['get', 'volga/webhooks/h1'])).stdout) as { enabled?: boolean };
-  assert.is(cfg.enabled, true);
-  const rw = await ctl(['rewind', 'h1', 'beginning']);
-  assert.is(rw.code, 0, rw.stderr);
-  assert.is((await ctl(['rewind', 'h1', 'someday'])).code, 1, 'the API refuses a bad position');
-  await eventually(
-    async () => {
-      const a = await ctl(['attempts', 'h1', '-o', 'json']);
-      return a.code === 0 && (JSON.parse(a.stdout) as unknown[]).length >= 1;
-    },
-    'attempts list the POSTs',
-    30_000,
-  );
-  const table = await ctl(['attempts', 'h1']);
-  assert.match(table.stdout, /^TIME\s+TOPIC/m);
-  const noDl = await ctl(['dead-letter', 'h1']);
-  assert.is(noDl.code, 1);
-  assert.match(noDl.stderr, /no dead-letter-topic/);
-  assert.is((await ctl(['merge', 'volga/webhooks/h1', '-f', file('dl.yaml', 'dead-letter-topic: h1-dead\n')])).code, 0);
-  await ctl(['produce', 'h1-dead', '{"dead": 1}']);
-  const dl = await ctl(['dead-letter', 'h1', '-o', 'json']);
-  assert.is(dl.code, 0, dl.stderr);
-  assert.is((JSON.parse(dl.stdout) as { name?: string }).name, 'h1-dead');
-  // rollback: the merge above undone (dry-run first changes nothing).
-  const revs = JSON.parse((await ctl(['get', 'state/config-revisions', '-o', 'json'])).stdout) as Array<{
-    revision: number;
-  }>;
-  const before = String((revs[0]?.revision ?? 0) - 1);
-  const dry = await ctl(['rollback', before, '--dry-run', '-o', 'json']);
-  assert.is(dry.code, 0, dry.stderr);
-  assert.ok(JSON.stringify(JSON.parse(dry.stdout)).includes('/v1/config/volga/webhooks/h1'));
-  assert.ok((await ctl(['get', 'volga/webhooks/h1'])).stdout.includes('h1-dead'), 'dry-run changed nothing');
-  const rb = await ctl(['rollback', before]);
-  assert.is(rb.code, 0, rb.stderr);
-  assert.match(rb.stderr, /now revision \d+/);
-  assert.not.ok((await ctl(['get', 'volga/webhooks/h1'])).stdout.includes('h1-dead'));
-  assert.is((await ctl(['rollback', 'abc'])).code, 2);
-  assert.is((await ctl(['rollback', '99999999'])).code, 1);
-});
-
 test('--help lists every environment setting the service reads', async () => {
   const h = await run(['--help']);
   const settings = readFileSync(join(root, 'src/lib/settings.ts'), 'utf8');
@@ -392,6 +348,67 @@ test('top under tmux: the exporter with its numbers; q quits', async () => {
   } finally {
     tmux('kill-server');
   }
+});
+
+test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter', async () => {
+  // An exporter of its own (h1 is top's); each verb is one API call.
+  const hook = file(
+    'hook2.yaml',
+    [
+      'name: h2',
+      'topics: [cli-t2]',
+      'site-placement: {all-sites: true}',
+      `url: ${sink.url}/h2`,
+      'data: ${MSG_PAYLOAD}',
+      '',
+    ].join('\n'),
+  );
+  assert.is((await ctl(['create', 'volga/webhooks', '-f', hook])).code, 0);
+  assert.is((await ctl(['produce', 'cli-t2', '{"n": 1}'])).code, 0);
+  assert.is((await ctl(['pause', 'h2'])).code, 0);
+  let cfg = parse((await ctl(['get', 'volga/webhooks/h2'])).stdout) as { enabled?: boolean };
+  assert.is(cfg.enabled, false);
+  const paused = await ctl(['resume', 'h2']);
+  assert.is(paused.code, 0, paused.stderr);
+  assert.match(paused.stderr, /resumed/);
+  cfg = parse((await ctl(['get', 'volga/webhooks/h2'])).stdout) as { enabled?: boolean };
+  assert.is(cfg.enabled, true);
+  const rw = await ctl(['rewind', 'h2', 'beginning']);
+  assert.is(rw.code, 0, rw.stderr);
+  assert.is((await ctl(['rewind', 'h2', 'someday'])).code, 1, 'the API refuses a bad position');
+  await eventually(
+    async () => {
+      const a = await ctl(['attempts', 'h2', '-o', 'json']);
+      return a.code === 0 && (JSON.parse(a.stdout) as unknown[]).length >= 1;
+    },
+    'attempts list the POSTs',
+    30_000,
+  );
+  const table = await ctl(['attempts', 'h2']);
+  assert.match(table.stdout, /^TIME\s+TOPIC/m);
+  const noDl = await ctl(['dead-letter', 'h2']);
+  assert.is(noDl.code, 1);
+  assert.match(noDl.stderr, /no dead-letter-topic/);
+  assert.is((await ctl(['merge', 'volga/webhooks/h2', '-f', file('dl.yaml', 'dead-letter-topic: h2-dead\n')])).code, 0);
+  await ctl(['produce', 'h2-dead', '{"dead": 1}']);
+  const dl = await ctl(['dead-letter', 'h2', '-o', 'json']);
+  assert.is(dl.code, 0, dl.stderr);
+  assert.is((JSON.parse(dl.stdout) as { name?: string }).name, 'h2-dead');
+  // rollback: the merge above undone (dry-run first changes nothing).
+  const revs = JSON.parse((await ctl(['get', 'state/config-revisions', '-o', 'json'])).stdout) as Array<{
+    revision: number;
+  }>;
+  const before = String((revs[0]?.revision ?? 0) - 1);
+  const dry = await ctl(['rollback', before, '--dry-run', '-o', 'json']);
+  assert.is(dry.code, 0, dry.stderr);
+  assert.ok(JSON.stringify(JSON.parse(dry.stdout)).includes('/v1/config/volga/webhooks/h2'));
+  assert.ok((await ctl(['get', 'volga/webhooks/h2'])).stdout.includes('h2-dead'), 'dry-run changed nothing');
+  const rb = await ctl(['rollback', before]);
+  assert.is(rb.code, 0, rb.stderr);
+  assert.match(rb.stderr, /now revision \d+/);
+  assert.not.ok((await ctl(['get', 'volga/webhooks/h2'])).stdout.includes('h2-dead'));
+  assert.is((await ctl(['rollback', 'abc'])).code, 2);
+  assert.is((await ctl(['rollback', '99999999'])).code, 1);
 });
 
 test('yaml output reads back as the objects', async () => {
