@@ -220,10 +220,6 @@ test('create, get (yaml, json, table, where, fields), replace, merge, delete', a
   assert.match(bad.stderr, /400/);
   assert.match(bad.stderr, /\[schema-type at labels\]/); // error-info and error-details' path
   assert.is((await ctl(['delete', 'sites/s2'])).code, 0);
-  // s1 goes too: a configured site that never connects would make this control plane's
-  // all-sites exporters the fleet's (`starting` until s1 reports, CONTRACT §11), and top's test
-  // below reads h1 as this process runs it.
-  assert.is((await ctl(['delete', 'sites/s1'])).code, 0);
   const gone = await ctl(['get', 'sites/s2']);
   assert.is(gone.code, 1);
   assert.match(gone.stderr, /404/);
@@ -268,7 +264,9 @@ test('produce, restart and watch of an exporter state', async () => {
     [
       'name: h1',
       'topics: [cli-t]',
-      'site-placement: {all-sites: true}',
+      // This process's own site only: placed on all sites, h1 would be the fleet's (CONTRACT §11:
+      // `starting` until s1, configured above and never connected, reports), and top reads it here.
+      'site-placement: {sites: [local]}',
       'start-position: beginning',
       `url: ${sink.url}/h1`,
       'data: ${MSG_PAYLOAD}',
@@ -357,7 +355,7 @@ test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter',
     [
       'name: h2',
       'topics: [cli-t2]',
-      'site-placement: {all-sites: true}',
+      'site-placement: {sites: [local]}',
       `url: ${sink.url}/h2`,
       'data: ${MSG_PAYLOAD}',
       '',
