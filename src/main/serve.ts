@@ -18,7 +18,7 @@ import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
@@ -177,6 +177,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },
     }) as Server;
+    server.on('clientError', answerClientError);
     server.headersTimeout = settings.httpHeadersTimeoutMs;
     server.requestTimeout = settings.httpRequestTimeoutMs;
     server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;

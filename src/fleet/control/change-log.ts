@@ -45,6 +45,8 @@ export interface FleetLog {
   sites(): Promise<string[]>;
   /** The head version of each of `sites` ('0-0' for a site without a log), in one round trip. */
   heads(sites: string[]): Promise<Map<string, string>>;
+  /** The number of entries the site's log retains (metrics: the change lag of a site beyond it). */
+  length(site: string): Promise<number>;
   /**
    * Called after an append by any process with the site's name and, when small enough to
    * travel with the notification, the entry and the head it follows (a stream at `prev` sends
@@ -125,6 +127,9 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
     },
     async heads(sites) {
       return new Map(sites.map((s) => [s, logs.get(s)?.head ?? '0-0']));
+    },
+    async length(site) {
+      return logs.get(site)?.entries.length ?? 0;
     },
     onAppend(listener) {
       listeners.add(listener);
@@ -263,6 +268,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         const replies = await multi.exec();
         return new Map(sites.map((s, i) => [s, typeof replies[i] === 'string' ? replies[i] : '0-0']));
       }),
+    length: (site) => guarded(() => client.xLen(keysOf(site).log)),
     onAppend(listener) {
       listeners.add(listener);
       if (!sub) {
