@@ -9,8 +9,8 @@ import { CliError, failure } from './client.js';
 import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
-import { errorText } from '../lib/error-text.js';
 import { lastErrorWords, retryWords } from '../lib/exporter-words.js';
+import { errorText } from '../lib/error-text.js';
 
 type Row = Record<string, unknown>;
 type Sample = { at: number; delivered: number };

@@ -7,8 +7,8 @@
  */
 import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
-import type { ExporterState } from './state.js';
 import { errorText } from '../lib/error-text.js';
+import type { ExporterState } from './state.js';
 
 /** How often the backlog of each consumed topic is asked for while it is not 0. */
 const lagRefreshMs = 1000;

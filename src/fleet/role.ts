@@ -33,8 +33,8 @@ import { createPresence, type Presence } from './control/presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
-import { errorText } from '../lib/error-text.js';
 import { createExporterView } from './control/exporter-view.js';
+import { errorText } from '../lib/error-text.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;

@@ -7,8 +7,8 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
-import { errorText } from '../../lib/error-text.js';
 import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
