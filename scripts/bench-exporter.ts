@@ -17,7 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
-import { startRuntime } from '../src/exporter/index.js';
+import { startRuntime } from '../src/exporter/runtime.js';
 import { setLogLevel } from '../src/lib/log.js';
 import { configKey } from '../src/store/keys.js';
 import { openRedisStore } from '../src/store/redis.js';

@@ -2,7 +2,7 @@
  * `npm run bench:fleet`: one control plane and BENCH_SITES (default 1,000) edge sites, as users
  * run them. The control plane is the built bundle (`npm run build` → `node build/edgeplane.cjs`)
  * in its own process on a private redis-server; the sites are simulated in BENCH_PROCS (default
- * 3) child processes, each site running the real sync loop (src/fleet/site-sync.ts: its SSE
+ * 3) child processes, each site running the real sync loop (src/fleet/site/sync-loop.ts: its SSE
  * client, reconnection back-off and acknowledgements) and applying what it receives to a copy in
  * memory (a SyncTarget) instead of a store. Site tokens are issued through the API.
  *
@@ -40,7 +40,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { createClient } from 'redis';
-import { compareVersions } from '../src/fleet/log.js';
+import { compareVersions } from '../src/fleet/common/protocol.js';
 import { freePort, startRedis } from '../test/helpers/redis.js';
 
 const SITES = Number(process.env.BENCH_SITES ?? 1000);
@@ -139,7 +139,7 @@ async function siteProcess(): Promise<void> {
     for (const s of sockets) n += s.bytesRead + s.bytesWritten;
     return n;
   };
-  const { startSiteSync } = await import('../src/fleet/site-sync.js');
+  const { startSiteSync } = await import('../src/fleet/site/sync-loop.js');
   const { generateSiteKey } = await import('../src/secrets/sealed.js');
   const { setLogLevel } = await import('../src/lib/log.js');
   setLogLevel('error'); // a control-plane restart makes every site warn once

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createClient } from 'redis';
 import { openEmbeddedBus } from '../src/bus/embedded-bus.js';
-import { groupName } from '../src/exporter/index.js';
+import { groupName } from '../src/exporter/runtime.js';
 import type { JsonObject } from '../src/lib/json.js';
 import { setLogLevel } from '../src/lib/log.js';
 import { openEmbeddedStore } from '../src/store/embedded.js';

@@ -6,6 +6,9 @@
  * must not import each other in a circle. A file directly in src/, or a folder LAYERS does not
  * list, is a failure too: a new folder first gets its place in the order.
  *
+ * A folder may itself be layered (SUBLAYERS: its subfolders, bottom first, and `.` for the files
+ * directly in it): an import between two of its parts follows the same rule.
+ *
  * Usage: tsx scripts/check-layers.ts [--src DIR]   (DIR defaults to this repository's src/)
  * Prints every offending import and exits 1 when there is one; `npm test` runs it as a check.
  * The same order is stated in docs/ARCHITECTURE.md.
@@ -20,14 +23,21 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['store'],
   ['secrets', 'bus'],
   ['resources'],
-  ['auth'],
-  ['exporter'],
-  ['model'],
+  ['auth', 'exporter', 'model'],
   ['api'],
   ['ops', 'fleet'],
   ['ui', 'cli'],
   ['main'],
 ];
+
+/**
+ * Folders layered inside, bottom first (`.` = the files directly in the folder). fleet/: what
+ * both roles use, then the control plane's and the edge site's files (siblings: neither role
+ * imports the other), then the assembly of the role (`fleet/role.ts`).
+ */
+export const SUBLAYERS: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  fleet: [['common'], ['control', 'site'], ['.']],
+};
 
 type Edge = { from: string; to: string; typeOnly: boolean };
 
@@ -136,6 +146,33 @@ function main(): void {
     );
   }
 
+  for (const [folder, sub] of Object.entries(SUBLAYERS)) {
+    const subRank = new Map<string, number>();
+    for (const [i, layer] of sub.entries()) for (const p of layer) subRank.set(p, i);
+    const partOf = (file: string) => {
+      const rest = file.split('/').slice(1);
+      return rest.length > 1 ? (rest[0] ?? '.') : '.';
+    };
+    const label = (p: string) => `${folder}/${p === '.' ? '' : p + '/'}`;
+    for (const e of edges) {
+      if (folderOf(e.from) !== folder || folderOf(e.to) !== folder) continue;
+      const [a, b] = [partOf(e.from), partOf(e.to)];
+      if (a === b) continue;
+      const [ra, rb] = [subRank.get(a), subRank.get(b)];
+      if (ra === undefined || rb === undefined) {
+        problems.push(
+          `${label(ra === undefined ? a : b)} has no place in SUBLAYERS.${folder} (scripts/check-layers.ts)`,
+        );
+        continue;
+      }
+      if (rb < ra) continue;
+      problems.push(
+        `${rb > ra ? 'upward' : 'sideways'} import: ${e.from} imports ${e.to}${e.typeOnly ? ' (type)' : ''}: ` +
+          `inside ${folder}/, ${label(a)} may only import the parts below it (${sub.map((l) => l.join(' ')).join(' < ')})`,
+      );
+    }
+  }
+
   const folderEdges = edges.filter((e) => folderOf(e.from) !== folderOf(e.to));
   const folderNext = new Map<string, Set<string>>();
   for (const e of folderEdges) {
@@ -157,6 +194,8 @@ function main(): void {
 
   for (const p of problems) console.log(`FAIL ${p}`);
   console.log(`layers, bottom first: ${LAYERS.map((l) => l.join(' ')).join(' < ')}`);
+  for (const [folder, sub] of Object.entries(SUBLAYERS))
+    console.log(`inside ${folder}/: ${sub.map((l) => l.join(' ')).join(' < ')}`);
   console.log(
     `check-layers: ${files.length} files, ${edges.length} imports, ${folders.length} folders in ${LAYERS.length} layers; ` +
       `${problems.length} problems (${folderCycles.length} folder cycles, ${fileCycles.length} file cycles)`,

@@ -3,7 +3,7 @@
  *
  * At the control plane (`withSiteReads`, around the state, topic, history and attempt routes):
  * a read naming another site is authorized here with the caller's policies, then
- *   - forwarded live when the site is connected (fleet/relay.ts: down its sync stream, the
+ *   - forwarded live when the site is connected (fleet/control/relay.ts: down its sync stream, the
  *     answer back by POST, through Redis when several control-plane processes share it), and
  *     answered as the site answered, within 5 s;
  *   - otherwise (not connected, or no answer in time) answered from the last state the site
@@ -107,7 +107,7 @@ export function createLocalReader(deps: AppDeps): (read: Omit<ForwardedRead, 'id
 }
 
 /**
- * An edge site's hooks for its sync loop (fleet/site-sync.ts): the reader above, and its state
+ * An edge site's hooks for its sync loop (fleet/site/sync-loop.ts): the reader above, and its state
  * report: per tenant (the root tenant and those whose exporters run here), `stateReport`, built
  * again when the store or an exporter's state changes.
  */

@@ -17,7 +17,7 @@ import { uiRoutes } from '../ui/assets.js';
 import { operationRoutes } from '../api/operations.js';
 import { probeRoutes } from '../ops/probes.js';
 import { createMetrics, metricsRoutes, type Metrics } from '../ops/metrics.js';
-import type { Fleet } from '../fleet/index.js';
+import type { Fleet } from '../fleet/role.js';
 import { exporterSamples } from '../ops/exporter-source.js';
 import { routeLabel } from '../ops/route-names.js';
 import { openApiRoutes } from '../ops/openapi.js';
@@ -38,7 +38,7 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
   const guard = createGuard({ auth: deps.auth, audit: (e) => deps.auth.audit(e), renderError });
   // Routes live in these modules and reach `app` only through guardRoutes: a route added to
   // `app` directly would skip authentication and the audit.
-  // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/routes.ts),
+  // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/control/routes.ts),
   // deliberately outside this one, which never accepts them.
   for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
   const fleetUser = deps.fleet?.userRoutes(deps) ?? [];

@@ -15,12 +15,12 @@ import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
-import type { Runtime } from '../exporter/index.js';
+import type { Runtime } from '../exporter/runtime.js';
 import { createMetrics } from '../ops/metrics.js';
 import { applyConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
-import { openFleet } from '../fleet/index.js';
+import { openFleet } from '../fleet/role.js';
 import { siteHooks } from '../api/site-reads.js';
 
 export type Instance = {
@@ -57,6 +57,7 @@ export async function createInstance(
   });
   await auth.bootstrap();
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
+  if (fleet.metrics) metrics.fleet(fleet.metrics);
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
     const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });
@@ -65,7 +66,7 @@ export async function createInstance(
   let runtime: Runtime | undefined;
   if (opts.runtime !== false) {
     // Loaded only when wanted: an API-only process (tests, fetch handler) skips the runtime.
-    const { startRuntime } = await import('../exporter/index.js');
+    const { startRuntime } = await import('../exporter/runtime.js');
     runtime = await startRuntime({
       settings,
       store,

@@ -182,17 +182,13 @@ function build(): Obj {
 
 let cached: { doc: Obj; json: string; yaml: string } | undefined;
 
+/** The document and its two encodings (built once: it depends only on the code). */
 function built(): { doc: Obj; json: string; yaml: string } {
   cached ??= (() => {
     const doc = build();
     return { doc, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
   })();
   return cached;
-}
-
-/** The document (built once: it depends only on the code). */
-export function openApiDocument(): Obj {
-  return built().doc;
 }
 
 export function openApiRoutes(): Hono<AppEnv> {

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { openEnv, fakeClock, type Env } from '../helpers/exporter-proc.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
 import { makeCerts, type TestCerts } from '../helpers/tls.js';
-import type { Runtime } from '../../src/exporter/index.js';
+import type { Runtime } from '../../src/exporter/runtime.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
 

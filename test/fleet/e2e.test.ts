@@ -17,7 +17,7 @@
  *    catches up (a site on each store).
  *
  * "Caught up" is checked, every time, against the control plane's own view: what applies to
- * the site computed from the control plane's Redis (fleet/applicable.ts, not the projector),
+ * the site computed from the control plane's Redis (fleet/control/applicable.ts, not the projector),
  * equal to the projector's materialised set, and every one of those objects read from the
  * site's API equal to the same read at the control plane, with nothing more at the site.
  * "Nothing lost or repeated" is checked on each site's log of applied versions across all its
@@ -30,7 +30,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { applicableTo } from '../../src/fleet/applicable.js';
+import { applicableTo } from '../../src/fleet/control/applicable.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { tempDir } from '../helpers/backends.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';

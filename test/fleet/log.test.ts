@@ -7,12 +7,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  createMemoryFleetLog,
+  createEmbeddedFleetLog,
   openRedisFleetLog,
   type Appended,
-  type FleetChange,
   type FleetLog,
-} from '../../src/fleet/log.js';
+} from '../../src/fleet/control/change-log.js';
+import type { FleetChange } from '../../src/fleet/common/protocol.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 import { SITE_WAIT } from '../helpers/fleet.js';
@@ -140,7 +140,7 @@ function logSuite(name: string, open: () => Promise<Pair>) {
 }
 
 logSuite('memory', async () => {
-  const log = createMemoryFleetLog();
+  const log = createEmbeddedFleetLog();
   return { a: log, b: log, close: () => log.close() };
 });
 

@@ -6,10 +6,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { applicableTo } from '../../src/fleet/applicable.js';
+import { applicableTo } from '../../src/fleet/control/applicable.js';
 import { createClient } from 'redis';
-import { openRedisFleetLog, type FleetChange } from '../../src/fleet/log.js';
-import { startProjector } from '../../src/fleet/projector.js';
+import { openRedisFleetLog } from '../../src/fleet/control/change-log.js';
+import type { FleetChange } from '../../src/fleet/common/protocol.js';
+import { startProjector } from '../../src/fleet/control/projector.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';

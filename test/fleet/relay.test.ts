@@ -1,12 +1,17 @@
 /**
- * The `site=` reverse channel (src/fleet/relay.ts), in process and on the test Redis: a read
+ * The `site=` reverse channel (src/fleet/control/relay.ts), in process and on the test Redis: a read
  * asked on one relay reaches the stream listener of its site on another (two control-plane
  * processes = two relays on one Redis), the answer given on a third reaches the asker; no
  * listener or no answer → undefined after the wait; an answer naming another site is dropped.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createMemoryRelay, openRedisRelay, type FleetRelay, type ForwardedRead } from '../../src/fleet/relay.js';
+import {
+  createEmbeddedRelay,
+  openRedisRelay,
+  type FleetRelay,
+  type ForwardedRead,
+} from '../../src/fleet/control/relay.js';
 import { freshRedisDb } from '../helpers/redis.js';
 
 type Trio = { asker: FleetRelay; holder: FleetRelay; receiver: FleetRelay; close(): Promise<void> };
@@ -15,7 +20,7 @@ const backends: Array<[string, () => Promise<Trio>]> = [
   [
     'memory',
     async () => {
-      const r = createMemoryRelay();
+      const r = createEmbeddedRelay();
       return { asker: r, holder: r, receiver: r, close: () => r.close() };
     },
   ],

@@ -1,12 +1,12 @@
 /**
- * An edge site's state reports (src/fleet/reporter.ts) on a clock the test drives: changes
+ * An edge site's state reports (src/fleet/site/reporter.ts) on a clock the test drives: changes
  * within the interval fold into one report, an unchanged state is not sent again, a connection
  * sends it in full anyway, and a report the control plane did not acknowledge goes again.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { JsonObject } from '../../src/lib/json.js';
-import { startReporter } from '../../src/fleet/reporter.js';
+import { startReporter } from '../../src/fleet/site/reporter.js';
 
 function harness(minIntervalMs = 500) {
   let now = 1_000_000;

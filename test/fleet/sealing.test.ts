@@ -1,5 +1,5 @@
 /**
- * The projector seals vault secrets for each site's public key (src/fleet/sealing.ts), on real
+ * The projector seals vault secrets for each site's public key (src/fleet/control/sealing.ts), on real
  * Redis: a site without a key receives no secret; with one, each member is sealed so that only
  * that key opens it; a pass over an unchanged configuration (even by a fresh projector that
  * knows nothing) writes nothing; a changed secret or a new site key seals again; while the
@@ -8,9 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openRedisFleetLog, type FleetLog } from '../../src/fleet/log.js';
-import { startProjector } from '../../src/fleet/projector.js';
-import { recordedKeyOf } from '../../src/fleet/sealing.js';
+import { openRedisFleetLog, type FleetLog } from '../../src/fleet/control/change-log.js';
+import { startProjector } from '../../src/fleet/control/projector.js';
+import { recordedKeyOf } from '../../src/fleet/control/sealing.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { encryptSecret } from '../../src/secrets/secrets.js';
 import { generateSiteKey, loadSitePrivateKey, open } from '../../src/secrets/sealed.js';

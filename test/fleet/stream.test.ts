@@ -1,5 +1,5 @@
 /**
- * The sync stream (fleet/routes.ts) in process, on both change logs: entries travel with their
+ * The sync stream (fleet/control/routes.ts) in process, on both change logs: entries travel with their
  * append notifications, and the stream falls back to reading the log when one comes without
  * its entry (over 64 KiB on Redis) or when more pile up than it keeps; either way the site
  * receives every version after the one it resumed from, in order, each once.
@@ -8,12 +8,13 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { AppDeps } from '../../src/api/deps.js';
-import { createMemoryFleetLog, openRedisFleetLog, type FleetChange, type FleetLog } from '../../src/fleet/log.js';
-import { createPresence } from '../../src/fleet/presence.js';
-import { createMemoryRelay } from '../../src/fleet/relay.js';
-import { fleetSiteRoutes } from '../../src/fleet/routes.js';
-import { recordedKeyOf } from '../../src/fleet/sealing.js';
-import { issueSiteToken } from '../../src/fleet/site-tokens.js';
+import { createEmbeddedFleetLog, openRedisFleetLog, type FleetLog } from '../../src/fleet/control/change-log.js';
+import type { FleetChange } from '../../src/fleet/common/protocol.js';
+import { createPresence } from '../../src/fleet/control/presence.js';
+import { createEmbeddedRelay } from '../../src/fleet/control/relay.js';
+import { fleetSiteRoutes } from '../../src/fleet/control/routes.js';
+import { recordedKeyOf } from '../../src/fleet/control/sealing.js';
+import { issueSiteToken } from '../../src/fleet/control/site-tokens.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import type { Store } from '../../src/store/store.js';
@@ -30,7 +31,7 @@ async function open(ctx: Ctx, after?: string, keepAliveMs = 60_000): Promise<voi
   const app = fleetSiteRoutes({ store: ctx.store } as unknown as AppDeps, {
     fleetLog: ctx.log,
     presence: createPresence(ctx.store, ctx.log),
-    relay: createMemoryRelay(),
+    relay: createEmbeddedRelay(),
     keepAliveMs,
   });
   const abort = new AbortController();
@@ -189,5 +190,5 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
   test.run();
 }
 
-streamSuite('memory', async () => createMemoryFleetLog());
+streamSuite('memory', async () => createEmbeddedFleetLog());
 streamSuite('redis', async () => openRedisFleetLog(await freshRedisDb(13)));

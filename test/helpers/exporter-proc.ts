@@ -15,7 +15,7 @@ import {
   type Runtime,
   type RuntimeOptions,
   type SecretReader,
-} from '../../src/exporter/index.js';
+} from '../../src/exporter/runtime.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { configKey } from '../../src/store/keys.js';
 import { openRedisStore } from '../../src/store/redis.js';

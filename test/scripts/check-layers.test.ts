@@ -1,7 +1,9 @@
 /**
  * scripts/check-layers.ts, run on small source trees in a temp dir: an import that goes up a
- * layer (a type-only one too), a sideways import between sibling folders, a circle of files,
- * a file directly in src/ and an unlisted folder each fail naming what is wrong; imports that
+ * layer (a type-only one too), a sideways import between sibling folders (auth/, exporter/ and
+ * model/ among them), a circle of files, a file directly in src/, an unlisted folder and, inside
+ * fleet/, an import between the control plane's and the site's files or up from common/ each fail
+ * naming what is wrong; imports that
  * only go down pass. (`npm test` runs the same script on the real src/ as a check.)
  */
 import { spawnSync } from 'node:child_process';
@@ -62,10 +64,60 @@ test('siblings of one layer may not import each other', () => {
   const r = check({
     ...base,
     'ops/probes.ts': 'export const p = 1;\n',
-    'fleet/index.ts': "export * from '../ops/probes.js';\n",
+    'fleet/role.ts': "export * from '../ops/probes.js';\n",
   });
   assert.is(r.code, 1, r.out);
-  assert.match(r.out, 'sideways import: fleet/index.ts imports ops/probes.ts');
+  assert.match(r.out, 'sideways import: fleet/role.ts imports ops/probes.ts');
+});
+
+test('inside fleet/, the control plane and the site do not import each other, and common/ imports neither', () => {
+  const fleet = {
+    ...base,
+    'fleet/common/protocol.ts': 'export const v = 1;\n',
+    'fleet/control/log.ts': "import { v } from '../common/protocol.js';\nexport const l = v;\n",
+    'fleet/site/sync.ts': "import { v } from '../common/protocol.js';\nexport const s = v;\n",
+    'fleet/role.ts':
+      "import { l } from './control/log.js';\nimport { s } from './site/sync.js';\nexport const r = l + s;\n",
+  };
+  const ok = check(fleet);
+  assert.is(ok.code, 0, ok.out);
+  const sideways = check({ ...fleet, 'fleet/site/uses-log.ts': "export * from '../control/log.js';\n" });
+  assert.is(sideways.code, 1, sideways.out);
+  assert.match(sideways.out, 'sideways import: fleet/site/uses-log.ts imports fleet/control/log.ts');
+  const upward = check({ ...fleet, 'fleet/common/up.ts': "export * from '../site/sync.js';\n" });
+  assert.is(upward.code, 1, upward.out);
+  assert.match(upward.out, 'upward import: fleet/common/up.ts imports fleet/site/sync.ts');
+});
+
+test('auth/, exporter/ and model/ are siblings: none may import another', () => {
+  const tree = {
+    ...base,
+    'auth/policies.ts': 'export const allow = true;\n',
+    'exporter/retry.ts': 'export const delay = 1;\n',
+  };
+  assert.is(check(tree).code, 0, check(tree).out);
+  const cases: [string, string, string][] = [
+    [
+      'model/write.ts',
+      "import { allow } from '../auth/policies.js';\nexport const w = allow;\n",
+      'model/write.ts imports auth/policies.ts',
+    ],
+    [
+      'exporter/send.ts',
+      "import type { r } from '../model/resources.js';\nexport type S = typeof r;\n",
+      'exporter/send.ts imports model/resources.ts (type)',
+    ],
+    [
+      'auth/tokens.ts',
+      "import { delay } from '../exporter/retry.js';\nexport const t = delay;\n",
+      'auth/tokens.ts imports exporter/retry.ts',
+    ],
+  ];
+  for (const [path, text, named] of cases) {
+    const r = check({ ...tree, [path]: text });
+    assert.is(r.code, 1, r.out);
+    assert.match(r.out, `sideways import: ${named}`);
+  }
 });
 
 test('a circle of files inside one folder fails', () => {

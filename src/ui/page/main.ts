@@ -7,6 +7,7 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
+import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -121,7 +122,8 @@ function renderExporters(states: State[]): void {
       cell(show(num(s.dropped)), 'num'),
       cell(show(num(s.filtered)), 'num'),
       cell(show(num(s.ignored)), 'num'),
-      cell(typeof s['last-error'] === 'string' ? s['last-error'] : '', 'error-text'),
+      cell(retryWords(s, now), 'retry-text'),
+      cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted'),
     );
     return tr;
   });

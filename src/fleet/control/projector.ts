@@ -1,9 +1,9 @@
 /**
- * The projector: keeps every site's change log (log.ts) equal to what applies to it
+ * The projector: keeps every site's change log (change-log.ts) equal to what applies to it
  * (applicable.ts). After each configuration commit (store.onChange, from any process), at
  * start, and every `resyncMs` as a safety net, it reads the whole configuration at one
  * revision, computes each site's set, diffs it against the site's materialised set and appends
- * the difference as one entry (a compare-and-set on the site's head, see log.ts).
+ * the difference as one entry (a compare-and-set on the site's head, see change-log.ts).
  *
  * Why not append inside the configuration commit: what applies to a site depends on objects a
  * commit does not touch (every site's labels, every deployment), so an in-commit append would
@@ -25,14 +25,15 @@
  * is placed and where it was; anything else: every site). Every `resyncMs`, at start and when
  * a caller asks (project()), a pass recomputes every site.
  */
-import { etagOf } from '../store/etag.js';
-import type { Store } from '../store/store.js';
-import { snapshotReader } from '../store/snapshot.js';
-import type { JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
-import type { Strongbox } from '../secrets/strongbox.js';
+import { etagOf } from '../../store/etag.js';
+import type { Store } from '../../store/store.js';
+import { snapshotReader } from '../../store/snapshot.js';
+import type { JsonObject } from '../../lib/json.js';
+import { log } from '../../lib/log.js';
+import type { Strongbox } from '../../secrets/strongbox.js';
 import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './applicable.js';
-import type { FleetChange, FleetLog } from './log.js';
+import type { FleetChange } from '../common/protocol.js';
+import type { FleetLog } from './change-log.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 
 export type ProjectorOptions = {

@@ -32,24 +32,23 @@
  */
 import { Hono, type Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
-import type { AppDeps, AppEnv } from '../api/deps.js';
-import { principalOf, readBody, reply, searchParams } from '../api/http.js';
-import { routes } from '../api/route-table.js';
-import { allowRoutes, on } from '../api/routing.js';
-import { ApiError } from '../lib/errors.js';
-import { configKey } from '../store/keys.js';
-import { parseQuery } from '../query/params.js';
+import type { AppDeps, AppEnv } from '../../api/deps.js';
+import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
+import { routes } from '../../api/route-table.js';
+import { allowRoutes, on } from '../../api/routing.js';
+import { ApiError } from '../../lib/errors.js';
+import { configKey } from '../../store/keys.js';
+import { parseQuery } from '../../query/params.js';
 import { randomUUID } from 'node:crypto';
-import { isObject, type Json } from '../lib/json.js';
-import { compareVersions, parseVersion, type FleetEntry, type FleetLog } from './log.js';
+import { isObject, type Json } from '../../lib/json.js';
+import { compareVersions, parseVersion, siteKeyHeader, type FleetEntry } from '../common/protocol.js';
+import type { FleetLog } from './change-log.js';
 import { createInboxes } from './inbox.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
-import { isPublicKeyText } from '../secrets/sealed.js';
-import { recordedKeyOf, siteKeyHeader } from './sealing.js';
-
-export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
+import { isPublicKeyText } from '../../secrets/sealed.js';
+import { recordedKeyOf } from './sealing.js';
 
 /** Routes that run inside the app's guard (user tokens and policies). */
 export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {

@@ -1,17 +1,17 @@
 /**
  * At an edge site: which configuration objects came from the control plane, and the store
  * every other module of the site uses, which refuses to write them (409
- * `managed-by-control-plane`). Site sync (site-sync.ts) writes through the inner store.
+ * `managed-by-control-plane`). The sync loop (sync-loop.ts) writes through the inner store.
  *
  * The sync record is one configuration object, `~fleet/sync` = {version, keys}: the last change
  * applied and the keys it manages. It is written in the same commit as the change it records,
  * so a crash can never separate the two. `~fleet` is not a valid tenant name, so no API path
  * reaches it.
  */
-import { ApiError } from '../lib/errors.js';
-import { isObject } from '../lib/json.js';
-import { splitKey } from '../store/keys.js';
-import type { Store } from '../store/store.js';
+import { ApiError } from '../../lib/errors.js';
+import { isObject } from '../../lib/json.js';
+import { splitKey } from '../../store/keys.js';
+import type { Store } from '../../store/store.js';
 
 export const syncRecordKey = '~fleet/sync';
 

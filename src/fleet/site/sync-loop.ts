@@ -8,7 +8,7 @@
  * version is skipped. When the stream ends or fails it reconnects after an exponential
  * back-off with jitter (half to all of min(max, base × 2^attempt)), reset after an event.
  * While disconnected, the site keeps running on what it applied, across its own restarts.
- * Each request presents the site's public key (sealing.ts): secrets arrive sealed for it and
+ * Each request presents the site's public key (site-key.ts): secrets arrive sealed for it and
  * are stored as they came.
  *
  * A `bookmark` (the version the stream is at) is recorded like an empty entry: the resume point
@@ -19,14 +19,13 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch as undiciFetch, request } from 'undici';
-import { etagOf } from '../store/etag.js';
-import type { Store, WriteOp } from '../store/store.js';
-import { isObject, type JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
-import { compareVersions, type FleetChange } from './log.js';
+import { etagOf } from '../../store/etag.js';
+import type { Store, WriteOp } from '../../store/store.js';
+import { isObject, type JsonObject } from '../../lib/json.js';
+import { log } from '../../lib/log.js';
+import { compareVersions, siteKeyHeader, type FleetChange } from '../common/protocol.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
-import { siteKeyHeader } from './sealing.js';
-import type { ForwardedAnswer, ForwardedRead } from './relay.js';
+import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 import { startReporter, type Reporter } from './reporter.js';
 
 /** What the rest of the site gives the sync loop (server.ts builds them once the app exists). */
@@ -47,7 +46,7 @@ export type SiteSyncOptions = {
   ca?: string | undefined;
   /** Where changes are applied: the site's own store (storeTarget), or any other SyncTarget. */
   target: SyncTarget;
-  /** The site's public key (sealing.ts), sent with each sync request; throws while it cannot be had. */
+  /** The site's public key (site-key.ts), sent with each sync request; throws while it cannot be had. */
   publicKey: () => Promise<string>;
   /** Jitter source in [0, 1) (tests inject one). */
   random?: () => number;

@@ -1,34 +1,39 @@
 /**
- * The fleet: one control plane, many edge sites, in one binary (settings.fleet picks the role).
+ * This process's fleet role, opened: one control plane, many edge sites, in one binary
+ * (settings.fleet picks the role). The control plane's files are in control/, the site's in
+ * site/, what both know (the entries, versions and key header they exchange) in common/.
  *
  * Control plane (no CONTROL_PLANE_URL): the projector keeps each site's change log
- * (projector.ts, log.ts) and the app serves issue-token and the sync route (routes.ts).
+ * (control/projector.ts, control/change-log.ts) and the app serves issue-token and the sync
+ * route (control/routes.ts).
  * Edge site: the rest of the process uses a store that refuses writes to synced objects
- * (managed.ts), and the sync loop (site-sync.ts) applies what the control plane sends.
+ * (site/managed.ts), and the sync loop (site/sync-loop.ts) applies what the control plane sends.
  *
  * server.ts calls openFleet right after opening the store and start() once the app exists
  * (with the hooks an edge site answers reads and builds its state reports with).
  *
  * `site=` reads (api/site-reads.ts) reach a site through `reads`: live down its sync stream by
- * the relay (relay.ts: Redis pub/sub, or in process on the embedded store), else its last
- * report (presence.ts, in the store's kv area).
+ * the relay (control/relay.ts: Redis pub/sub, or in process on the embedded store), else its last
+ * report (control/presence.ts, in the store's kv area).
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetSample, FleetView, ProbeCheck } from '../api/deps.js';
+import { fleetMetricsSource } from './control/metrics-source.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import { log } from '../lib/log.js';
-import { loadSiteKey, storedPublicKey } from './sealing.js';
-import { createMemoryFleetLog, openRedisFleetLog, type FleetLog } from './log.js';
-import { ManagedKeys, readOnlySynced, syncRecordKey } from './managed.js';
-import { startProjector, type Projector } from './projector.js';
-import { createPresence, type Presence } from './presence.js';
-import { fleetSiteRoutes, fleetUserRoutes } from './routes.js';
-import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site-sync.js';
-import { createMemoryRelay, openRedisRelay, type FleetRelay } from './relay.js';
+import { loadSiteKey, storedPublicKey } from './site/site-key.js';
+import { createEmbeddedFleetLog, openRedisFleetLog, type FleetLog } from './control/change-log.js';
+import { ManagedKeys, readOnlySynced, syncRecordKey } from './site/managed.js';
+import { startProjector, type Projector } from './control/projector.js';
+import { createPresence, type Presence } from './control/presence.js';
+import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
+import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
+import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
+import { createExporterView } from './control/exporter-view.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -43,6 +48,8 @@ export type Fleet = FleetView & {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** At a control plane: the fleet's series of /metrics (control/metrics-source.ts). */
+  metrics?: () => Promise<FleetSample>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
   /**
@@ -125,8 +132,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       },
     };
   }
-  const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createMemoryFleetLog();
-  const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createMemoryRelay();
+  const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createEmbeddedFleetLog();
+  const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createEmbeddedRelay();
   let projector: Projector | undefined;
   let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);
@@ -146,11 +153,18 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    exporterView: createExporterView({
+      store,
+      root: settings.tenant,
+      ownSite: settings.site,
+      lastReport: (site) => presence.lastReport(site),
+    }),
     reads: {
       ask: async (site, read) =>
         (await presence.isConnected(site)) ? relay.ask(site, read, readTimeoutMs) : undefined,
       lastReport: (site) => presence.lastReport(site),
     },
+    metrics: fleetMetricsSource({ store, fleetLog, root: settings.tenant, ownSite: settings.site }),
     readyChecks: [],
     async attachStrongbox(b) {
       box = b;

@@ -4,8 +4,8 @@
  * a site sends at most one report per `minIntervalMs` (changes in between fold into the next
  * one) and none when the state is the same as the last one the control plane acknowledged.
  */
-import { canonicalJson, type JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
+import { canonicalJson, type JsonObject } from '../../lib/json.js';
+import { log } from '../../lib/log.js';
 
 export type ReporterOptions = {
   /** Builds the whole report (the site's state). */

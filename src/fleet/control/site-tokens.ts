@@ -10,8 +10,8 @@
  *   fleet:site-token-id:<id>    → the site it was issued to
  */
 import { randomBytes } from 'node:crypto';
-import { tokenId } from '../auth/tokens.js';
-import type { Store } from '../store/store.js';
+import { tokenId } from '../../auth/tokens.js';
+import type { Store } from '../../store/store.js';
 
 const bySite = 'fleet:site-token:';
 const byId = 'fleet:site-token-id:';

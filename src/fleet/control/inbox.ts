@@ -1,9 +1,9 @@
 /**
  * The sync streams' side of the log's append notifications (routes.ts): one subscription per
  * process, an inbox per stream. A notification carries its entry and the head it follows
- * (log.ts), so a stream at that head sends the entry without reading the log.
+ * (change-log.ts), so a stream at that head sends the entry without reading the log.
  */
-import type { Appended, FleetLog } from './log.js';
+import type { Appended, FleetLog } from './change-log.js';
 
 /**
  * What a sync stream hears of its site's log between two sends: the entries the append

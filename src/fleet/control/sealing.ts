@@ -1,7 +1,7 @@
 /**
  * Secrets travel to an edge site sealed for that site (secrets/sealed.ts), end to end.
  *
- * The site makes its own X25519 key pair at first start (`loadSiteKey`) and keeps it in its
+ * The site makes its own X25519 key pair at first start (`loadSiteKey`, site/site-key.ts) and keeps it in its
  * store's kv area, the private part encrypted under its own secret store's master key; it
  * presents the public key on every sync connection. The control plane records it and its
  * projector seals each member of each vault secret for that key when it writes the site's
@@ -18,22 +18,12 @@
  * gets a reset and a snapshot).
  */
 import { createHash } from 'node:crypto';
-import { isObject, type JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
-import type { Store } from '../store/store.js';
-import { generateSiteKey, keyId, loadSitePrivateKey, seal, sealedFingerprint } from '../secrets/sealed.js';
-import { sealedContext, type Strongbox } from '../secrets/strongbox.js';
-
-/** The sync request header that carries the site's public key (base64url, 32 bytes). */
-export const siteKeyHeader = 'x-edgeplane-site-key';
+import { isObject, type JsonObject } from '../../lib/json.js';
+import { keyId, seal, sealedFingerprint } from '../../secrets/sealed.js';
+import { sealedContext, type Strongbox } from '../../secrets/strongbox.js';
 
 /** At the control plane: kv key of the public key a site presented last. */
 export const recordedKeyOf = (site: string) => `fleet:site-public-key:${site}`;
-
-/** At an edge site: kv key of its own key pair. */
-const ownKey = 'fleet:site-key';
-const ownKeyClaim = 'fleet:site-key-claim';
-const keyContext = 'fleet:site-key';
 
 const secretKey = /^[^/]+\/strongbox\/vaults\/[^/]+\/secrets\/[^/]+$/;
 
@@ -76,53 +66,4 @@ export function sealSecretFor(
     const plain = v.startsWith('enc:') ? box.decrypt(v, `${storeKey}#${member}`) : v;
     return seal(publicKey, plain, sealedContext(site, storeKey, member), sourceTag(v));
   });
-}
-
-type StoredKey = { public: string; private: string };
-
-function parseStored(text: string | undefined): StoredKey | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const doc = JSON.parse(text) as unknown;
-    if (isObject(doc) && typeof doc.public === 'string' && typeof doc.private === 'string')
-      return { public: doc.public, private: doc.private };
-  } catch {
-    /* unreadable: made again below */
-  }
-  return undefined;
-}
-
-/** At an edge site: the public part of its key pair, readable while its secret store is sealed. */
-export async function storedPublicKey(store: Store): Promise<string | undefined> {
-  return parseStored(await store.kvGet(ownKey))?.public;
-}
-
-/**
- * At an edge site: loads the site's key pair into the secret store (which must be unsealed),
- * making it on first use. Several processes of one site on one Redis: one claim makes it, the
- * others wait for it. Returns the public key.
- */
-export async function loadSiteKey(store: Store, box: Strongbox, site: string, waitMs = 10_000): Promise<string> {
-  const deadline = Date.now() + waitMs;
-  for (let round = 0; round < 1000; round++) {
-    const stored = parseStored(await store.kvGet(ownKey));
-    if (stored) {
-      const key = loadSitePrivateKey(box.decrypt(stored.private, keyContext));
-      box.holdSiteKey(site, key);
-      return key.publicKey;
-    }
-    if ((await store.kvIncr(ownKeyClaim, 1, waitMs)) === 1) {
-      const made = generateSiteKey();
-      const doc: StoredKey = { public: made.publicKey, private: box.encrypt(made.privateDer, keyContext) };
-      await store.kvSet(ownKey, JSON.stringify(doc));
-      log('info', 'fleet: made this site’s key pair (its secrets are sealed for it)', {
-        site,
-        kid: keyId(made.publicKey),
-      });
-      continue;
-    }
-    if (Date.now() > deadline) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the site key pair is being made by another process of this site and did not appear');
 }
