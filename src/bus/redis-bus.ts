@@ -31,6 +31,7 @@ import {
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
 const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
@@ -48,10 +49,6 @@ function goneHere(value: string): boolean {
   } catch (err) {
     return (err as { code?: unknown }).code === 'ESRCH';
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** NOGROUP: the group (or the stream) vanished, e.g. Redis restarted without persistence. */

@@ -18,6 +18,7 @@ import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
 import { LagMonitor } from './lag-monitor.js';
+import { errorText } from '../lib/error-text.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -109,7 +110,7 @@ export class Exporter {
   start(): void {
     this.lag.start();
     this.loop = this.run().catch((err: unknown) => {
-      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.error(`exporter stopped unexpectedly: ${errorText(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
     });
   }
@@ -130,7 +131,7 @@ export class Exporter {
           await reader.open();
           break;
         } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
       }
@@ -190,8 +191,8 @@ export class Exporter {
     try {
       batch = await reader.read(count);
     } catch (err) {
-      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
-      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
+      state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
       await realSleep(500);
       return 0;
     }
@@ -236,7 +237,7 @@ export class Exporter {
     this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
@@ -263,7 +264,11 @@ export class Exporter {
       try {
         n += await reader.claimDead(dead, minIdleMs);
       } catch (err) {
-        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+        log('debug', 'exporter: claim failed', {
+          exporter: this.d.spec.name,
+          topic: reader.topic,
+          error: errorText(err),
+        });
       }
     }
     if (n > 0) this.wake();

@@ -23,6 +23,7 @@ import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
 import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
+import { errorText } from '../lib/error-text.js';
 
 export type SupervisorOptions = {
   site: string;
@@ -95,7 +96,7 @@ export class Supervisor {
         this.queued = undefined;
         return this.closed ? undefined : this.reconcileNow();
       })
-      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
+      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: errorText(err) }));
     this.running = this.queued;
     return this.queued;
   }
@@ -218,7 +219,7 @@ export class Supervisor {
       // Compiled at write time when this process committed this revision; else compiled now.
       spec = specOf(configKey(tenant, `volga/webhooks/${name}`), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
-      state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
+      state.error(`invalid configuration: ${errorText(err)}`, this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -267,7 +268,7 @@ export class Supervisor {
         secrets: slot.secrets,
       });
     } catch (err) {
-      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.error(errorText(err), this.o.clock.now());
       state.setStatus('error');
       return;
     }

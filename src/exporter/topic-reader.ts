@@ -6,6 +6,7 @@
  */
 import { BusError, type Bus, type GroupRead, type StartAt, type StreamEntry } from '../bus/bus.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;
@@ -142,7 +143,7 @@ export class TopicReader {
       .catch((err: unknown) => {
         // Kept for the next flush: an unacked handled message would be sent again after a restart.
         if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
-        log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
+        log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
       })
       .finally(() => this.sending.delete(p));
     this.sending.add(p);

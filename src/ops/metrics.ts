@@ -19,6 +19,7 @@ import type { AppEnv, FleetSample } from '../api/deps.js';
 import { allowRoutes, on } from '../api/routing.js';
 import { routes } from '../api/route-table.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';
+import { bearerToken } from '../lib/bearer.js';
 
 /** Seconds: API requests answer in well under a millisecond from memory, up to seconds for big writes. */
 const apiBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -312,8 +313,8 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono
   on(app, routes.metrics, async (c) => {
     if (token !== undefined) {
       const h = c.req.header('authorization') ?? '';
-      const m = /^Bearer (.+)$/.exec(h);
-      if (!m || !sameSecret(m[1] as string, token))
+      const given = bearerToken(h);
+      if (given === undefined || !sameSecret(given, token))
         throw new ApiError(
           'unauthorized',
           'Authentication required: send Authorization: Bearer <METRICS_TOKEN> to read /metrics',

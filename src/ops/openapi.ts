@@ -15,6 +15,7 @@ import { objectBody, queryParamDocs, statusText, templateParams, type Obj } from
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';
 import type { Schema } from '../resources/schemas.js';
+import { infoCodes } from '../lib/errors.js';
 
 const errorRef = { $ref: '#/components/responses/Error' };
 
@@ -144,8 +145,19 @@ function components(): Obj {
         type: 'array',
         items: {
           type: 'object',
-          properties: { 'error-message': { type: 'string' }, 'error-info': { type: 'object' } },
-          required: ['error-message'],
+          properties: {
+            'error-message': { type: 'string', description: 'What was wrong, for people' },
+            'error-info': {
+              type: 'string',
+              description: 'The stable code programs match on (docs/ERRORS.md)',
+              enum: infoCodes.map(([code]) => code),
+            },
+            'error-details': {
+              type: 'object',
+              description: 'Where the problem is: path, x-path, position, parameter, op-index, index, line, column',
+            },
+          },
+          required: ['error-message', 'error-info'],
         },
       },
     },

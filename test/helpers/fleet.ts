@@ -6,6 +6,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { EventuallyOptions } from './wait.js';
+import { recordRead } from './openapi-check.js';
 
 export type Reply = { status: number; body: unknown; headers: Headers; text: string };
 
@@ -40,6 +41,7 @@ export function client(url: string, password: string, user = 'admin'): Client {
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         });
         const text = await res.text();
+        recordRead({ method, path, status: res.status, contentType: res.headers.get('content-type'), body: text });
         if (res.status === 401 && attempt === 0 && !('authorization' in headers)) {
           token = undefined;
           continue;

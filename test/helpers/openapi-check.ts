@@ -97,7 +97,12 @@ export async function recordReply(method: string, path: string, res: Response): 
   if (!recordDir) return;
   const contentType = res.headers.get('content-type');
   const body = contentType?.startsWith('text/event-stream') ? '' : await res.clone().text();
-  const line: RecordedReply = { method, path, status: res.status, contentType, body };
+  recordRead({ method, path, status: res.status, contentType, body });
+}
+
+/** Records a reply whose body was read already (helpers/fleet.ts's client over HTTP). */
+export function recordRead(line: RecordedReply): void {
+  if (!recordDir) return;
   mkdirSync(recordDir, { recursive: true });
   appendFileSync(join(recordDir, `replies-${process.pid}.jsonl`), JSON.stringify(line) + '\n');
 }
