@@ -26,6 +26,8 @@ export type ExporterDeps = {
   clock: Clock;
   agent: Agent;
   group: string;
+  /** The site of this process: its counts are its own (bus.ts AckCount). */
+  site: string;
   consumer: string;
   sys: ReadonlyMap<string, string>;
   secrets: ReadonlyMap<string, string>;
@@ -41,6 +43,9 @@ const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 function startAt(spec: ExporterSpec): StartAt {
   return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
 }
+
+/** The counter name of an exporter's outcomes at a site (bus.ts AckCount). */
+export const countAs = (group: string, site: string): string => `${group}|${site}`;
 
 export class Exporter {
   private readonly readers = new Map<string, TopicReader>();
@@ -123,7 +128,15 @@ export class Exporter {
   private async addTopic(topic: string, start: StartAt): Promise<void> {
     if (this.readers.has(topic) || this.opening.has(topic)) return;
     this.opening.add(topic);
-    const reader = new TopicReader(this.d.bus, topic, this.d.group, this.d.consumer, start);
+    const reader = new TopicReader(
+      this.d.bus,
+      topic,
+      this.d.group,
+      this.d.consumer,
+      start,
+      countAs(this.d.group, this.d.site),
+      (t, counts) => this.d.state.setTopicCounts(t, counts),
+    );
     try {
       for (;;) {
         if (this.stopCtl.signal.aborted) return;
@@ -241,8 +254,8 @@ export class Exporter {
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
-        reader.handled(msg.entry.id);
-        state.count(outcome);
+        // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
+        reader.handled(msg.entry.id, outcome);
         if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
       }
     } finally {

@@ -5,7 +5,7 @@
  * are fingerprinted; a different fingerprint restarts it keeping the group offsets, a
  * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
  */
-import type { Bus } from '../bus/bus.js';
+import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
@@ -13,7 +13,7 @@ import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
-import { Exporter } from './exporter.js';
+import { countAs, Exporter } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
@@ -237,7 +237,15 @@ export class Supervisor {
       state.setStatus('paused');
       // The topics it consumed keep showing their backlog, which grows while it is paused.
       const topics = new Set([...state.consumedTopics(), ...spec.topics]);
-      for (const t of topics) state.addTopic(t);
+      for (const t of topics) {
+        state.addTopic(t);
+        state.setTopicCounts(
+          t,
+          await this.busOf(tenant)
+            .counts(t, countAs(groupName(tenant, name), this.o.site))
+            .catch(() => noCounts()),
+        );
+      }
       slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
       return;
     }
@@ -278,6 +286,7 @@ export class Supervisor {
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
+      site: this.o.site,
       consumer: this.o.consumer,
       sys: ctx.vars,
       secrets: slot.secrets,
