@@ -1,7 +1,8 @@
 /**
  * Fleet test helpers: an HTTP client for an API process that logs in again when its token
  * stops working (a site's users change when it syncs), how to wait on such processes, and a
- * TCP proxy that a test can cut to take a site off the network.
+ * TCP proxy that a test can cut to take a site off the network. The client's replies are recorded
+ * with EDGEPLANE_RECORD_REPLIES=<dir>, to be checked against the OpenAPI document (openapi-check.ts).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
