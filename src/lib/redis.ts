@@ -11,6 +11,8 @@
 import { createClient, createSentinel, defineScript, type RedisScripts } from 'redis';
 import { ApiError } from './errors.js';
 import { log } from './log.js';
+import { backoffDelay } from './backoff.js';
+import { errorText } from './error-text.js';
 
 export type RedisNode = { host: string; port: number };
 
@@ -50,7 +52,7 @@ export function describeTarget(target: RedisTarget | string): string {
  * a Redis restart or a failover is picked up within seconds of the server answering again.
  */
 export function reconnectDelayMs(retries: number): number {
-  return Math.min(50 * 2 ** Math.min(retries, 6), 2000);
+  return backoffDelay(retries, { baseMs: 50, maxMs: 2000 });
 }
 
 export const connectTimeoutMs = 5000;
@@ -65,10 +67,6 @@ export type ConnectOptions<S extends RedisScripts> = {
    */
   offlineQueue?: boolean;
 };
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * The pub/sub channel `base` of the database the target selects: pub/sub is server-wide, not

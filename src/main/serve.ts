@@ -18,13 +18,15 @@ import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget, probeRedis, toTarget, type RedisTarget } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 /** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -44,12 +46,6 @@ const drainMs = 10_000;
 /** The setting that names a Redis deployment (start-up errors name it). */
 function redisSetting(target: RedisTarget): string {
   return target.kind === 'standalone' ? 'REDIS_URL' : target.kind === 'sentinel' ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER';
-}
-
-function errorText(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  if (e instanceof Error) return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
-  return String(err);
 }
 
 /** Binds the HTTP server, or throws StartupError naming PORT or HOST. */
@@ -102,7 +98,7 @@ export async function waitForRedis(
     }
     const setting = redisSetting(toTarget(target));
     if (fatalRedisError(failure)) throw new StartupError(setting, `Redis refused this client: ${failure}`);
-    const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
+    const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });
     startup.reason = `Redis at ${describeTarget(target)} is not reachable yet: ${failure}`;
     log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
       setting,
@@ -183,6 +179,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },
     }) as Server;
+    server.on('clientError', answerClientError);
     server.headersTimeout = settings.httpHeadersTimeoutMs;
     server.requestTimeout = settings.httpRequestTimeoutMs;
     server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;

@@ -8,6 +8,8 @@ import { compileLabelExpr } from '../query/labels.js';
 import { deploymentSchema } from './schemas.js';
 import type { ResourceModule } from './module.js';
 import { attempt } from './problems.js';
+import { selectedSites } from './placement.js';
+import { site } from './site.js';
 
 export const deployment: ResourceModule = {
   id: 'deployment',
@@ -31,7 +33,8 @@ export const deployment: ResourceModule = {
     return typeof app === 'string' ? [`application:${app}`] : [];
   },
   async derivedState(value, ctx) {
-    return { status: { 'selected-sites': await ctx.selectedSites(value) } };
+    const sites = await ctx.listConfig(site.segments.join('/'));
+    return { status: { 'selected-sites': selectedSites(value, sites) } };
   },
   stateMembers: {
     status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },

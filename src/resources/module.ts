@@ -43,8 +43,8 @@ export type StateContext = {
   exporterState(name: string): Promise<JsonObject | undefined>;
   /** At a control plane, the link of site `name` to it (root tenant only); else undefined. */
   siteLink(name: string): Promise<JsonObject | undefined>;
-  /** The names of the tenant's sites a deployment selects (exporter/placement.ts; none when its selector is invalid). */
-  selectedSites(deployment: JsonObject): Promise<string[]>;
+  /** The objects of the tenant's list at `path` (a configuration path, e.g. of the sites), in their order. */
+  listConfig(path: string): Promise<JsonObject[]>;
 };
 
 export type ResourceModule = {

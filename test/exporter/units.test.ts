@@ -14,8 +14,8 @@ import { backoffMs, mayRetry, nextDelayMs, retryAfterMs } from '../../src/export
 import { Message, resolvePointer } from '../../src/exporter/message.js';
 import { parseDuration } from '../../src/lib/duration.js';
 import { parsePointer } from '../../src/lib/json-pointer.js';
-import { placeHere } from '../../src/exporter/placement.js';
-import { siteLabels, type SiteContext } from '../../src/exporter/system-vars.js';
+import { placeHere, siteLabels } from '../../src/resources/placement.js';
+import type { SiteContext } from '../../src/exporter/system-vars.js';
 import { compileSpec } from '../../src/resources/webhook/spec.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';

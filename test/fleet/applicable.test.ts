@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { JsonObject } from '../../src/lib/json.js';
 import { applicableTo } from '../../src/fleet/control/applicable.js';
-import { selectedSites } from '../../src/exporter/placement.js';
+import { selectedSites } from '../../src/resources/placement.js';
 
 const hook = (name: string, placement: JsonObject, extra: JsonObject = {}): JsonObject => ({
   name,

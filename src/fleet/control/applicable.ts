@@ -16,9 +16,15 @@
  */
 import { isObject, type JsonObject } from '../../lib/json.js';
 import { configKey } from '../../store/keys.js';
-import { placeHere, selects } from '../../exporter/placement.js';
 import type { Labels } from '../../query/labels.js';
-import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from '../../exporter/system-vars.js';
+import {
+  deploymentSelector,
+  placeHere,
+  selects,
+  siteLabelRecord,
+  siteLabels,
+  type PlacementContext,
+} from '../../resources/placement.js';
 
 export type ConfigView = ReadonlyMap<string, JsonObject>;
 
@@ -94,11 +100,8 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
  * passes (store/snapshot.ts), so a site's labels are worked out once per version of its object.
  */
 const labelsOf = new WeakMap<JsonObject, Labels>();
-/** Placement reads no SYS_* variables. */
-const noVars: ReadonlyMap<string, string> = new Map();
-
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
-function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): SiteContext {
+function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): PlacementContext {
   const obj = view.get(configKey(tenant, `sites/${site}`));
   let labels = obj && labelsOf.get(obj);
   if (!labels) {
@@ -106,7 +109,7 @@ function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: str
     if (obj) labelsOf.set(obj, labels);
   }
   const deployments = index.deployments.get(tenant) ?? new Map<string, string>();
-  return { site, tenant, labels, vars: noVars, deployments };
+  return { site, labels, deployments };
 }
 
 /** The tenant objects from `tenant` up to the root (each kept by its parent). */
@@ -152,7 +155,7 @@ export function applicableTo(
   const out = new Map<string, JsonObject>();
   copy(view, configKey(root, `sites/${site}`), out);
   tenantBasics(view, index, root, out);
-  const contexts = new Map<string, SiteContext>();
+  const contexts = new Map<string, PlacementContext>();
   const owners = new Set<string>();
   for (const { key, tenant, cfg } of index.webhooks) {
     let ctx = contexts.get(tenant);

@@ -1,14 +1,62 @@
 /**
- * Whether an exporter runs at this site (`site-placement`): exactly one of
+ * Placement, the configuration's words for where things run: a site's labels (its own, its
+ * hosts', system/type and system/name), an application deployment's site selector and the
+ * sites it selects, and whether an exporter runs at a site (`site-placement`): exactly one of
  * all-sites, sites, application-deployments (the sites those deployments select) and
- * match-site-labels. Label expressions are compiled once per text and cached, since the
- * supervisor re-evaluates placement at every relevant configuration change.
+ * match-site-labels. The exporter supervisor, the fleet's projector (what applies to a site)
+ * and /v1/state (a deployment's selected sites) all ask it. Label expressions are compiled
+ * once per text and cached, since the supervisor re-evaluates placement at every relevant
+ * configuration change.
  */
 import { isObject, type JsonObject } from '../lib/json.js';
-import { compileLabelExpr, type LabelMatcher } from '../query/labels.js';
-import { deploymentSelector, siteLabelRecord, siteLabels, type SiteContext } from './system-vars.js';
-import type { Labels } from '../query/labels.js';
+import { compileLabelExpr, type LabelMatcher, type Labels } from '../query/labels.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
+
+/** What placement knows of a site: its name, its labels, and its tenant's deployments' selectors. */
+export type PlacementContext = {
+  site: string;
+  /** The site object's labels, its hosts' labels, system/name and system/type. */
+  labels: Labels;
+  /** Deployment name → its `placement.match-site-labels` text. */
+  deployments: ReadonlyMap<string, string>;
+};
+
+function addLabel(into: Map<string, string[]>, key: string, value: unknown): void {
+  if (typeof value !== 'string') return;
+  const list = into.get(key) ?? [];
+  if (!list.includes(value)) list.push(value);
+  into.set(key, list);
+}
+
+/** Site labels: when no site object exists for SITE, only system/name. */
+export function siteLabels(site: string, obj: JsonObject | undefined): Map<string, string[]> {
+  const labels = new Map<string, string[]>();
+  if (obj) {
+    if (isObject(obj.labels)) for (const [k, v] of Object.entries(obj.labels)) addLabel(labels, k, v);
+    if (Array.isArray(obj.hosts)) {
+      for (const h of obj.hosts)
+        if (isObject(h) && isObject(h.labels)) for (const [k, v] of Object.entries(h.labels)) addLabel(labels, k, v);
+    }
+    addLabel(labels, 'system/type', obj.type);
+  }
+  labels.set('system/name', [site]);
+  return labels;
+}
+
+/** An application deployment's site selector (`placement.match-site-labels`), if it has one. */
+export function deploymentSelector(deployment: JsonObject): string | undefined {
+  const placement = deployment.placement;
+  return isObject(placement) && typeof placement['match-site-labels'] === 'string'
+    ? placement['match-site-labels']
+    : undefined;
+}
+
+/** The site's labels as a label expression reads them (one value as a string, several as a list). */
+export function siteLabelRecord(labelMap: ReadonlyMap<string, string[]>): Labels {
+  const labels: Record<string, string | string[]> = {};
+  for (const [k, v] of labelMap) labels[k] = v.length === 1 ? v[0]! : v;
+  return labels;
+}
 
 const compiled = new BoundedMap<string, LabelMatcher | Error>(10_000);
 
@@ -42,7 +90,7 @@ export function selectedSites(deployment: JsonObject, sites: readonly JsonObject
 
 export type Placement = { placed: true } | { placed: false; reason: string } | { placed: 'invalid'; reason: string };
 
-export function placeHere(sitePlacement: unknown, ctx: SiteContext): Placement {
+export function placeHere(sitePlacement: unknown, ctx: PlacementContext): Placement {
   if (!isObject(sitePlacement)) return { placed: 'invalid', reason: 'site-placement is missing' };
   const p: JsonObject = sitePlacement;
   if ('all-sites' in p) {
