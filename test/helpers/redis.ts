@@ -139,6 +139,7 @@ export async function startRedis(
       const c = child;
       child = undefined;
       if (!c || c.exitCode !== null) return;
+      c.ref(); // an unreferenced server (opts.unref) must still be waited for here
       await new Promise<void>((resolve) => {
         c.once('exit', () => resolve());
         c.kill(o?.hard ? 'SIGKILL' : 'SIGTERM');
