@@ -27,13 +27,14 @@ import type { StoredRevision } from '../store/store.js';
 import { resolvePath } from '../model/resources.js';
 import { runTransaction, type Change, type TxMode } from '../model/transaction.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { principalOf, readBody, reply, searchParams } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
 import { redact, shape } from './present.js';
 import { configTxContext } from './config.js';
 
 const listPath = '/v1/state/config-revisions';
-const rollbackPath = '/v1/config/rollback';
 /** The most revisions a list read walks (newest first). */
 export const maxListed = 10_000;
 
@@ -97,8 +98,8 @@ function parseRevision(raw: unknown, where: string): number {
 export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  app.on(['GET', 'HEAD'], listPath, async (c) => {
-    const q = parseQuery(searchParams(c), ['count', 'where', 'fields']);
+  on(app, routes.configRevisions, async (c) => {
+    const q = parseQuery(searchParams(c), routes.configRevisions.query);
     const p = principalOf(c);
     deps.auth.authorize(p, listPath, 'read');
     const out: JsonObject[] = [];
@@ -117,8 +118,8 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
     );
   });
 
-  app.on(['GET', 'HEAD'], `${listPath}/:revision`, async (c) => {
-    parseQuery(searchParams(c), []);
+  on(app, routes.configRevision, async (c) => {
+    parseQuery(searchParams(c), routes.configRevision.query);
     const p = principalOf(c);
     deps.auth.authorize(p, c.req.path, 'read');
     const n = parseRevision(c.req.param('revision'), 'the path');
@@ -144,8 +145,8 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, s);
   });
 
-  app.post(rollbackPath, async (c) => {
-    const q = parseQuery(searchParams(c), ['dry-run', 'validate']);
+  on(app, routes.rollback, async (c) => {
+    const q = parseQuery(searchParams(c), routes.rollback.query);
     if (q.dryRun && q.validate)
       throw new ApiError('invalid-query', 'Cannot use dry-run and validate together: choose one', {
         code: 'conflicting-parameters',
@@ -179,16 +180,7 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, { revision: result.revision ?? (await deps.store.revision()) });
   });
 
-  for (const [path, allow] of [
-    [listPath, ['GET', 'OPTIONS']],
-    [`${listPath}/:revision`, ['GET', 'OPTIONS']],
-    [rollbackPath, ['POST', 'OPTIONS']],
-  ] as const) {
-    app.options(path, () => options(allow, false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, c.req.path, allow);
-    });
-  }
+  allowRoutes(app);
   return app;
 }
 

@@ -20,6 +20,9 @@ Usage:
 Settings (environment; README "Settings" says more):
   PORT (4646)  HOST (0.0.0.0)  SITE (local)  LOG_LEVEL (info: debug|info|warn|error)  TENANT (default)
   REDIS_URL                  Redis for configuration, state and bus; unset: embedded store in DATA_DIR
+  REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER   instead of REDIS_URL: Sentinel, Cluster
+  REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS_CA   for any of the three
+  REDIS_REPLICA_TIMEOUT (1s) a 2xx write waits this long for a replica (else 503 not-replicated)
   DATA_DIR (./data)          embedded store and bus, generated strongbox.key
   ADMIN_PASSWORD             admin's password (unset on a first start: generated and printed once)
   STRONGBOX_KEY, STRONGBOX_KEY_FILE, STRONGBOX_AUTO_UNSEAL (true)   the secret store's master key

@@ -133,8 +133,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       },
     };
   }
-  const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createEmbeddedFleetLog();
-  const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createEmbeddedRelay();
+  const fleetLog: FleetLog = settings.redis ? await openRedisFleetLog(settings.redis) : createEmbeddedFleetLog();
+  const relay: FleetRelay = settings.redis ? await openRedisRelay(settings.redis) : createEmbeddedRelay();
   let projector: Projector | undefined;
   let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);

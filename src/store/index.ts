@@ -8,10 +8,10 @@ export type { CommitResult, Entry, Expect, Store, WriteOp } from './store.js';
 export { etagOf } from './etag.js';
 
 export async function openStore(
-  settings: Pick<Settings, 'redisUrl' | 'dataDir'> & { configHistoryMs?: number },
+  settings: Pick<Settings, 'redis' | 'dataDir'> & { configHistoryMs?: number },
 ): Promise<Store> {
   const historyMs = settings.configHistoryMs;
   const opts = historyMs !== undefined ? { historyMs } : {};
-  if (settings.redisUrl) return openRedisStore(settings.redisUrl, opts);
+  if (settings.redis) return openRedisStore(settings.redis, opts);
   return openEmbeddedStore(settings.dataDir, opts);
 }

@@ -264,8 +264,8 @@ test('produce, restart and watch of an exporter state', async () => {
     [
       'name: h1',
       'topics: [cli-t]',
-      // This process's own site only: placed on all sites, h1 would be the fleet's (CONTRACT §11:
-      // `starting` until s1, configured above and never connected, reports), and top reads it here.
+      // This site only: placed on s1 too (never connected), the control plane's fleet view would
+      // say `starting` (CONTRACT §11).
       'site-placement: {sites: [local]}',
       'start-position: beginning',
       `url: ${sink.url}/h1`,
