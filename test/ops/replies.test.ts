@@ -210,6 +210,20 @@ test('every reply of every operation matches the document', async () => {
   await call('POST', '/v1/state/volga/webhooks/w1/restart');
   await call('GET', '/v1/state/strongbox/vaults/v1/secrets/s1');
 
+  // The configuration history and rollback.
+  for (const q of ['', '?count', '?fields=revision,user', '?where=revision%3E0', '?limit=1'])
+    await call('GET', `/v1/state/config-revisions${q}`);
+  await call('GET', '/v1/state/config-revisions', { headers: yaml });
+  const newest = ((await (await call('GET', '/v1/state/config-revisions')).json()) as Array<{ revision: number }>)[0];
+  await call('GET', `/v1/state/config-revisions/${newest?.revision ?? 1}`);
+  await call('GET', '/v1/state/config-revisions/999999');
+  await call('GET', '/v1/state/config-revisions/abc');
+  await call('POST', '/v1/config/rollback?dry-run', { body: { to: newest?.revision ?? 1 } });
+  await call('POST', '/v1/config/rollback?validate', { body: { to: newest?.revision ?? 1 } });
+  await call('POST', '/v1/config/rollback', { body: { to: newest?.revision ?? 1 } });
+  await call('POST', '/v1/config/rollback', { body: { to: 'abc' } });
+  await call('POST', '/v1/config/rollback', { body: { to: 999999 } });
+
   // The fleet: a site's token, then the site's own routes.
   const issued = await call('POST', '/v1/state/sites/s1/issue-token');
   const token = ((await issued.json()) as { token: string }).token;
