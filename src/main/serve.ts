@@ -195,7 +195,11 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     instance = inst;
     startup.ready = true;
     startup.reason = undefined;
-    if (stopping) return void inst.close(drainMs);
+    if (stopping) {
+      // Stopped while starting: close what just started (a failure is logged, not left unhandled).
+      await inst.close(drainMs).catch((err: unknown) => log('error', 'shutdown failed', { error: errorText(err) }));
+      return;
+    }
 
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
     const how = settings.adminPassword
