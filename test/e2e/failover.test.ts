@@ -5,7 +5,9 @@
  * 2xx is there afterwards (it waited for the replica), the login token issued before the
  * failover still works, the process writes again without a restart; (b) while an exporter
  * delivers a produced stream: every message a replica confirmed is delivered, duplicates
- * counted and within the README's bound. Resume time and rates are printed, not asserted.
+ * counted and within the README's bound; (c) under a control plane with three connected edge
+ * sites during configuration writes: every site ends with exactly the control plane's
+ * objects. Resume time and rates are printed, not asserted.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +15,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { redisClient, send } from '../../src/lib/redis.js';
+import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
+import { client, SITE_WAIT } from '../helpers/fleet.js';
 import { startSentinelSet } from '../helpers/redis-deployments.js';
 import { startServe } from '../helpers/serve-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
@@ -182,6 +186,80 @@ test('Sentinel: exporter delivery at ~1,000 msg/s through a kill -9 of the prima
     p.kill('SIGKILL');
     await p.exited(10_000).catch(() => undefined);
     await sink.close();
+    await set.dispose();
+  }
+});
+
+test('Sentinel: connected sites catch up exactly through a kill -9 of the control plane primary', async () => {
+  const set = await startSentinelSet();
+  const procs: ApiProc[] = [];
+  try {
+    const cp = await spawnApiProc({
+      ...set.env,
+      PORT: '0',
+      SITE: 'hq',
+      ADMIN_PASSWORD: password,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-failover-cp-')),
+    });
+    procs.push(cp);
+    const admin = client(cp.url, password);
+    const names = ['edge-1', 'edge-2', 'edge-3'];
+    const sites = [];
+    for (const name of names) {
+      assert.is((await admin.call('PUT', `/v1/config/sites/${name}`, { name })).status, 201);
+      const t = await admin.call('POST', `/v1/state/sites/${name}/issue-token`);
+      assert.is(t.status, 201, t.text);
+      const proc = await spawnApiProc({
+        CONTROL_PLANE_URL: cp.url,
+        SITE: name,
+        SITE_TOKEN: (t.body as { token: string }).token,
+        DATA_DIR: mkdtempSync(join(tmpdir(), `edgeplane-failover-${name}-`)),
+        ADMIN_PASSWORD: password,
+      });
+      procs.push(proc);
+      sites.push({ name, api: client(proc.url, password) });
+    }
+    const body = (i: number) => ({
+      topics: ['fleet'],
+      'site-placement': { 'all-sites': true },
+      url: 'http://127.0.0.1:9/hook',
+      data: `\${MSG} ${i}`,
+    });
+    const acked: string[] = [];
+    let failover: Promise<number> | undefined;
+    for (let i = 0; i < 60; i++) {
+      if (i === 20) failover = set.killPrimary().then((old) => set.waitPromoted(old, 60_000));
+      const r = await admin.call('PUT', `/v1/config/volga/webhooks/f-${i}`, body(i)).catch(() => undefined);
+      if (r && r.status >= 200 && r.status < 300) acked.push(`f-${i}`);
+    }
+    await failover;
+    // One more write after the promotion: the sites must catch up with it too.
+    let last: number | undefined;
+    await eventually(
+      async () => {
+        last = (await admin.call('PUT', '/v1/config/volga/webhooks/after', body(-1)).catch(() => undefined))?.status;
+        return last === 201 || last === 200;
+      },
+      'a write after the promotion',
+      SITE_WAIT,
+    );
+    acked.push('after');
+    const cpList = await admin.call('GET', '/v1/config/volga/webhooks');
+    assert.is(cpList.status, 200);
+    const expected = JSON.stringify(cpList.body);
+    for (const s of sites)
+      await eventually(
+        async () => JSON.stringify((await s.api.call('GET', '/v1/config/volga/webhooks')).body) === expected,
+        `${s.name} holds exactly the control plane's webhooks`,
+        { ...SITE_WAIT, timeoutMs: 60_000 },
+      );
+    for (const name of acked)
+      assert.ok(expected.includes(`"${name}"`), `${name} was acknowledged, so it survives the failover`);
+    process.stdout.write(
+      `sentinel fleet failover: ${acked.length} writes acknowledged, ${sites.length} sites caught up exactly\n`,
+    );
+  } finally {
+    for (const p of procs) p.child.kill('SIGKILL');
     await set.dispose();
   }
 });
