@@ -24,7 +24,9 @@ import {
   tokenId,
   type TokenReply,
 } from './tokens.js';
-import { prepareUserForStore } from '../resources/user.js';
+import { prepareUserForStore, user } from '../resources/user.js';
+import { policy } from '../resources/policy/index.js';
+import { tenant as tenantResource } from '../resources/tenant.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 
 export type AuthOptions = {
@@ -152,9 +154,9 @@ export function createAuth(opts: AuthOptions): Auth {
    */
   const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
   const forgetPrincipals = () => principals.clear();
-  const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
+  const identityKey = (k: string) => [user, policy, tenantResource].some((r) => r.parseKey(k));
   const unsubscribe = store.onChange((keys) => {
-    if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+    if (keys.some(identityKey)) forgetPrincipals();
   });
 
   function cachedPrincipal(header: string | undefined): Principal | undefined {
@@ -311,7 +313,7 @@ export function createAuth(opts: AuthOptions): Auth {
     audit,
     invalidate(keys) {
       directory.invalidate(keys);
-      if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+      if (keys.some(identityKey)) forgetPrincipals();
     },
     close() {
       unsubscribe();

@@ -19,7 +19,6 @@
 import type { Hono } from 'hono';
 import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
 import { adminUser } from '../auth/bootstrap.js';
-import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
@@ -32,6 +31,7 @@ import { createPresence, type Presence } from './control/presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
+import { user } from '../resources/user.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -90,8 +90,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     return {
       role: 'edge-site',
       store: readOnlySynced(store, managed),
-      authSettings: (s) =>
-        managed.has(configKey(s.tenant, `system/users/${adminUser}`)) ? { ...s, adminPassword: undefined } : s,
+      authSettings: (s) => (managed.has(user.keyOf(s.tenant, adminUser)) ? { ...s, adminPassword: undefined } : s),
       userRoutes: () => [],
       siteRoutes: () => [],
       siteState: async () => undefined,

@@ -7,7 +7,7 @@ import type { JsonObject } from '../lib/json.js';
 import { hashPassword, isPasswordHash, maxPasswordLength } from '../secrets/passwords.js';
 import type { Schema } from './schemas.js';
 import { userSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
 export const passwordHashField = 'password-hash';
 
@@ -56,7 +56,7 @@ export function redactUser(obj: JsonObject): JsonObject {
   return out;
 }
 
-export const user: ResourceModule = {
+export const user: ResourceModule = resource({
   id: 'user',
   segments: ['system', 'users'],
   shape: 'list',
@@ -76,4 +76,4 @@ export const user: ResourceModule = {
     props.password = { ...props.password, writeOnly: true };
     return { ...schema, properties: props };
   },
-};
+});

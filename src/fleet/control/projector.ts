@@ -31,6 +31,8 @@ import { snapshotReader } from '../../store/snapshot.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import type { Strongbox } from '../../secrets/strongbox.js';
+import { site as siteResource } from '../../resources/site.js';
+import { webhook } from '../../resources/webhook/index.js';
 import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './applicable.js';
 import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
@@ -66,15 +68,14 @@ const appendsAtOnce = 64;
 /** Logs trimmed at once (a few, so trims never crowd out the appends of a pass). */
 const trimsAtOnce = 8;
 
-const anySiteKey = /^([^/]+)\/sites\/([^/]+)$/;
-const webhookKey = /^[^/]+\/volga\/webhooks\/[^/]+$/;
-
-const siteKey = (root: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/sites/([^/]+)$`);
-
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
   const known = new Map<string, Known>();
-  const sitePattern = siteKey(o.root);
+  /** The name of the root tenant's site whose object is at `key`, if it is one. */
+  const rootSite = (key: string) => {
+    const p = siteResource.parseKey(key);
+    return p?.tenant === o.root ? p.name : undefined;
+  };
   let running: Promise<void> | undefined;
   /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
   let again = false;
@@ -116,12 +117,12 @@ export function startProjector(o: ProjectorOptions): Projector {
   function concerned(read: Read, changed: ReadonlySet<string>, sites: Set<string>): Set<string> | 'all' {
     const out = new Set<string>();
     for (const key of changed) {
-      const site = anySiteKey.exec(key)?.[2];
-      if (site !== undefined) {
-        out.add(site);
+      const named = siteResource.parseKey(key)?.name;
+      if (named !== undefined) {
+        out.add(named);
         continue;
       }
-      if (!webhookKey.test(key)) return 'all';
+      if (!webhook.parseKey(key)) return 'all';
       const placed = webhookPlacement(read.view, read.index, key);
       for (const s of sites) if (known.get(s)?.etags.has(key) || placed(s)) out.add(s);
     }
@@ -147,7 +148,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
     // A site whose object was deleted receives nothing more: its synced set empties.
-    const desired = view.has(`${o.root}/sites/${site}`)
+    const desired = view.has(siteResource.keyOf(o.root, site))
       ? applicableTo(view, site, o.root, read.index)
       : new Map<string, JsonObject>();
     const changes: FleetChange[] = [];
@@ -214,7 +215,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     const logged = await o.fleetLog.sites();
     // (Looked for only while no site has a log: afterwards the full read below finds them.)
     const named = async () =>
-      (await o.store.list(`${o.root}/sites`)).some((e) => sitePattern.exec(e.key)?.[1] !== o.ownSite);
+      (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSite(e.key) !== o.ownSite);
     if (logged.every((s) => s === o.ownSite) && !(await named())) return;
     const got = await readView();
     if (!got) {
@@ -225,8 +226,8 @@ export function startProjector(o: ProjectorOptions): Projector {
     const { read, changed } = got;
     const sites = new Set(logged);
     for (const key of read.view.keys()) {
-      const m = sitePattern.exec(key);
-      if (m) sites.add(m[1]!);
+      const s = rootSite(key);
+      if (s !== undefined) sites.add(s);
     }
     sites.delete(o.ownSite);
     // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
