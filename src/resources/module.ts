@@ -84,6 +84,12 @@ export type ResourceSpec = {
     ctx: TenantContext,
   ): Promise<ApiError[]>;
 
+  /**
+   * A written object as the transaction compares it with the one it replaces: write-only
+   * members that say what `before` already holds take its stored form (a user's password that
+   * is the current one becomes the current hash), so an unchanged object writes nothing.
+   */
+  settle?(after: JsonObject, before: JsonObject | undefined): Promise<JsonObject>;
   /** Stored form → working (plaintext) form. */
   fromStored?(stored: JsonObject, ctx: { strongbox: Strongbox; key: string }): JsonObject;
   /** Working form → stored form (encrypt, hash). */
