@@ -15,6 +15,7 @@
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { canonicalJson, isObject, type Json, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import { ApiError } from '../lib/errors.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';
@@ -172,7 +173,11 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
               stream
                 .writeSSE({
                   event: 'expired',
-                  data: JSON.stringify({ 'error-message': 'The token expired: log in again and reopen the watch' }),
+                  data: JSON.stringify(
+                    new ApiError('unauthorized', 'The token expired: log in again and reopen the watch', {
+                      code: 'invalid-token',
+                    }).toEntry(),
+                  ),
                 })
                 .then(end, end);
             },

@@ -11,8 +11,8 @@
  * (1 s) so a rare lost interrupt costs at most that. Exporters also poll slowly on their own
  * as a safety net.
  */
-import type { RedisClientType } from 'redis';
 import { log } from '../lib/log.js';
+import type { RedisClient } from '../lib/redis.js';
 import { parseEntries, parseStreams } from './redis-replies.js';
 
 type Watched = { key: string; lastId: string; wakers: Set<() => void> };
@@ -29,8 +29,8 @@ export class Notifier {
   private clientId: string | undefined;
 
   constructor(
-    private readonly conn: RedisClientType,
-    private readonly command: RedisClientType,
+    private readonly conn: RedisClient,
+    private readonly command: Pick<RedisClient, 'sendCommand'>,
   ) {
     const learnId = () => {
       void conn.sendCommand(['CLIENT', 'ID']).then(

@@ -5,8 +5,8 @@
  * wait in node-redis's offline queue and run after the reconnect.
  */
 import { hostname } from 'node:os';
-import { createClient, type RedisClientType } from 'redis';
 import { log } from '../lib/log.js';
+import { closeClients, luaScript, redisClient, type RedisTarget } from '../lib/redis.js';
 import {
   BusError,
   entryObject,
@@ -62,7 +62,7 @@ function translate(err: unknown): Error {
 }
 
 /** XGROUP SETID (creating the group when missing), then XACK of every pending entry, atomically. */
-const setIdScript = `
+const setIdScript = luaScript(`
 local key, group, id = KEYS[1], ARGV[1], ARGV[2]
 local ok = pcall(redis.call, 'XGROUP', 'CREATE', key, group, id, 'MKSTREAM')
 if not ok then redis.call('XGROUP', 'SETID', key, group, id) end
@@ -73,26 +73,11 @@ while true do
   for i, e in ipairs(p) do ids[i] = e[1] end
   redis.call('XACK', key, group, unpack(ids))
 end
-return 1`;
+return 1`);
 
-export async function openRedisBus(url: string): Promise<Bus & { connectionNames(): string[] }> {
-  const options = {
-    url,
-    socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2000) },
-  };
-  const cmd: RedisClientType = createClient(options);
-  const blocking: RedisClientType = createClient(options);
-  for (const [name, c] of [
-    ['command', cmd],
-    ['notifier', blocking],
-  ] as const) {
-    c.on('error', (err: unknown) =>
-      log('debug', 'bus: redis connection error', { connection: name, error: errorText(err) }),
-    );
-    c.on('ready', () => {
-      void c.sendCommand(['CLIENT', 'SETNAME', `edgeplane-bus-${name}`]).catch(() => undefined);
-    });
-  }
+export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
+  const cmd = redisClient(target, 'bus-command', { offlineQueue: true, scripts: { busSetId: setIdScript } });
+  const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
   await Promise.all([cmd.connect(), blocking.connect()]);
 
   const notifier = new Notifier(blocking, cmd);
@@ -261,7 +246,7 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
 
     async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
       const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
-      await cmd.sendCommand(['EVAL', setIdScript, '1', streamPrefix + topic, group, id]);
+      await cmd.busSetId([streamPrefix + topic], [group, id]);
     },
 
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),
@@ -272,7 +257,7 @@ export async function openRedisBus(url: string): Promise<Bus & { connectionNames
       const stopping = notifier.close();
       blocking.destroy();
       await stopping;
-      await cmd.close().catch(() => cmd.destroy());
+      await closeClients(cmd);
     },
   };
   return bus;

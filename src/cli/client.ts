@@ -80,13 +80,22 @@ export function client(env: NodeJS.ProcessEnv = process.env): Client {
   };
 }
 
+type WireError = { 'error-message'?: string; 'error-info'?: string; 'error-details'?: { path?: unknown } };
+
+/** One error of the body: its message, then its code (error-info) and the field it names, if any. */
+function describeError(e: WireError): string {
+  const path = typeof e['error-details']?.path === 'string' ? ` at ${e['error-details'].path}` : '';
+  const code = e['error-info'] ? ` [${e['error-info']}${path}]` : '';
+  return `${e['error-message'] ?? ''}${code}`.trim();
+}
+
 /** The server's error body as one line per error; a hint to log in on 401. */
 export async function failure(res: Response, what: string): Promise<CliError> {
   const text = await res.text();
   let messages: string[] = [];
   try {
-    const body = JSON.parse(text) as { errors?: Array<{ 'error-message'?: string }> };
-    messages = (body.errors ?? []).map((e) => e['error-message'] ?? '').filter(Boolean);
+    const body = JSON.parse(text) as { errors?: WireError[] };
+    messages = (body.errors ?? []).map(describeError).filter(Boolean);
   } catch {
     if (text.trim()) messages = [text.trim().split('\n')[0] ?? ''];
   }

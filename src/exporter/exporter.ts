@@ -17,6 +17,7 @@ import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
+import { LagMonitor } from './lag-monitor.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -33,9 +34,6 @@ export type ExporterDeps = {
   observeDelivery?: (seconds: number) => void;
   controls: RunControls;
 };
-
-/** How often the backlog of each consumed topic is asked for while it is not 0. */
-const lagRefreshMs = 1000;
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -56,14 +54,12 @@ export class Exporter {
   private inFlight = 0;
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
-  private lagTimer: NodeJS.Timeout | undefined;
-  /** Set when entries were read (or at start): the backlogs must be asked for again. */
-  private lagStale = true;
-  private refreshingLag = false;
+  private readonly lag: LagMonitor;
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
     setMaxListeners(0, this.stopCtl.signal);
+    this.lag = new LagMonitor(d.bus, d.group, d.state, () => this.readers.keys());
     this.ctx = {
       spec: d.spec,
       agent: d.agent,
@@ -111,8 +107,7 @@ export class Exporter {
   }
 
   start(): void {
-    this.lagTimer = setInterval(() => void this.refreshLag(), lagRefreshMs);
-    this.lagTimer.unref();
+    this.lag.start();
     this.loop = this.run().catch((err: unknown) => {
       this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
@@ -141,7 +136,7 @@ export class Exporter {
       }
       this.readers.set(topic, reader);
       this.d.state.addTopic(topic);
-      this.lagStale = true;
+      this.lag.stale();
       this.cleanups.push(this.d.bus.watch(topic, this.wake));
       this.wake();
     } finally {
@@ -202,7 +197,7 @@ export class Exporter {
     }
     const n = batch.entries.length;
     if (n === 0) return 0;
-    this.lagStale = true;
+    this.lag.stale();
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {
       // Awaited only when full: an await per message costs a turn of the microtask queue.
@@ -275,36 +270,12 @@ export class Exporter {
   }
 
   /**
-   * Asks the bus for each topic's backlog (unread plus unacknowledged) about every second,
-   * whatever the message loop is doing (it may be blocked on a failing POST). Skipped while
-   * every backlog is 0 and nothing was read since, so idle exporters cost nothing.
-   */
-  private async refreshLag(): Promise<void> {
-    if (!this.lagStale || this.refreshingLag) return;
-    this.refreshingLag = true;
-    this.lagStale = false;
-    try {
-      for (const reader of [...this.readers.values()]) {
-        const lag = await this.d.bus.backlog(reader.topic, this.d.group);
-        if (lag === undefined) continue;
-        this.d.state.setLag(reader.topic, lag);
-        if (lag > 0) this.lagStale = true;
-      }
-    } catch (err) {
-      this.lagStale = true;
-      log('debug', 'exporter: cannot read the backlog', { exporter: this.d.spec.name, error: String(err) });
-    } finally {
-      this.refreshingLag = false;
-    }
-  }
-
-  /**
    * Stops reading, lets running POSTs finish until the deadline, acks what was handled.
    * Bounded even when Redis is unreachable (its commands would wait for the reconnect).
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
-    clearInterval(this.lagTimer);
+    this.lag.stop();
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
     while (this.slotFreed) this.freeSlot();

@@ -38,8 +38,8 @@ export class ExporterState {
   version = 1;
   /** The adaptive in-flight limit with max-in-flight auto (delivery controls). */
   inFlightLimit: (() => number) | undefined;
-  /** Set while a circuit breaker holds attempts back (delivery controls). */
-  nextAttemptTime: number | undefined;
+  /** When the status became `retrying` (shown as `failing-since` while it lasts). */
+  failingSince: number | undefined;
   readonly counters: Record<Counter, number> = {
     delivered: 0,
     dropped: 0,
@@ -50,6 +50,13 @@ export class ExporterState {
   private readonly lag = new Map<string, number>();
   /** Messages whose last attempt failed and that are waiting for another. */
   private failing = 0;
+  /**
+   * When each pending retry will be attempted (a back-off sleep, or the end of an open circuit
+   * breaker's cool-down a message waits for): `next-attempt-time` is the earliest. A time is
+   * removed as its wait ends, so the field is never a past time while nothing is attempted.
+   */
+  private readonly scheduled = new Map<number, number>();
+  private nextTicket = 0;
   private lastFailureLog = -Infinity;
   private unlogged = 0;
   private lastUnlogged: FailedAttempt | undefined;
@@ -65,6 +72,8 @@ export class ExporterState {
     if (status === 'starting') this.failing = 0;
     if (status === this.status) return;
     if (this.status === 'retrying') this.flushFailures();
+    if (status === 'retrying') this.failingSince ??= now ?? Date.now();
+    else this.failingSince = undefined;
     log(status === 'error' || status === 'retrying' ? 'warn' : 'info', 'exporter status changed', {
       ...this.who,
       from: this.status,
@@ -82,14 +91,32 @@ export class ExporterState {
     this.version++;
   }
 
-  /** Circuit breakers: `retrying` until `next` (ms) with the reason; undefined: back to ready. */
-  nextAttempt(next: number | undefined, reason: string | undefined, now: number): void {
-    this.nextAttemptTime = next;
-    if (next !== undefined) {
+  /** Circuit breakers: an origin opened (`retrying`, with the reason), or every one closed again. */
+  breakerChanged(open: boolean, reason: string | undefined, now: number): void {
+    if (open) {
       if (reason) this.error(reason, now);
-      this.setStatus('retrying');
-    } else if (this.status === 'retrying' && this.failing === 0) this.setStatus('ready');
+      this.setStatus('retrying', now);
+    } else if (this.status === 'retrying' && this.failing === 0) this.setStatus('ready', now);
     this.version++;
+  }
+
+  /** A retry will be attempted at `at` (ms); returns the ticket to give `attemptDue` when the wait ends. */
+  attemptScheduled(at: number): number {
+    const ticket = ++this.nextTicket;
+    this.scheduled.set(ticket, at);
+    this.version++;
+    return ticket;
+  }
+
+  attemptDue(ticket: number): void {
+    if (this.scheduled.delete(ticket)) this.version++;
+  }
+
+  /** The earliest pending retry (ms), or undefined when none waits. */
+  nextAttemptTime(): number | undefined {
+    let next: number | undefined;
+    for (const at of this.scheduled.values()) if (next === undefined || at < next) next = at;
+    return next;
   }
 
   count(counter: Counter): void {
@@ -113,7 +140,7 @@ export class ExporterState {
     this.error(a.error, now);
     if (first) {
       this.failing++;
-      if (this.status === 'ready') this.setStatus('retrying');
+      if (this.status === 'ready') this.setStatus('retrying', now);
     }
     if (now - this.lastFailureLog >= failureLogIntervalMs) {
       this.lastFailureLog = now;
@@ -128,10 +155,10 @@ export class ExporterState {
   }
 
   /** A message that had failed is handled now (delivered, dropped or given up at a stop). */
-  retryEnded(): void {
+  retryEnded(now?: number): void {
     if (this.failing > 0) this.failing--;
     if (this.failing === 0 && this.status === 'retrying') {
-      this.setStatus('ready');
+      this.setStatus('ready', now);
       // The next outage's first failure is logged at once.
       this.lastFailureLog = -Infinity;
     }
@@ -181,7 +208,9 @@ export class ExporterState {
     for (const c of counterNames) out[c] = this.counters[c];
     out['in-flight'] = this.inFlight;
     if (this.inFlightLimit) out['in-flight-limit'] = this.inFlightLimit();
-    if (this.nextAttemptTime !== undefined) out['next-attempt-time'] = new Date(this.nextAttemptTime).toISOString();
+    const next = this.nextAttemptTime();
+    if (next !== undefined) out['next-attempt-time'] = new Date(next).toISOString();
+    if (this.failingSince !== undefined) out['failing-since'] = new Date(this.failingSince).toISOString();
     out['topic-lag'] = this.consumedTopics().map((topic) => ({ topic, lag: this.lag.get(topic)! }));
     return out;
   }

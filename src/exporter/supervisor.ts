@@ -13,6 +13,7 @@ import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
 import { Exporter } from './exporter.js';
+import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { deployment } from '../resources/deployment.js';
 import { dnsZone } from '../resources/dns-zone.js';
@@ -62,6 +63,8 @@ type Slot = {
   secretError: boolean;
   /** The running exporter's secret values, updated in place when a secret changes. */
   secrets: Map<string, string>;
+  /** While paused: the real backlog of its topics (nothing reads them). */
+  pausedLag: LagMonitor | undefined;
 };
 
 /** The resources whose objects change what runs here (every one but applications). */
@@ -198,6 +201,7 @@ export class Supervisor {
   ): Promise<void> {
     const oldTopics = old?.exporter?.topics() ?? [];
     if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
+    old?.pausedLag?.stop();
     let state = old?.state;
     if (!state) {
       state = new ExporterState(this.o.clock.now(), { tenant, exporter: name });
@@ -213,6 +217,7 @@ export class Supervisor {
       spec: undefined,
       secretError: false,
       secrets: new Map(),
+      pausedLag: undefined,
     };
     this.slots.set(id, slot);
     if (this.closed) return;
@@ -238,6 +243,10 @@ export class Supervisor {
     // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
     if (cfg.enabled === false && placement.placed === true) {
       state.setStatus('paused');
+      // The topics it consumed keep showing their backlog, which grows while it is paused.
+      const topics = new Set([...state.consumedTopics(), ...spec.topics]);
+      for (const t of topics) state.addTopic(t);
+      slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
       return;
     }
     if (placement.placed !== true) {
@@ -306,6 +315,7 @@ export class Supervisor {
 
   private async remove(id: string, slot: Slot): Promise<void> {
     this.slots.delete(id);
+    slot.pausedLag?.stop();
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
@@ -326,6 +336,7 @@ export class Supervisor {
       [...this.slots.values()].map(async (s) => {
         if (s.exporter) await s.exporter.stop(deadlineMs);
         s.exporter = undefined;
+        s.pausedLag?.stop();
         s.state.setStatus('stopped');
       }),
     );

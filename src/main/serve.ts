@@ -17,27 +17,17 @@
 import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
-import { createClient } from 'redis';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
+import { probeRedis } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 
-/** What the process waits for before it serves; `/readyz` may report it. */
+/** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
-
-let current: Startup = { ready: false, reason: 'not serving' };
-
-/**
- * Where the start of this process stands: `ready` once the instance serves; before that,
- * `reason` says what it waits for (e.g. "Redis at redis://... is not reachable yet: ...").
- */
-export function startupState(): Readonly<Startup> {
-  return current;
-}
 
 /** A start-up failure: the setting at fault and why, for the one error line. */
 export class StartupError extends Error {
@@ -102,17 +92,12 @@ export async function waitForRedis(
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
 ): Promise<boolean> {
   for (let attempt = 1; !stopped(); attempt++) {
-    const client = createClient({ url, socket: { reconnectStrategy: false, connectTimeout: 5000 } });
-    client.on('error', () => undefined); // the rejection of connect() below carries it
     let failure: string;
     try {
-      await client.connect();
-      await client.ping();
-      client.destroy();
+      await probeRedis(url);
       return true;
     } catch (err) {
       failure = errorText(err);
-      if (client.isOpen) client.destroy();
     }
     if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
     const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
@@ -144,7 +129,6 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
   setLogLevel(settings.logLevel);
 
   const startup: Startup = { ready: false, reason: 'starting' };
-  current = startup;
   let instance: Instance | undefined;
   let lock: DataDirLock | undefined;
   let stopping = false;
@@ -197,6 +181,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },
     }) as Server;
+    server.on('clientError', answerClientError);
     server.headersTimeout = settings.httpHeadersTimeoutMs;
     server.requestTimeout = settings.httpRequestTimeoutMs;
     server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;

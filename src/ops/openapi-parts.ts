@@ -62,7 +62,7 @@ export const statusText: Record<number, string> = {
   201: 'Created',
   204: 'No content',
   304: 'Not modified (If-None-Match)',
-  400: 'Bad request: the body, a field or a query parameter is wrong (named in error-info)',
+  400: 'Bad request: the body, a field or a query parameter is wrong (error-info names the rule, error-details where)',
   401: 'No or bad token',
   403: 'A policy denies it',
   404: 'No such object',

@@ -36,6 +36,7 @@ import {
   type Obj,
 } from './openapi-parts.js';
 import { fixedPaths } from './openapi-fixed.js';
+import { infoCodes } from '../lib/errors.js';
 
 export { openApiPaths } from './openapi-parts.js';
 
@@ -198,8 +199,19 @@ function build(): Obj {
         type: 'array',
         items: {
           type: 'object',
-          properties: { 'error-message': { type: 'string' }, 'error-info': { type: 'object' } },
-          required: ['error-message'],
+          properties: {
+            'error-message': { type: 'string', description: 'What was wrong, for people' },
+            'error-info': {
+              type: 'string',
+              description: 'The stable code programs match on (docs/ERRORS.md)',
+              enum: infoCodes.map(([code]) => code),
+            },
+            'error-details': {
+              type: 'object',
+              description: 'Where the problem is: path, x-path, position, parameter, op-index, index, line, column',
+            },
+          },
+          required: ['error-message', 'error-info'],
         },
       },
     },

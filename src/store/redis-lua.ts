@@ -1,8 +1,8 @@
 /**
  * The Lua scripts of the Redis store. Each runs atomically on the server, which is what makes
- * commit() all-or-nothing under concurrent writers in several processes. Scripts are sent
- * by SHA (EVALSHA) and re-sent in full only when the server answers NOSCRIPT (after a
- * restart or SCRIPT FLUSH).
+ * commit() all-or-nothing under concurrent writers in several processes. They are declared
+ * with `luaScript` (lib/redis.ts: node-redis `defineScript`, EVALSHA with NOSCRIPT handled by
+ * the client) and run as methods of the store's client (`storeScripts`).
  *
  * Layout (readable with redis-cli):
  *   ep:cfg:<key>   hash {v: JSON text, e: etag}
@@ -13,7 +13,7 @@
  *                  ep:changes:N (see changesChannel) and never hears another database's commits.
  *   ep:kv:<key>    kv string, PX expiry when given a TTL
  */
-import { createHash } from 'node:crypto';
+import { channelOf, luaScript, type RedisTarget } from '../lib/redis.js';
 
 export const layout = {
   cfgPrefix: 'ep:cfg:',
@@ -23,16 +23,9 @@ export const layout = {
   kvPrefix: 'ep:kv:',
 } as const;
 
-/** The change channel of the database selected by `url` (its path, as node-redis reads it). */
-export function changesChannel(url: string): string {
-  const db = Number(new URL(url).pathname.slice(1) || '0');
-  return Number.isSafeInteger(db) && db > 0 ? `${layout.changes}:${db}` : layout.changes;
-}
-
-export type Script = { source: string; sha: string };
-
-function script(source: string): Script {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
+/** The change channel of the database selected by `target` (its URL's path, as node-redis reads it). */
+export function changesChannel(target: RedisTarget | string): string {
+  return channelOf(target, layout.changes);
 }
 
 /** Fields per op in ARGV after ARGV[1] = op count and ARGV[2] = channel; see commitArgs() in redis.ts. */
@@ -46,7 +39,7 @@ export const opFields = 5;
  * Returns {0, key, reason} when an expectation fails (nothing written), else {1, revision}.
  * Every expectation is checked before the first write, against the state before the commit.
  */
-export const commitScript = script(`
+const commitScript = luaScript(`
 local n = tonumber(ARGV[1])
 local index = KEYS[n + 1]
 local rev = KEYS[n + 2]
@@ -88,7 +81,7 @@ return {1, r}
  * KEYS: ep:cfg-index, ep:rev. ARGV: the cfg prefix (ep:cfg:), the key prefix ('' = every key).
  * Returns {revision, key1, etag1, key2, etag2, ...}: the keys list(prefix) reads, at one revision.
  */
-export const etagsScript = script(`
+const etagsScript = luaScript(`
 local keys
 if ARGV[2] == '' then
   keys = redis.call('ZRANGE', KEYS[1], 0, -1)
@@ -111,7 +104,7 @@ return out
  * KEYS[1] the kv key; ARGV: by, ttlMs ('' for none). The expiry is set only when the key did
  * not exist before, so repeated increments do not extend a window (throttle counters).
  */
-export const incrScript = script(`
+const incrScript = luaScript(`
 local existed = redis.call('EXISTS', KEYS[1])
 local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if existed == 0 and ARGV[2] ~= '' then
@@ -119,3 +112,6 @@ if existed == 0 and ARGV[2] ~= '' then
 end
 return v
 `);
+
+/** The scripts of the store's client: `client.storeCommit(keys, args)` and so on. */
+export const storeScripts = { storeCommit: commitScript, storeEtags: etagsScript, storeIncr: incrScript };

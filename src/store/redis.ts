@@ -5,16 +5,14 @@
  * 'error' listener that logs, node-redis reconnects on its own, and commands issued while
  * disconnected fail at once instead of queueing without bound.
  */
-import { createClient } from 'redis';
 import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import { closeClients, redisClient, type RedisTarget } from '../lib/redis.js';
 import { etagOf } from './etag.js';
-import { changesChannel, commitScript, etagsScript, incrScript, layout, type Script } from './redis-lua.js';
+import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
-
-type Client = ReturnType<typeof createClient>;
 
 const cfgKey = (key: string) => layout.cfgPrefix + key;
 const kvKey = (key: string) => layout.kvPrefix + key;
@@ -32,25 +30,6 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     return unavailable(err);
   }
-}
-
-function connectionOptions(url: string, role: string) {
-  return {
-    url,
-    disableOfflineQueue: true,
-    // Exponential back-off capped at 2 s: a Redis restart is picked up within seconds.
-    socket: {
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 6), 2000),
-      connectTimeout: 5000,
-    },
-    name: `edgeplane-${role}`,
-  };
-}
-
-function watchErrors(client: Client, role: string): void {
-  client.on('error', (err: unknown) => {
-    log('warn', 'redis connection error', { role, error: err instanceof Error ? err.message : String(err) });
-  });
 }
 
 /** Builds the KEYS and ARGV of commitScript (layout documented there). */
@@ -97,24 +76,14 @@ function globLiteral(s: string): string {
   return s.replace(/[*?[\]\\]/g, (c) => '\\' + c);
 }
 
-export async function openRedisStore(url: string): Promise<Store> {
-  const client: Client = createClient(connectionOptions(url, 'store'));
-  watchErrors(client, 'store');
+export async function openRedisStore(target: RedisTarget | string): Promise<Store> {
+  const client = redisClient(target, 'store', { scripts: storeScripts });
   await guarded(() => client.connect());
 
-  const channel = changesChannel(url);
-  let subscriber: Client | undefined;
+  const channel = changesChannel(target);
+  let subscriber: ReturnType<typeof redisClient> | undefined;
   let subscribing: Promise<void> | undefined;
   const listeners = new Set<(keys: string[]) => void>();
-
-  async function runScript(s: Script, keys: string[], args: string[]): Promise<unknown> {
-    try {
-      return await client.evalSha(s.sha, { keys, arguments: args });
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return client.eval(s.source, { keys, arguments: args });
-    }
-  }
 
   const reads = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
 
@@ -143,9 +112,8 @@ export async function openRedisStore(url: string): Promise<Store> {
 
   function startSubscriber(): void {
     if (subscribing) return;
-    const sub: Client = client.duplicate(connectionOptions(url, 'store-changes'));
+    const sub = redisClient(target, 'store-changes');
     subscriber = sub;
-    watchErrors(sub, 'store-changes');
     // Notifications may be lost while this connection is down: cache nothing until it is back.
     sub.on('error', () => reads.setLive(false));
     sub.on('end', () => reads.setLive(false));
@@ -206,7 +174,7 @@ export async function openRedisStore(url: string): Promise<Store> {
 
     etags: (prefix) =>
       guarded(async () => {
-        const reply = await runScript(etagsScript, [layout.index, layout.revision], [layout.cfgPrefix, prefix]);
+        const reply = await client.storeEtags([layout.index, layout.revision], [layout.cfgPrefix, prefix]);
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
         const etags = new Map<string, string>();
         for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
@@ -219,7 +187,7 @@ export async function openRedisStore(url: string): Promise<Store> {
         // A listener registered before this commit must see it: wait for its subscription.
         await subscribing;
         const { keys, args, etags } = commitArgs(ops, channel);
-        const reply = await runScript(commitScript, keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
+        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
         const reason = reply[2];
@@ -257,7 +225,7 @@ export async function openRedisStore(url: string): Promise<Store> {
         if (!Number.isSafeInteger(by))
           throw new ApiError('internal', `kvIncr needs a whole number, got ${by}`, { key });
         const ttl = ttlMs === undefined ? '' : String(Math.max(1, Math.ceil(ttlMs)));
-        return Number(await runScript(incrScript, [kvKey(key)], [String(by), ttl]));
+        return Number(await client.storeIncr([kvKey(key)], [String(by), ttl]));
       }),
 
     kvKeys: (prefix) =>
@@ -276,8 +244,7 @@ export async function openRedisStore(url: string): Promise<Store> {
       listeners.clear();
       reads.setLive(false);
       await subscribing;
-      const all = subscriber ? [client, subscriber] : [client];
-      await Promise.all(all.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+      await closeClients(...(subscriber ? [client, subscriber] : [client]));
     },
   };
   return store;

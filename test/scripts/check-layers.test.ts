@@ -1,8 +1,9 @@
 /**
  * scripts/check-layers.ts, run on small source trees in a temp dir: an import that goes up a
- * layer (a type-only one too), a sideways import between sibling folders, a circle of files,
- * a file directly in src/, an unlisted folder and, inside fleet/, an import between the control
- * plane's and the site's files or up from common/ each fail naming what is wrong; imports that
+ * layer (a type-only one too), a sideways import between sibling folders (auth/, exporter/ and
+ * model/ among them), a circle of files, a file directly in src/, an unlisted folder and, inside
+ * fleet/, an import between the control plane's and the site's files or up from common/ each fail
+ * naming what is wrong; imports that
  * only go down pass. (`npm test` runs the same script on the real src/ as a check.)
  */
 import { spawnSync } from 'node:child_process';
@@ -86,6 +87,37 @@ test('inside fleet/, the control plane and the site do not import each other, an
   const upward = check({ ...fleet, 'fleet/common/up.ts': "export * from '../site/sync.js';\n" });
   assert.is(upward.code, 1, upward.out);
   assert.match(upward.out, 'upward import: fleet/common/up.ts imports fleet/site/sync.ts');
+});
+
+test('auth/, exporter/ and model/ are siblings: none may import another', () => {
+  const tree = {
+    ...base,
+    'auth/policies.ts': 'export const allow = true;\n',
+    'exporter/retry.ts': 'export const delay = 1;\n',
+  };
+  assert.is(check(tree).code, 0, check(tree).out);
+  const cases: [string, string, string][] = [
+    [
+      'model/write.ts',
+      "import { allow } from '../auth/policies.js';\nexport const w = allow;\n",
+      'model/write.ts imports auth/policies.ts',
+    ],
+    [
+      'exporter/send.ts',
+      "import type { r } from '../model/resources.js';\nexport type S = typeof r;\n",
+      'exporter/send.ts imports model/resources.ts (type)',
+    ],
+    [
+      'auth/tokens.ts',
+      "import { delay } from '../exporter/retry.js';\nexport const t = delay;\n",
+      'auth/tokens.ts imports exporter/retry.ts',
+    ],
+  ];
+  for (const [path, text, named] of cases) {
+    const r = check({ ...tree, [path]: text });
+    assert.is(r.code, 1, r.out);
+    assert.match(r.out, `sideways import: ${named}`);
+  }
 });
 
 test('a circle of files inside one folder fails', () => {

@@ -23,11 +23,10 @@
  * from the configuration, so a restart rebuilds them, and the new log's floor sends every
  * site that synced before the restart a snapshot.
  */
-import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
 import { ApiError } from '../../lib/errors.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
+import { channelOf, closeClients, luaScript, redisClient, type RedisTarget } from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
@@ -45,6 +44,8 @@ export interface FleetLog {
   sites(): Promise<string[]>;
   /** The head version of each of `sites` ('0-0' for a site without a log), in one round trip. */
   heads(sites: string[]): Promise<Map<string, string>>;
+  /** The number of entries the site's log retains (metrics: the change lag of a site beyond it). */
+  length(site: string): Promise<number>;
   /**
    * Called after an append by any process with the site's name and, when small enough to
    * travel with the notification, the entry and the head it follows (a stream at `prev` sends
@@ -126,6 +127,9 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
     async heads(sites) {
       return new Map(sites.map((s) => [s, logs.get(s)?.head ?? '0-0']));
     },
+    async length(site) {
+      return logs.get(site)?.entries.length ?? 0;
+    },
     onAppend(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -146,15 +150,11 @@ const keysOf = (site: string) => ({
 });
 const sitesKey = 'ep:fleet:sites';
 
-function script(source: string) {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
 /**
  * KEYS: set, log, meta, sites. ARGV: site, expected head, rev, channel, changes JSON, n, then
  * n × (op, key, value JSON or ''). Returns {1, id} or {0, 'conflict'|'stale'}.
  */
-const appendScript = script(`
+const appendScript = luaScript(`
 local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
 if head ~= ARGV[2] then return {0, 'conflict'} end
 local prev = tonumber(redis.call('HGET', KEYS[3], 'rev') or '-1')
@@ -176,7 +176,7 @@ return {1, id}
 `);
 
 /** KEYS: log, meta. ARGV: cutoff ms. Moves the floor to the newest entry older than the cutoff and trims. */
-const trimScript = script(`
+const trimScript = luaScript(`
 local old = redis.call('XREVRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '-', 'COUNT', 1)
 if #old == 0 then return 0 end
 redis.call('HSET', KEYS[2], 'floor', old[1][1])
@@ -194,21 +194,12 @@ function unavailable(err: unknown): never {
   );
 }
 
-export async function openRedisFleetLog(url: string): Promise<FleetLog> {
-  const opts = {
-    url,
-    disableOfflineQueue: true,
-    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
-  };
-  const client = createClient({ ...opts, name: 'edgeplane-fleet' });
-  const onError = (err: unknown) =>
-    log('warn', 'redis connection error', { role: 'fleet', error: err instanceof Error ? err.message : String(err) });
-  client.on('error', onError);
+export async function openRedisFleetLog(target: RedisTarget | string): Promise<FleetLog> {
+  const client = redisClient(target, 'fleet', { scripts: { fleetAppend: appendScript, fleetTrim: trimScript } });
   await client.connect().catch(unavailable);
-  const db = Number(new URL(url).pathname.slice(1) || '0');
-  const channel = db > 0 ? `ep:fleet:appended:${db}` : 'ep:fleet:appended';
+  const channel = channelOf(target, 'ep:fleet:appended');
   const listeners = new Set<(site: string, appended?: Appended) => void>();
-  let sub: typeof client | undefined;
+  let sub: ReturnType<typeof redisClient> | undefined;
   const deliver = (message: string) => {
     let note: { s?: unknown; p?: unknown; v?: unknown; c?: unknown };
     try {
@@ -224,14 +215,6 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
     for (const fn of listeners) fn(note.s, appended);
   };
 
-  async function run(s: { source: string; sha: string }, keys: string[], args: string[]): Promise<unknown> {
-    try {
-      return await client.evalSha(s.sha, { keys, arguments: args });
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return client.eval(s.source, { keys, arguments: args });
-    }
-  }
   const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -257,7 +240,7 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
         const k = keysOf(site);
         const args = [site, expectedHead, String(rev), channel, JSON.stringify(changes), String(changes.length)];
         for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? JSON.stringify(c.value) : '');
-        const reply = (await run(appendScript, [k.set, k.log, k.meta, sitesKey], args)) as [number, string];
+        const reply = (await client.fleetAppend([k.set, k.log, k.meta, sitesKey], args)) as [number, string];
         return reply[0] === 1 ? reply[1] : undefined;
       }),
     since: (site, after, limit) =>
@@ -277,7 +260,7 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
     trim: (site, beforeMs) =>
       guarded(async () => {
         const k = keysOf(site);
-        await run(trimScript, [k.log, k.meta], [String(Math.floor(beforeMs))]);
+        await client.fleetTrim([k.log, k.meta], [String(Math.floor(beforeMs))]);
       }),
     sites: () => guarded(async () => (await client.sMembers(sitesKey)).sort()),
     heads: (sites) =>
@@ -288,21 +271,23 @@ export async function openRedisFleetLog(url: string): Promise<FleetLog> {
         const replies = await multi.exec();
         return new Map(sites.map((s, i) => [s, typeof replies[i] === 'string' ? replies[i] : '0-0']));
       }),
+    length: (site) => guarded(() => client.xLen(keysOf(site).log)),
     onAppend(listener) {
       listeners.add(listener);
       if (!sub) {
-        const s = client.duplicate({ ...opts, name: 'edgeplane-fleet-sub' });
+        const s = redisClient(target, 'fleet-sub');
         sub = s;
-        s.on('error', onError);
         s.connect()
           .then(() => s.subscribe(channel, deliver))
-          .catch(onError);
+          .catch((err: unknown) =>
+            log('warn', 'fleet log subscription failed', { error: err instanceof Error ? err.message : String(err) }),
+          );
       }
       return () => listeners.delete(listener);
     },
     async close() {
       listeners.clear();
-      for (const c of sub ? [client, sub] : [client]) if (c.isOpen) await c.close().catch(() => c.destroy());
+      await closeClients(...(sub ? [client, sub] : [client]));
     },
   };
 }

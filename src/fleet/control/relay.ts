@@ -12,9 +12,9 @@
  * process) the same interface works in process.
  */
 import { randomUUID } from 'node:crypto';
-import { createClient } from 'redis';
 import { isObject, type Json } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
+import { channelOf, closeClients, redisClient, type RedisTarget } from '../../lib/redis.js';
 
 import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 
@@ -99,26 +99,17 @@ export function createEmbeddedRelay(): FleetRelay {
   };
 }
 
-export async function openRedisRelay(url: string): Promise<FleetRelay> {
-  const opts = {
-    url,
-    disableOfflineQueue: true,
-    socket: { reconnectStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 6), 2000), connectTimeout: 5000 },
-  };
+export async function openRedisRelay(target: RedisTarget | string): Promise<FleetRelay> {
   const onError = (err: unknown) =>
     log('warn', 'redis connection error', {
       role: 'fleet-relay',
       error: err instanceof Error ? err.message : String(err),
     });
-  const db = Number(new URL(url).pathname.slice(1) || '0');
-  const suffix = db > 0 ? `:${db}` : '';
-  const readChannel = `ep:fleet:read${suffix}`;
-  const answerChannel = `ep:fleet:answer${suffix}`;
+  const readChannel = channelOf(target, 'ep:fleet:read');
+  const answerChannel = channelOf(target, 'ep:fleet:answer');
   const r = createRouting();
-  const pub = createClient({ ...opts, name: 'edgeplane-fleet-relay' });
-  pub.on('error', onError);
-  const sub = pub.duplicate({ ...opts, name: 'edgeplane-fleet-relay-sub' });
-  sub.on('error', onError);
+  const pub = redisClient(target, 'fleet-relay');
+  const sub = redisClient(target, 'fleet-relay-sub');
   await pub.connect();
   await sub.connect();
   const parse = (text: string): Record<string, unknown> | undefined => {
@@ -158,7 +149,7 @@ export async function openRedisRelay(url: string): Promise<FleetRelay> {
     },
     async close() {
       r.close();
-      for (const c of [sub, pub]) if (c.isOpen) await c.close().catch(() => c.destroy());
+      await closeClients(sub, pub);
     },
   };
 }

@@ -48,8 +48,6 @@ import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
 import { site } from '../../resources/site.js';
 
-export const syncPath = (site: string) => `/v1/fleet/sites/${site}/sync`;
-
 /** Routes that run inside the app's guard (user tokens and policies). */
 export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

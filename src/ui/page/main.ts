@@ -7,6 +7,7 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
+import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -28,13 +29,25 @@ const historyLoaded = new Set<string>();
 
 class Unauthorized extends Error {}
 
+type WireError = { 'error-message'?: string; 'error-info'?: string };
+
+/** An error reply as one line: the first error's message and its code (error-info). */
+function errorLine(body: { errors?: WireError[] } | undefined, fallback: string): string {
+  const e = body?.errors?.[0];
+  if (!e?.['error-message']) return fallback;
+  return e['error-info'] ? `${e['error-message']} [${e['error-info']}]` : e['error-message'];
+}
+
 async function api(path: string, init: RequestInit = {}): Promise<unknown> {
   const res = await fetch(path, {
     ...init,
     headers: { accept: 'application/json', authorization: `Bearer ${token}`, ...(init.headers ?? {}) },
   });
   if (res.status === 401) throw new Unauthorized();
-  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  if (!res.ok) {
+    const body = (await res.json().catch(() => undefined)) as { errors?: WireError[] } | undefined;
+    throw new Error(`${path}: ${res.status} ${errorLine(body, res.statusText)}`);
+  }
   return res.json();
 }
 
@@ -121,7 +134,8 @@ function renderExporters(states: State[]): void {
       cell(show(num(s.dropped)), 'num'),
       cell(show(num(s.filtered)), 'num'),
       cell(show(num(s.ignored)), 'num'),
-      cell(typeof s['last-error'] === 'string' ? s['last-error'] : '', 'error-text'),
+      cell(retryWords(s, now), 'retry-text'),
+      cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted'),
     );
     return tr;
   });
@@ -291,13 +305,13 @@ $('login').addEventListener('submit', (ev) => {
     });
     const body = (await res.json().catch(() => ({}))) as {
       token?: string;
-      errors?: Array<{ 'error-message'?: string }>;
+      errors?: WireError[];
     };
     if (res.ok && body.token) {
       token = body.token;
       sessionStorage.setItem('edgeplane-token', token);
       showDashboard();
-    } else $('login-error').textContent = body.errors?.[0]?.['error-message'] ?? `Login failed (${res.status})`;
+    } else $('login-error').textContent = errorLine(body, `Login failed (${res.status})`);
   })();
 });
 $('logout').addEventListener('click', () => showLogin());
