@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { log } from '../lib/log.js';
-import { closeClients, luaScript, redisClient, type RedisTarget } from '../lib/redis.js';
+import { closeClients, luaScript, redisClient, replicaConfirmation, send, type RedisTarget } from '../lib/redis.js';
 import {
   BusError,
   entryObject,
@@ -17,6 +17,10 @@ import {
   type ProduceInput,
   type StartAt,
   type TopicInfo,
+  countedOutcomes,
+  noCounts,
+  type AckCount,
+  type OutcomeCounts,
 } from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
@@ -31,6 +35,7 @@ import {
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
 const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
@@ -50,14 +55,11 @@ function goneHere(value: string): boolean {
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** NOGROUP: the group (or the stream) vanished, e.g. Redis restarted without persistence. */
 function translate(err: unknown): Error {
   const text = errorText(err);
-  if (text.startsWith('NOGROUP')) return new BusError('no-group', text);
+  // A NOGROUP raised inside a script arrives with the script's prefix.
+  if (text.startsWith('NOGROUP') || /^ERR .*NOGROUP/.test(text)) return new BusError('no-group', text);
   return err instanceof Error ? err : new BusError('unavailable', text);
 }
 
@@ -75,19 +77,58 @@ while true do
 end
 return 1`);
 
+/**
+ * XACK of each id, and HINCRBY of its outcome for those XACK acknowledged (1), atomically;
+ * returns the totals of the counter name. KEYS: stream, counts hash; ARGV: group, counter
+ * name, then id and outcome pairs.
+ */
+const countedAckScript = luaScript(`
+local key, counts, group, as = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  if redis.call('XACK', key, group, ARGV[i]) == 1 then
+    redis.call('HINCRBY', counts, as .. '|' .. ARGV[i + 1], 1)
+  end
+end
+return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`);
+
+/** Deletes the counts fields of a group (every counter name starting with `<group>|`). */
+const dropCountsScript = luaScript(`
+local prefix = ARGV[1] .. '|'
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[1], f) end
+end
+return 1`);
+
+/** The counts hash of a stream: its hash tag is the stream key (one Cluster slot with it). */
+export const countsKey = (streamKey: string): string => `edgeplane:counts:{${streamKey}}`;
+
+function countsOf(raw: unknown): OutcomeCounts {
+  const out = noCounts();
+  if (Array.isArray(raw))
+    countedOutcomes.forEach((o, i) => {
+      const v = Number(raw[i] ?? 0);
+      if (Number.isSafeInteger(v)) out[o] = v;
+    });
+  return out;
+}
+
 export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
-  const cmd = redisClient(target, 'bus-command', { offlineQueue: true, scripts: { busSetId: setIdScript } });
+  const cmd = redisClient(target, 'bus-command', {
+    offlineQueue: true,
+    scripts: { busSetId: setIdScript, busCountedAck: countedAckScript, busDropCounts: dropCountsScript },
+  });
   const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
   await Promise.all([cmd.connect(), blocking.connect()]);
 
   const notifier = new Notifier(blocking, cmd);
+  const replicated = replicaConfirmation(cmd, target);
 
   const listTopics = async (): Promise<string[]> => {
     const found = new Set<string>();
     let cursor = '0';
     do {
       const page = parseScan(
-        await cmd.sendCommand(['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
+        await send(cmd, ['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
       );
       for (const k of page.keys) found.add(k.slice(streamPrefix.length));
       cursor = page.cursor;
@@ -101,7 +142,9 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     connectionNames: () => ['edgeplane-bus-command', 'edgeplane-bus-notifier'],
 
     async produce(topic: string, msg: ProduceInput): Promise<string> {
-      return asString(await cmd.sendCommand(['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
+      const id = asString(await send(cmd, ['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
+      await replicated();
+      return id;
     },
 
     listTopics,
@@ -109,9 +152,9 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async topicInfo(topic: string): Promise<TopicInfo | undefined> {
       const key = streamPrefix + topic;
       const [type, len, last] = await Promise.all([
-        cmd.sendCommand(['TYPE', key]),
-        cmd.sendCommand(['XLEN', key]).catch(() => 0),
-        cmd.sendCommand(['XREVRANGE', key, '+', '-', 'COUNT', '1']).catch(() => null),
+        send(cmd, ['TYPE', key]),
+        send(cmd, ['XLEN', key]).catch(() => 0),
+        send(cmd, ['XREVRANGE', key, '+', '-', 'COUNT', '1']).catch(() => null),
       ]);
       if (asString(type) !== 'stream') return undefined;
       const entry = parseEntries(last)[0];
@@ -126,7 +169,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async ensureGroup(topic: string, group: string, start: StartAt): Promise<void> {
       const id = start.at === 'end' ? '$' : start.at === 'beginning' ? '0' : start.id;
       try {
-        await cmd.sendCommand(['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);
+        await send(cmd, ['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);
       } catch (err) {
         if (!errorText(err).startsWith('BUSYGROUP')) throw translate(err);
       }
@@ -140,7 +183,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     ): Promise<GroupRead> {
       const key = streamPrefix + topic;
       try {
-        const raw = await cmd.sendCommand([
+        const raw = await send(cmd, [
           'XREADGROUP',
           'GROUP',
           group,
@@ -155,38 +198,58 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         // An empty read of new entries means nothing is left: lag 0 without asking, which
         // keeps the idle polls of many exporters to one command each.
         if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
-        const info = await cmd.sendCommand(['XINFO', 'GROUPS', key]).catch(() => null);
+        const info = await send(cmd, ['XINFO', 'GROUPS', key]).catch(() => null);
         return { entries, lag: groupLag(info, group) };
       } catch (err) {
         throw translate(err);
       }
     },
 
-    async ack(topic: string, group: string, ids: readonly string[]): Promise<void> {
-      if (ids.length === 0) return;
-      await cmd.sendCommand(['XACK', streamPrefix + topic, group, ...ids]);
+    async ack(
+      topic: string,
+      group: string,
+      ids: readonly string[],
+      count?: AckCount,
+    ): Promise<OutcomeCounts | undefined> {
+      const key = streamPrefix + topic;
+      if (!count) {
+        if (ids.length > 0) await send(cmd, ['XACK', key, group, ...ids]);
+        return undefined;
+      }
+      const args = [group, count.as];
+      for (let i = 0; i < ids.length; i++) args.push(ids[i]!, count.outcomes[i]!);
+      try {
+        return countsOf(await cmd.busCountedAck([key, countsKey(key)], args));
+      } catch (err) {
+        throw translate(err);
+      }
+    },
+
+    async counts(topic: string, group: string): Promise<OutcomeCounts> {
+      const key = streamPrefix + topic;
+      return countsOf(await send(cmd, ['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${group}|${o}`)]));
     },
 
     async backlog(topic: string, group: string): Promise<number | undefined> {
-      const info = await cmd.sendCommand(['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
+      const info = await send(cmd, ['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
       return groupBacklog(info, group);
     },
 
     async heartbeat(consumer: string, ttlMs: number): Promise<void> {
       const me = JSON.stringify({ host: hostname(), pid: process.pid, seen: Date.now() });
       await Promise.all([
-        cmd.sendCommand(['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
-        cmd.sendCommand(['HSET', consumersKey, consumer, me]),
+        send(cmd, ['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
+        send(cmd, ['HSET', consumersKey, consumer, me]),
       ]);
     },
 
     async retire(consumer: string): Promise<void> {
-      await cmd.sendCommand(['DEL', aliveKey(consumer)]);
+      await send(cmd, ['DEL', aliveKey(consumer)]);
     },
 
     async deadAmong(consumers: readonly string[]): Promise<string[]> {
       if (consumers.length === 0) return [];
-      const raw = await cmd.sendCommand(['MGET', ...consumers.map(aliveKey)]);
+      const raw = await send(cmd, ['MGET', ...consumers.map(aliveKey)]);
       const values = Array.isArray(raw) ? raw : [];
       return consumers.filter((_c, i) => {
         const v: unknown = values[i];
@@ -196,7 +259,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     },
 
     async deadConsumers(): Promise<string[]> {
-      const raw = await cmd.sendCommand(['HGETALL', consumersKey]);
+      const raw = await send(cmd, ['HGETALL', consumersKey]);
       const all = parsePairs(raw);
       const names: string[] = [];
       const forget: string[] = [];
@@ -205,13 +268,13 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         if (Date.now() - seen > forgetDeadMs) forget.push(name);
         else names.push(name);
       }
-      if (forget.length > 0) await cmd.sendCommand(['HDEL', consumersKey, ...forget]);
+      if (forget.length > 0) await send(cmd, ['HDEL', consumersKey, ...forget]);
       return this.deadAmong(names);
     },
 
     async groupConsumers(topic: string, group: string): Promise<string[]> {
       try {
-        return consumerNames(await cmd.sendCommand(['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
+        return consumerNames(await send(cmd, ['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
       } catch {
         return [];
       }
@@ -221,17 +284,17 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       const key = streamPrefix + topic;
       try {
         const ids = pendingIds(
-          await cmd.sendCommand(['XPENDING', key, group, 'IDLE', String(minIdleMs), '-', '+', String(count), from]),
+          await send(cmd, ['XPENDING', key, group, 'IDLE', String(minIdleMs), '-', '+', String(count), from]),
         );
         const entries =
           ids.length === 0
             ? []
-            : parseEntries(await cmd.sendCommand(['XCLAIM', key, group, to, String(minIdleMs), ...ids])).filter(
+            : parseEntries(await send(cmd, ['XCLAIM', key, group, to, String(minIdleMs), ...ids])).filter(
                 (e) => Object.keys(e.fields).length > 0,
               );
-        const left = pendingIds(await cmd.sendCommand(['XPENDING', key, group, '-', '+', '1', from]));
+        const left = pendingIds(await send(cmd, ['XPENDING', key, group, '-', '+', '1', from]));
         if (left.length > 0) return { entries, drained: false };
-        await cmd.sendCommand(['XGROUP', 'DELCONSUMER', key, group, from]);
+        await send(cmd, ['XGROUP', 'DELCONSUMER', key, group, from]);
         return { entries, drained: true };
       } catch (err) {
         throw translate(err);
@@ -239,14 +302,16 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     },
 
     async destroyGroup(topic: string, group: string): Promise<void> {
-      await cmd.sendCommand(['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
+      await send(cmd, ['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
         log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
       });
+      await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
     },
 
     async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
       const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
       await cmd.busSetId([streamPrefix + topic], [group, id]);
+      await replicated();
     },
 
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),
@@ -255,7 +320,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async close(): Promise<void> {
       discovery.close();
       const stopping = notifier.close();
-      blocking.destroy();
+      void blocking.destroy();
       await stopping;
       await closeClients(cmd);
     },

@@ -18,6 +18,7 @@ import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
 import { LagMonitor } from './lag-monitor.js';
+import { errorText } from '../lib/error-text.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -25,6 +26,8 @@ export type ExporterDeps = {
   clock: Clock;
   agent: Agent;
   group: string;
+  /** The site of this process: its counts are its own (bus.ts AckCount). */
+  site: string;
   consumer: string;
   sys: ReadonlyMap<string, string>;
   secrets: ReadonlyMap<string, string>;
@@ -40,6 +43,9 @@ const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 function startAt(spec: ExporterSpec): StartAt {
   return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
 }
+
+/** The counter name of an exporter's outcomes at a site (bus.ts AckCount). */
+export const countAs = (group: string, site: string): string => `${group}|${site}`;
 
 export class Exporter {
   private readonly readers = new Map<string, TopicReader>();
@@ -109,7 +115,7 @@ export class Exporter {
   start(): void {
     this.lag.start();
     this.loop = this.run().catch((err: unknown) => {
-      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.error(`exporter stopped unexpectedly: ${errorText(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
     });
   }
@@ -122,7 +128,15 @@ export class Exporter {
   private async addTopic(topic: string, start: StartAt): Promise<void> {
     if (this.readers.has(topic) || this.opening.has(topic)) return;
     this.opening.add(topic);
-    const reader = new TopicReader(this.d.bus, topic, this.d.group, this.d.consumer, start);
+    const reader = new TopicReader(
+      this.d.bus,
+      topic,
+      this.d.group,
+      this.d.consumer,
+      start,
+      countAs(this.d.group, this.d.site),
+      (t, counts) => this.d.state.setTopicCounts(t, counts),
+    );
     try {
       for (;;) {
         if (this.stopCtl.signal.aborted) return;
@@ -130,7 +144,7 @@ export class Exporter {
           await reader.open();
           break;
         } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
       }
@@ -190,8 +204,8 @@ export class Exporter {
     try {
       batch = await reader.read(count);
     } catch (err) {
-      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
-      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
+      state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
       await realSleep(500);
       return 0;
     }
@@ -236,12 +250,12 @@ export class Exporter {
     this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
-        reader.handled(msg.entry.id);
-        state.count(outcome);
+        // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
+        reader.handled(msg.entry.id, outcome);
         if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
       }
     } finally {
@@ -263,7 +277,11 @@ export class Exporter {
       try {
         n += await reader.claimDead(dead, minIdleMs);
       } catch (err) {
-        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+        log('debug', 'exporter: claim failed', {
+          exporter: this.d.spec.name,
+          topic: reader.topic,
+          error: errorText(err),
+        });
       }
     }
     if (n > 0) this.wake();

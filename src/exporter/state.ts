@@ -7,6 +7,7 @@
  * publisher writes only changed states. Failed attempts are logged here: the first at once,
  * then at most one summary line a second; each change of status is logged too.
  */
+import { countedOutcomes, type OutcomeCounts } from '../bus/bus.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 
@@ -48,6 +49,8 @@ export class ExporterState {
     'failed-attempts': 0,
   };
   private readonly lag = new Map<string, number>();
+  /** Per topic, the outcomes the bus counted with the acks; `delivered`… are their sums. */
+  private readonly topicCounts = new Map<string, OutcomeCounts>();
   /** Messages whose last attempt failed and that are waiting for another. */
   private failing = 0;
   /**
@@ -119,15 +122,32 @@ export class ExporterState {
     return next;
   }
 
-  count(counter: Counter): void {
-    this.counters[counter]++;
+  /**
+   * The bus's totals of one topic (after an ack, or read at open): `delivered`, `dropped`,
+   * `ignored` and `filtered` are the sums over the consumed topics, so they are exact across a
+   * kill -9 and shared by every process of the site.
+   */
+  setTopicCounts(topic: string, counts: OutcomeCounts): void {
+    this.topicCounts.set(topic, counts);
+    this.sumCounts();
+  }
+
+  private sumCounts(): void {
+    for (const o of countedOutcomes) {
+      let sum = 0;
+      for (const c of this.topicCounts.values()) sum += c[o];
+      this.counters[o] = sum;
+    }
     this.version++;
   }
 
-  /** Counters of a state published before (a process restart): counting goes on from there. */
+  /**
+   * `failed-attempts` of a state published before (a process restart): counting goes on from
+   * there. The other counters come from the bus (setTopicCounts).
+   */
   restoreCounters(saved: unknown): void {
     if (!isObject(saved)) return;
-    for (const c of counterNames) {
+    for (const c of ['failed-attempts'] as const) {
       const v = saved[c];
       if (typeof v === 'number' && Number.isSafeInteger(v) && v > this.counters[c]) this.counters[c] = v;
     }
@@ -185,6 +205,7 @@ export class ExporterState {
 
   removeTopic(topic: string): void {
     if (this.lag.delete(topic)) this.version++;
+    if (this.topicCounts.delete(topic)) this.sumCounts();
   }
 
   setLag(topic: string, lag: number): void {

@@ -5,14 +5,14 @@
  * are fingerprinted; a different fingerprint restarts it keeping the group offsets, a
  * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
  */
-import type { Bus } from '../bus/bus.js';
+import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
-import { Exporter } from './exporter.js';
+import { countAs, Exporter } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { deployment } from '../resources/deployment.js';
@@ -32,6 +32,7 @@ import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
 import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
+import { errorText } from '../lib/error-text.js';
 
 export type SupervisorOptions = {
   site: string;
@@ -103,7 +104,7 @@ export class Supervisor {
         this.queued = undefined;
         return this.closed ? undefined : this.reconcileNow();
       })
-      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
+      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: errorText(err) }));
     this.running = this.queued;
     return this.queued;
   }
@@ -227,7 +228,7 @@ export class Supervisor {
       // Compiled at write time when this process committed this revision; else compiled now.
       spec = specOf(webhook.keyOf(tenant, name), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
-      state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
+      state.error(`invalid configuration: ${errorText(err)}`, this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -245,7 +246,15 @@ export class Supervisor {
       state.setStatus('paused');
       // The topics it consumed keep showing their backlog, which grows while it is paused.
       const topics = new Set([...state.consumedTopics(), ...spec.topics]);
-      for (const t of topics) state.addTopic(t);
+      for (const t of topics) {
+        state.addTopic(t);
+        state.setTopicCounts(
+          t,
+          await this.busOf(tenant)
+            .counts(t, countAs(groupName(tenant, name), this.o.site))
+            .catch(() => noCounts()),
+        );
+      }
       slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
       return;
     }
@@ -276,7 +285,7 @@ export class Supervisor {
         secrets: slot.secrets,
       });
     } catch (err) {
-      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.error(errorText(err), this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -286,6 +295,7 @@ export class Supervisor {
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
+      site: this.o.site,
       consumer: this.o.consumer,
       sys: ctx.vars,
       secrets: slot.secrets,

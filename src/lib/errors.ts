@@ -115,6 +115,7 @@ export const errorDetails = {
   'not-acceptable': 406,
   'not-an-object': 400,
   'not-found': 404,
+  'not-replicated': 503,
   'not-initialised': 400,
   'not-json': 400,
   'not-running': 404,

@@ -6,6 +6,7 @@
  * a row go on after a short pause instead of in a tight loop. A failed pass resolves every
  * request at once (the next change or resync tries again) and makes the next pass a full one.
  */
+import { errorText } from '../../lib/error-text.js';
 import { log } from '../../lib/log.js';
 
 /** What a pass asks of the next: nothing, another, or another that looks at every site. */
@@ -45,9 +46,7 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
         outcome = await pass(f);
       } catch (err) {
         wantFull = true;
-        log('warn', 'fleet projection failed; retrying at the next change or resync', {
-          error: err instanceof Error ? err.message : String(err),
-        });
+        log('warn', 'fleet projection failed; retrying at the next change or resync', { error: errorText(err) });
         settle(Infinity); // every caller hears of it now; the next change or resync tries again
         return;
       }

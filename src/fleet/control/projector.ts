@@ -38,6 +38,7 @@ import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
 import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
+import { errorText } from '../../lib/error-text.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -153,7 +154,7 @@ async function siteChanges(
       log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
         site,
         key,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       return 'unsealable';
     }
@@ -188,7 +189,7 @@ async function trimLogs(fleetLog: FleetLog, sites: string[], cutoff: number, sto
     await Promise.all(Array.from({ length: Math.min(trimsAtOnce, sites.length) }, worker));
   } catch (err) {
     log('warn', 'fleet: trimming the change logs failed; trying again in a minute', {
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
   }
 }

@@ -8,6 +8,7 @@
  */
 import uPlot from 'uplot';
 import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -271,7 +272,7 @@ async function refresh(): Promise<void> {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err instanceof Unauthorized) return showLogin('Your session ended: log in again.');
-    $('updated').textContent = `cannot refresh: ${err instanceof Error ? err.message : String(err)}`;
+    $('updated').textContent = `cannot refresh: ${errorText(err)}`;
   }
 }
 
@@ -312,7 +313,10 @@ $('login').addEventListener('submit', (ev) => {
       sessionStorage.setItem('edgeplane-token', token);
       showDashboard();
     } else $('login-error').textContent = errorLine(body, `Login failed (${res.status})`);
-  })();
+  })().catch((err: unknown) => {
+    // The server did not answer (stopped, network gone): say so instead of doing nothing.
+    $('login-error').textContent = `cannot log in: ${errorText(err)}`;
+  });
 });
 $('logout').addEventListener('click', () => showLogin());
 $('server').textContent = location.host;
