@@ -101,6 +101,28 @@ export const countOrNames: Obj = {
     { type: 'array', items: { type: ['string', 'null'] } },
   ],
 };
+/** `validate` on a list GET: every stored object checked against today's schemas and checks. */
+export const validateReply: Obj = {
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean' },
+    problems: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          'x-path': { type: 'string' },
+          'error-message': { type: 'string' },
+          'error-info': { type: 'string' },
+          'error-details': { type: 'object' },
+        },
+        required: ['x-path', 'error-message', 'error-info'],
+      },
+    },
+  },
+  required: ['valid', 'problems'],
+};
+
 export const dryRunReply: Obj = {
   type: 'object',
   properties: { 'impacted-resources': { type: 'array', items: { type: 'object' } } },

@@ -18,6 +18,7 @@ import { resourceTemplates } from './route-names.js';
 import {
   bodyOk,
   countOrNames,
+  validateReply,
   dryRunReply,
   etagHeader,
   list,
@@ -100,8 +101,14 @@ function configPaths(def: ResourceDef, paths: Obj): void {
     get: {
       tags: tag,
       summary: `List ${def.id} objects`,
-      parameters: params(['fields', 'where', 'keys', 'count', 'with-defaults', 'watch']),
-      responses: responses({ 200: bodyOk({ oneOf: [list(ref(def)), countOrNames] }) }, [...readErrors, ...sealed]),
+      parameters: params(['fields', 'where', 'keys', 'count', 'with-defaults', 'watch', 'validate']),
+      responses: responses(
+        {
+          200: { ...bodyOk({ oneOf: [list(ref(def)), countOrNames, validateReply] }), headers: etagHeader },
+          304: statusText[304] as string,
+        },
+        [...readErrors, 412, ...sealed],
+      ),
     },
     post: {
       tags: tag,
