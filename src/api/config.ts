@@ -407,7 +407,16 @@ async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
         if (!r || r.kind === 'list') continue;
         if (q.matchPath && !q.matchPath(xPath)) continue;
         if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
-        if (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed) continue;
+        if (r.def.needsUnsealed && deps.strongbox.sealed) {
+          // match-path names what it wants: answered as the list would be (503), not left out.
+          if (q.matchPath)
+            throw new ApiError(
+              'sealed',
+              `Cannot serve ${xPath} (match-path): the secret store is sealed (POST /v1/strongbox/unseal)`,
+              { code: 'sealed', 'x-path': xPath },
+            );
+          if (!r.def.listedWhileSealed) continue;
+        }
         const value = redact(r.def, e.value);
         if (q.where && !q.where.test(value)) continue;
         const shaped = shape(r.def, value, q);
