@@ -34,12 +34,24 @@ export type SiteReads = {
   lastReport(site: string): Promise<SiteReport | undefined>;
 };
 
+/** The fleet's series at a control plane, read when /metrics is scraped (fleet/control/metrics-source.ts). */
+export type FleetSample = {
+  /** Sites by connection state: connected, disconnected, never-connected. */
+  connections: Record<string, number>;
+  sites: Array<{ site: string; lag: number; lastSeenSeconds?: number }>;
+};
+
 /** What the API asks of the fleet role (src/fleet/ implements it). */
 export type FleetView = {
   /** At a control plane: the link fields of GET /v1/state/sites/<name> (undefined at an edge site). */
   siteState(site: string): Promise<JsonObject | undefined>;
   /** At a control plane: reads of another site (`site=`); undefined at an edge site. */
   reads: SiteReads | undefined;
+  /**
+   * At a control plane: the fleet's state of exporter `tenant/name` (fleet/control/exporter-view.ts),
+   * given this site's own (`local`); absent at an edge site.
+   */
+  exporterView?(tenant: string, name: string, local: JsonObject | undefined): Promise<JsonObject | undefined>;
 };
 
 export type AppDeps = {

@@ -41,29 +41,37 @@ export type StateSource = {
 export type ReportedItem = { path: string; value: JsonObject; config: string[] };
 
 /** What the resources' state hooks read: this site's exporters, the fleet, the tenant's sites. */
-function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>): StateContext {
+function stateContext(deps: AppDeps, tenant: string, cache: Map<string, Entry[]>, own: boolean): StateContext {
+  const fleetView = own ? undefined : deps.fleet?.exporterView;
+  const exporterState = async (name: string): Promise<JsonObject | undefined> => {
+    const local = await siteExporterState(deps, tenant, name);
+    return fleetView ? await fleetView(tenant, name, local) : local;
+  };
   return {
     tenant,
     site: deps.settings.site,
     getConfig: async (path) => (await deps.store.get(configKey(tenant, path)))?.value,
-    async exporterState(name) {
-      const live = deps.runtime?.exporterState(tenant, name);
-      if (live) return live;
-      const stored = await deps.store.kvGet(webhookStateKey(tenant, name, deps.settings.site));
-      if (stored) {
-        try {
-          const v = JSON.parse(stored) as unknown;
-          if (isObject(v)) return v;
-        } catch {
-          /* fall through */
-        }
-      }
-      return undefined;
-    },
+    exporterState,
     // Fleet hook: at a control plane, a site's link to it (connection, last-seen, config-version, in-sync).
     siteLink: async (name) => (tenant === deps.settings.tenant ? await deps.fleet?.siteState(name) : undefined),
     listConfig: async (path) => (await listCached(deps, configKey(tenant, path), cache)).map((e) => e.value),
   };
+}
+
+/** The running state of exporter `tenant/name` at this site: live in this process, else as this site stored it. */
+async function siteExporterState(deps: AppDeps, tenant: string, name: string): Promise<JsonObject | undefined> {
+  const live = deps.runtime?.exporterState(tenant, name);
+  if (live) return live;
+  const stored = await deps.store.kvGet(webhookStateKey(tenant, name, deps.settings.site));
+  if (stored) {
+    try {
+      const v = JSON.parse(stored) as unknown;
+      if (isObject(v)) return v;
+    } catch {
+      /* fall through */
+    }
+  }
+  return undefined;
 }
 
 type Entry = { key: string; value: JsonObject };
@@ -96,7 +104,13 @@ function contentFilter(item: Item, q: ParsedQuery): JsonObject {
 }
 
 /** Every state object of one list (or one object), in stored order. */
-async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map<string, Entry[]>): Promise<Item[]> {
+async function stateItems(
+  deps: AppDeps,
+  tenant: string,
+  r: Resolved,
+  cache: Map<string, Entry[]>,
+  own = false,
+): Promise<Item[]> {
   const base = configKey(tenant, r.listPath);
   const entries =
     r.kind === 'list'
@@ -107,7 +121,7 @@ async function stateItems(deps: AppDeps, tenant: string, r: Resolved, cache: Map
           const e = await deps.store.get(configKey(tenant, r.path));
           return e ? [e] : [];
         })();
-  const ctx = stateContext(deps, tenant, cache);
+  const ctx = stateContext(deps, tenant, cache, own);
   const items: Item[] = [];
   for (const e of entries) {
     const value = redact(r.def, e.value);
@@ -133,9 +147,13 @@ async function storedPaths(deps: AppDeps, tenant: string): Promise<Set<string>> 
   return lists;
 }
 
-export function localSource(deps: AppDeps): StateSource {
+/**
+ * This process's state. At a control plane an exporter placed on other sites is shown as the
+ * fleet runs it (fleet/control/exporter-view.ts); `own` shows this site's own view instead (`site=<it>`).
+ */
+export function localSource(deps: AppDeps, opts: { own?: boolean } = {}): StateSource {
   return {
-    items: (tenant, r, cache) => stateItems(deps, tenant, r, cache),
+    items: (tenant, r, cache) => stateItems(deps, tenant, r, cache, opts.own === true),
     paths: (tenant) => storedPaths(deps, tenant),
     topics: (tenant) => topicStateObjects(deps, tenant),
   };
@@ -152,7 +170,7 @@ export async function stateReport(deps: AppDeps, tenant: string): Promise<Report
   for (const listPath of [...(await storedPaths(deps, tenant))].sort()) {
     const r = resolvePath(listPath);
     if (!r || r.def.itemState || (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed)) continue;
-    for (const i of await stateItems(deps, tenant, r, cache))
+    for (const i of await stateItems(deps, tenant, r, cache, true))
       out.push({ path: i.path, value: i.value, config: [...i.config] });
   }
   return out;
@@ -183,9 +201,13 @@ export function reportSource(reported: readonly ReportedItem[]): StateSource {
 }
 
 /** The state routes over `source` (this process's own state unless told otherwise). */
-export function stateRoutes(deps: AppDeps, source: StateSource = localSource(deps)): Hono<AppEnv> {
+export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  if (source.topics) app.route('/', topicRoutes(deps));
+  const fleetSource = given ?? localSource(deps);
+  // `site=<this site>` at a control plane: this site's own view, not the fleet's.
+  const ownSource = given ?? localSource(deps, { own: true });
+  const pick = (site: string | undefined) => (site === undefined ? fleetSource : ownSource);
+  if (fleetSource.topics) app.route('/', topicRoutes(deps));
 
   app.post(`${PREFIX}/volga/webhooks/:name/restart`, async (c) => {
     const p = principalOf(c);
@@ -222,6 +244,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
     ]);
     checkSite(deps, q.site);
     const p = principalOf(c);
+    const source = pick(q.site);
     const objects = async (): Promise<WatchedObject[]> => {
       const cache = new Map<string, Entry[]>();
       const out: WatchedObject[] = [];
@@ -276,6 +299,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
         knownField: knownInState(r.def),
       });
       checkSite(deps, q.site);
+      const source = pick(q.site);
       const listed = async (): Promise<Item[]> => {
         let items = (await source.items(p.tenant, r, new Map())).map((i) => ({
           ...i,
@@ -316,6 +340,7 @@ export function stateRoutes(deps: AppDeps, source: StateSource = localSource(dep
       knownField: knownInState(r.def),
     });
     checkSite(deps, q.site);
+    const source = pick(q.site);
     const one = async (): Promise<JsonObject | undefined> => {
       // A secret in clear only from this process's own store (a site never reports one).
       if (r.def.itemState && source.topics) return await itemState(deps, p.tenant, r);

@@ -19,6 +19,7 @@ import { ApiError } from '../lib/errors.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';
+import { errorText } from '../lib/error-text.js';
 
 /** One object of a read: its `/v1/...` path and the value the read answers for it. */
 export type WatchedObject = { xPath: string; value: Json };
@@ -147,7 +148,7 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
         }
       } catch (err) {
         // The store is unreachable or the stream is gone: end it; the client reconnects.
-        log('debug', 'watch: ending a stream', { error: String(err) });
+        log('debug', 'watch: ending a stream', { error: errorText(err) });
         end();
       } finally {
         running = false;

@@ -42,6 +42,24 @@ export type StartAt = { at: 'end' } | { at: 'beginning' } | { at: 'after'; id: s
  */
 export type GroupRead = { entries: StreamEntry[]; lag: number | undefined };
 
+/**
+ * The outcomes an exporter counts when it acknowledges a message. Counted by the bus in the
+ * same atomic step as the XACK, and only for entries that step acknowledged, so the counters
+ * stay exact across a kill -9 (a message re-sent after a crash is acknowledged, and counted,
+ * once). They are kept per counter name `as` (an exporter's group and its site: sites that
+ * share one Redis keep their own counts). Redis keeps them in the hash
+ * `edgeplane:counts:{volga:T}` (fields `<as>|<outcome>`): its hash tag is the stream's key, so
+ * both live in one hash slot of a Redis Cluster.
+ */
+export const countedOutcomes = ['delivered', 'dropped', 'ignored', 'filtered'] as const;
+export type CountedOutcome = (typeof countedOutcomes)[number];
+export type OutcomeCounts = Record<CountedOutcome, number>;
+
+export const noCounts = (): OutcomeCounts => ({ delivered: 0, dropped: 0, ignored: 0, filtered: 0 });
+
+/** What `Bus.ack` counts: one outcome per acknowledged id, under the counter name `as` (it starts with `<group>|`). */
+export type AckCount = { as: string; outcomes: readonly CountedOutcome[] };
+
 /** Stable failure codes callers match on. */
 export type BusErrorCode = 'no-group' | 'unavailable';
 
@@ -62,7 +80,14 @@ export interface Bus {
   /** Creates the group (and the stream) unless it exists; an existing group keeps its position. */
   ensureGroup(topic: string, group: string, start: StartAt): Promise<void>;
   read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead>;
-  ack(topic: string, group: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Acknowledges entries. With `count`, counts each entry this call really acknowledged
+   * under its outcome, atomically with the ack, and returns the totals of `count.as` on this
+   * topic after it.
+   */
+  ack(topic: string, group: string, ids: readonly string[], count?: AckCount): Promise<OutcomeCounts | undefined>;
+  /** The counted outcomes of counter name `as` on the topic (all 0 when none). */
+  counts(topic: string, as: string): Promise<OutcomeCounts>;
   /**
    * Consumers and their liveness. Every process reads as its own consumer and calls
    * `heartbeat` about every second; a consumer is dead when its last heartbeat is older than
@@ -95,6 +120,7 @@ export interface Bus {
    * or Redis cannot count the lag after deletions).
    */
   backlog(topic: string, group: string): Promise<number | undefined>;
+  /** Destroys the group and its counts (every counter name starting with `<group>|`). */
   destroyGroup(topic: string, group: string): Promise<void>;
   /**
    * Rewind: moves the group so its next new entry is the first after `at` (XGROUP SETID on

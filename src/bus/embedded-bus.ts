@@ -11,7 +11,11 @@ import {
   BusError,
   compareIds,
   entryObject,
+  noCounts,
+  type AckCount,
   type Bus,
+  type CountedOutcome,
+  type OutcomeCounts,
   type GroupRead,
   type ProduceInput,
   type StartAt,
@@ -22,18 +26,23 @@ import { Discovery } from './discovery.js';
 import { log } from '../lib/log.js';
 import { replayLines } from '../store/aof.js';
 
-type Group = { lastDelivered: string; pending: Map<string, { consumer: string; since: number }> };
+type Group = {
+  lastDelivered: string;
+  pending: Map<string, { consumer: string; since: number }>;
+  /** Outcomes counted with the acks (Bus.ack) per counter name, kept in the same log record as the ack. */
+  counts: Record<string, OutcomeCounts>;
+};
 type Stream = { entries: StreamEntry[]; lastId: string; groups: Map<string, Group> };
 
 type Record_ =
   | { op: 'add'; topic: string; id: string; fields: Record<string, string> }
-  | { op: 'group'; topic: string; group: string; last: string }
+  | { op: 'group'; topic: string; group: string; last: string; counts?: Record<string, OutcomeCounts> }
   | { op: 'deliver'; topic: string; group: string; consumer: string; ids: string[] }
-  | { op: 'ack'; topic: string; group: string; ids: string[] }
+  | { op: 'ack'; topic: string; group: string; ids: string[]; as?: string; outcomes?: CountedOutcome[] }
   | { op: 'destroy'; topic: string; group: string }
   | { op: 'setid'; topic: string; group: string; last: string };
 
-const ops = new Set(['add', 'group', 'deliver', 'ack', 'destroy']);
+const ops = new Set(['add', 'group', 'deliver', 'ack', 'destroy', 'setid']);
 
 /** One line of bus.jsonl, or undefined when it is not a record (a torn line). */
 function parseRecord(line: string): Record_ | undefined {
@@ -66,7 +75,7 @@ function compact(file: string, streams: Map<string, Stream>): void {
   for (const [topic, s] of streams) {
     for (const e of s.entries) lines.push(JSON.stringify({ op: 'add', topic, id: e.id, fields: e.fields }));
     for (const [group, g] of s.groups) {
-      lines.push(JSON.stringify({ op: 'group', topic, group, last: g.lastDelivered }));
+      lines.push(JSON.stringify({ op: 'group', topic, group, last: g.lastDelivered, counts: g.counts }));
       const byConsumer = new Map<string, string[]>();
       for (const [id, p] of g.pending) byConsumer.set(p.consumer, [...(byConsumer.get(p.consumer) ?? []), id]);
       for (const [consumer, ids] of byConsumer)
@@ -101,7 +110,8 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
         s.lastId = r.id;
         break;
       case 'group':
-        if (!s.groups.has(r.group)) s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() });
+        if (!s.groups.has(r.group))
+          s.groups.set(r.group, { lastDelivered: r.last, pending: new Map(), counts: { ...r.counts } });
         break;
       case 'deliver': {
         const g = s.groups.get(r.group);
@@ -114,7 +124,13 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       }
       case 'ack': {
         const g = s.groups.get(r.group);
-        if (g) for (const id of r.ids) g.pending.delete(id);
+        if (g)
+          r.ids.forEach((id, i) => {
+            const outcome = r.outcomes?.[i];
+            if (!g.pending.delete(id) || outcome === undefined || r.as === undefined) return;
+            const c = (g.counts[r.as] ??= noCounts());
+            if (outcome in c) c[outcome]++;
+          });
         break;
       }
       case 'destroy':
@@ -122,7 +138,12 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
         break;
       case 'setid': {
         // Rewind: the new position, and no pending entries (acked, as Redis's script does).
-        s.groups.set(r.group, { lastDelivered: r.last, pending: new Map() });
+        // The counters go on.
+        s.groups.set(r.group, {
+          lastDelivered: r.last,
+          pending: new Map(),
+          counts: s.groups.get(r.group)?.counts ?? {},
+        });
         break;
       }
     }
@@ -219,9 +240,29 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       return { entries, lag: s.entries.length - from - entries.length };
     },
 
-    async ack(topic: string, name: string, ids: readonly string[]): Promise<void> {
-      if (ids.length > 0 && streams.get(topic)?.groups.has(name))
-        record({ op: 'ack', topic, group: name, ids: [...ids] });
+    async ack(
+      topic: string,
+      name: string,
+      ids: readonly string[],
+      count?: AckCount,
+    ): Promise<OutcomeCounts | undefined> {
+      const g = streams.get(topic)?.groups.get(name);
+      if (ids.length > 0 && g)
+        record({
+          op: 'ack',
+          topic,
+          group: name,
+          ids: [...ids],
+          ...(count ? { as: count.as, outcomes: [...count.outcomes] } : {}),
+        });
+      if (!count) return undefined;
+      if (!g) throw new BusError('no-group', `NOGROUP no group ${name} on topic ${topic}`);
+      return { ...(g.counts[count.as] ?? noCounts()) };
+    },
+
+    async counts(topic: string, as: string): Promise<OutcomeCounts> {
+      const group = as.slice(0, as.indexOf('|') >>> 0);
+      return { ...(streams.get(topic)?.groups.get(group)?.counts[as] ?? noCounts()) };
     },
 
     async backlog(topic: string, name: string): Promise<number | undefined> {

@@ -14,6 +14,7 @@
 import { log } from '../lib/log.js';
 import type { RedisClient } from '../lib/redis.js';
 import { parseEntries, parseStreams } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 type Watched = { key: string; lastId: string; wakers: Set<() => void> };
 
@@ -79,7 +80,7 @@ export class Notifier {
       const last = parseEntries(raw)[0];
       if (w.lastId === '$') w.lastId = last ? last.id : '0-0';
     } catch (err) {
-      log('debug', 'bus: cannot read last id', { key: w.key, error: String(err) });
+      log('debug', 'bus: cannot read last id', { key: w.key, error: errorText(err) });
       if (w.lastId === '$') w.lastId = '0-0';
     }
     for (const wake of w.wakers) wake();
@@ -120,7 +121,7 @@ export class Notifier {
         ]);
       } catch (err) {
         if (this.closed) break;
-        log('debug', 'bus: notifier read failed, retrying', { error: String(err) });
+        log('debug', 'bus: notifier read failed, retrying', { error: errorText(err) });
         await new Promise((r) => setTimeout(r, 500).unref());
         continue;
       } finally {
@@ -140,7 +141,7 @@ export class Notifier {
           if (e) w.lastId = e.id;
         });
       } catch (err) {
-        log('debug', 'bus: notifier could not read latest ids', { error: String(err) });
+        log('debug', 'bus: notifier could not read latest ids', { error: errorText(err) });
       }
       for (const w of woken) for (const wake of w.wakers) wake();
     }

@@ -17,6 +17,10 @@ import {
   type ProduceInput,
   type StartAt,
   type TopicInfo,
+  countedOutcomes,
+  noCounts,
+  type AckCount,
+  type OutcomeCounts,
 } from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
@@ -31,6 +35,7 @@ import {
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
 const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
@@ -50,14 +55,11 @@ function goneHere(value: string): boolean {
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** NOGROUP: the group (or the stream) vanished, e.g. Redis restarted without persistence. */
 function translate(err: unknown): Error {
   const text = errorText(err);
-  if (text.startsWith('NOGROUP')) return new BusError('no-group', text);
+  // A NOGROUP raised inside a script arrives with the script's prefix.
+  if (text.startsWith('NOGROUP') || /^ERR .*NOGROUP/.test(text)) return new BusError('no-group', text);
   return err instanceof Error ? err : new BusError('unavailable', text);
 }
 
@@ -75,8 +77,46 @@ while true do
 end
 return 1`);
 
+/**
+ * XACK of each id, and HINCRBY of its outcome for those XACK acknowledged (1), atomically;
+ * returns the totals of the counter name. KEYS: stream, counts hash; ARGV: group, counter
+ * name, then id and outcome pairs.
+ */
+const countedAckScript = luaScript(`
+local key, counts, group, as = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  if redis.call('XACK', key, group, ARGV[i]) == 1 then
+    redis.call('HINCRBY', counts, as .. '|' .. ARGV[i + 1], 1)
+  end
+end
+return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`);
+
+/** Deletes the counts fields of a group (every counter name starting with `<group>|`). */
+const dropCountsScript = luaScript(`
+local prefix = ARGV[1] .. '|'
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[1], f) end
+end
+return 1`);
+
+/** The counts hash of a stream: its hash tag is the stream key (one Cluster slot with it). */
+export const countsKey = (streamKey: string): string => `edgeplane:counts:{${streamKey}}`;
+
+function countsOf(raw: unknown): OutcomeCounts {
+  const out = noCounts();
+  if (Array.isArray(raw))
+    countedOutcomes.forEach((o, i) => {
+      const v = Number(raw[i] ?? 0);
+      if (Number.isSafeInteger(v)) out[o] = v;
+    });
+  return out;
+}
+
 export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
-  const cmd = redisClient(target, 'bus-command', { offlineQueue: true, scripts: { busSetId: setIdScript } });
+  const cmd = redisClient(target, 'bus-command', {
+    offlineQueue: true,
+    scripts: { busSetId: setIdScript, busCountedAck: countedAckScript, busDropCounts: dropCountsScript },
+  });
   const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
   await Promise.all([cmd.connect(), blocking.connect()]);
 
@@ -162,9 +202,29 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       }
     },
 
-    async ack(topic: string, group: string, ids: readonly string[]): Promise<void> {
-      if (ids.length === 0) return;
-      await cmd.sendCommand(['XACK', streamPrefix + topic, group, ...ids]);
+    async ack(
+      topic: string,
+      group: string,
+      ids: readonly string[],
+      count?: AckCount,
+    ): Promise<OutcomeCounts | undefined> {
+      const key = streamPrefix + topic;
+      if (!count) {
+        if (ids.length > 0) await cmd.sendCommand(['XACK', key, group, ...ids]);
+        return undefined;
+      }
+      const args = [group, count.as];
+      for (let i = 0; i < ids.length; i++) args.push(ids[i]!, count.outcomes[i]!);
+      try {
+        return countsOf(await cmd.busCountedAck([key, countsKey(key)], args));
+      } catch (err) {
+        throw translate(err);
+      }
+    },
+
+    async counts(topic: string, group: string): Promise<OutcomeCounts> {
+      const key = streamPrefix + topic;
+      return countsOf(await cmd.sendCommand(['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${group}|${o}`)]));
     },
 
     async backlog(topic: string, group: string): Promise<number | undefined> {
@@ -242,6 +302,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       await cmd.sendCommand(['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
         log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
       });
+      await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
     },
 
     async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {

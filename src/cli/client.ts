@@ -7,6 +7,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { errorChainText } from '../lib/error-text.js';
 
 export const defaultUrl = 'http://127.0.0.1:4646';
 
@@ -73,7 +74,7 @@ export function client(env: NodeJS.ProcessEnv = process.env): Client {
           ...(opts.body !== undefined ? { body: opts.body } : {}),
         });
       } catch (err) {
-        const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+        const cause = err instanceof Error && err.cause !== undefined ? `: ${errorChainText(err.cause)}` : '';
         throw new CliError(`cannot reach edgeplane at ${url}${cause} (set EDGEPLANE_URL)`);
       }
     },

@@ -1,13 +1,16 @@
 /**
  * `ctl top`: a live table of the webhook exporters (like `vector top`), redrawn every second
  * from `GET /v1/state/volga/webhooks`: status, delivered, delivered/s (from the difference of
- * the last two samples), lag (summed over topics), in flight, failed attempts, dropped and the
- * last error. q or Ctrl-C quits. State fields are read by name, tolerating absent ones.
+ * the last two samples), lag (summed over topics), in flight, failed attempts, dropped, the
+ * retry state (`next retry in N s, failing since …`) and the last error (with its time when it
+ * is history: the exporter is not retrying). q or Ctrl-C quits. State fields are read by name, tolerating absent ones.
  */
 import { CliError, failure } from './client.js';
 import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
+import { lastErrorWords, retryWords } from '../lib/exporter-words.js';
+import { errorText } from '../lib/error-text.js';
 
 type Row = Record<string, unknown>;
 type Sample = { at: number; delivered: number };
@@ -61,7 +64,8 @@ export function frame(
       'in-flight': num(s['in-flight']) ?? '-',
       failed: num(s['failed-attempts']) ?? '-',
       dropped: num(s.dropped) ?? '-',
-      'last error': typeof s['last-error'] === 'string' ? s['last-error'] : '',
+      retry: retryWords(s, now),
+      'last error': lastErrorWords(s, now),
     };
   });
   const text = table(lines, [
@@ -73,6 +77,7 @@ export function frame(
     'in-flight',
     'failed',
     'dropped',
+    'retry',
     'last error',
   ]);
   const clipped = text
@@ -119,7 +124,7 @@ export async function top(v: Verb): Promise<number> {
         body = f.text;
       }
     } catch (e) {
-      body = `${e instanceof Error ? e.message : String(e)}\n`;
+      body = `${errorText(e)}\n`;
     }
     const title = `edgeplane top  ${v.client.url}${v.flags.site ? `  site ${v.flags.site}` : ''}  ${new Date().toISOString().slice(11, 19)}  (q to quit)\n\n`;
     v.out((tty ? '\x1b[H\x1b[2J' : '') + title + body + (tty ? '' : '\n'));

@@ -51,6 +51,12 @@ export class Breakers {
     return o === undefined || o.state === 'closed';
   }
 
+  /** When the open origin's cool-down ends (ms), or undefined when it is not open. */
+  openUntil(origin: string): number | undefined {
+    const o = this.origins.get(origin);
+    return o?.state === 'open' ? o.until : undefined;
+  }
+
   /**
    * Waits until an attempt to `origin` may go: 'go' at once when closed; when open, 'probe'
    * once the cool-down ended and this caller is the single probe. 'stopped' when `stopping`

@@ -39,7 +39,7 @@ export function startControls(o: {
   const secret = c.signing ? o.secrets.get(signingVar) : undefined;
   const breakers = new Breakers(o.clock, o.spec.policy.baseMs, o.spec.policy.maxMs, {
     onChange(next, reason) {
-      o.state.nextAttempt(next, reason, o.clock.now());
+      o.state.breakerChanged(next !== undefined, reason, o.clock.now());
     },
   });
   const attempts = new AttemptLog(o.store, attemptsKey(o.spec.tenant, o.spec.name));

@@ -12,10 +12,11 @@ import type { Message } from './message.js';
 import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce } from './send.js';
-import { parseTarget, type ExporterSpec } from '../resources/webhook/spec.js';
+import { minRetryMs, parseTarget, type ExporterSpec } from '../resources/webhook/spec.js';
 import type { ExporterState } from './state.js';
 import type { RunControls } from './controls.js';
 import { webhookId } from './signing.js';
+import { badHeaderChar } from '../resources/webhook/header-value.js';
 
 export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborted';
 
@@ -63,7 +64,7 @@ function lookupIn(
 
 /** A message that failed before (attempt > 1) counted as failing: every way out ends that. */
 function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome: T): T {
-  if (attempt > 1) ctx.state.retryEnded();
+  if (attempt > 1) ctx.state.retryEnded(ctx.clock.now());
   return outcome;
 }
 
@@ -92,6 +93,9 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
     if (!r.ok) return ignore(ctx, msg, `header ${h.name}: ${r.reason}`);
+    const bad = badHeaderChar(r.value);
+    // Sending it would fail the same way at every attempt: the message is ignored, never retried.
+    if (bad !== undefined) return ignore(ctx, msg, `header ${h.name}: the expanded value ${bad}`);
     headers.push(h.name, r.value);
   }
   const data = spec.data.render(lookup);
@@ -115,7 +119,10 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     let probe = false;
     if (!controls.breakers.ready(target.origin)) {
       const parked = ctx.park();
+      const until = controls.breakers.openUntil(target.origin);
+      const ticket = until !== undefined ? ctx.state.attemptScheduled(until) : undefined;
       const admitted = await controls.breakers.admit(target.origin, ctx.stopping);
+      if (ticket !== undefined) ctx.state.attemptDue(ticket);
       if (parked) await ctx.unpark();
       if (admitted === 'stopped') return finish(ctx, attempt, 'aborted');
       probe = admitted === 'probe';
@@ -159,7 +166,13 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
       }
       return finish(ctx, attempt, 'dropped');
     }
-    const wait = nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now()));
-    await ctx.clock.sleep(wait, ctx.stopping);
+    // Never a busy loop, whatever Retry-After says.
+    const wait = Math.max(minRetryMs, nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now())));
+    const ticket = ctx.state.attemptScheduled(ctx.clock.now() + wait);
+    try {
+      await ctx.clock.sleep(wait, ctx.stopping);
+    } finally {
+      ctx.state.attemptDue(ticket);
+    }
   }
 }

@@ -17,6 +17,8 @@ import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
+import { LagMonitor } from './lag-monitor.js';
+import { errorText } from '../lib/error-text.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -24,6 +26,8 @@ export type ExporterDeps = {
   clock: Clock;
   agent: Agent;
   group: string;
+  /** The site of this process: its counts are its own (bus.ts AckCount). */
+  site: string;
   consumer: string;
   sys: ReadonlyMap<string, string>;
   secrets: ReadonlyMap<string, string>;
@@ -34,14 +38,14 @@ export type ExporterDeps = {
   controls: RunControls;
 };
 
-/** How often the backlog of each consumed topic is asked for while it is not 0. */
-const lagRefreshMs = 1000;
-
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function startAt(spec: ExporterSpec): StartAt {
   return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
 }
+
+/** The counter name of an exporter's outcomes at a site (bus.ts AckCount). */
+export const countAs = (group: string, site: string): string => `${group}|${site}`;
 
 export class Exporter {
   private readonly readers = new Map<string, TopicReader>();
@@ -56,14 +60,12 @@ export class Exporter {
   private inFlight = 0;
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
-  private lagTimer: NodeJS.Timeout | undefined;
-  /** Set when entries were read (or at start): the backlogs must be asked for again. */
-  private lagStale = true;
-  private refreshingLag = false;
+  private readonly lag: LagMonitor;
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
     setMaxListeners(0, this.stopCtl.signal);
+    this.lag = new LagMonitor(d.bus, d.group, d.state, () => this.readers.keys());
     this.ctx = {
       spec: d.spec,
       agent: d.agent,
@@ -111,10 +113,9 @@ export class Exporter {
   }
 
   start(): void {
-    this.lagTimer = setInterval(() => void this.refreshLag(), lagRefreshMs);
-    this.lagTimer.unref();
+    this.lag.start();
     this.loop = this.run().catch((err: unknown) => {
-      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.error(`exporter stopped unexpectedly: ${errorText(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
     });
   }
@@ -127,7 +128,15 @@ export class Exporter {
   private async addTopic(topic: string, start: StartAt): Promise<void> {
     if (this.readers.has(topic) || this.opening.has(topic)) return;
     this.opening.add(topic);
-    const reader = new TopicReader(this.d.bus, topic, this.d.group, this.d.consumer, start);
+    const reader = new TopicReader(
+      this.d.bus,
+      topic,
+      this.d.group,
+      this.d.consumer,
+      start,
+      countAs(this.d.group, this.d.site),
+      (t, counts) => this.d.state.setTopicCounts(t, counts),
+    );
     try {
       for (;;) {
         if (this.stopCtl.signal.aborted) return;
@@ -135,13 +144,13 @@ export class Exporter {
           await reader.open();
           break;
         } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
       }
       this.readers.set(topic, reader);
       this.d.state.addTopic(topic);
-      this.lagStale = true;
+      this.lag.stale();
       this.cleanups.push(this.d.bus.watch(topic, this.wake));
       this.wake();
     } finally {
@@ -195,14 +204,14 @@ export class Exporter {
     try {
       batch = await reader.read(count);
     } catch (err) {
-      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
-      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
+      state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
       await realSleep(500);
       return 0;
     }
     const n = batch.entries.length;
     if (n === 0) return 0;
-    this.lagStale = true;
+    this.lag.stale();
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {
       // Awaited only when full: an await per message costs a turn of the microtask queue.
@@ -241,12 +250,12 @@ export class Exporter {
     this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
-        reader.handled(msg.entry.id);
-        state.count(outcome);
+        // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
+        reader.handled(msg.entry.id, outcome);
         if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
       }
     } finally {
@@ -268,34 +277,14 @@ export class Exporter {
       try {
         n += await reader.claimDead(dead, minIdleMs);
       } catch (err) {
-        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+        log('debug', 'exporter: claim failed', {
+          exporter: this.d.spec.name,
+          topic: reader.topic,
+          error: errorText(err),
+        });
       }
     }
     if (n > 0) this.wake();
-  }
-
-  /**
-   * Asks the bus for each topic's backlog (unread plus unacknowledged) about every second,
-   * whatever the message loop is doing (it may be blocked on a failing POST). Skipped while
-   * every backlog is 0 and nothing was read since, so idle exporters cost nothing.
-   */
-  private async refreshLag(): Promise<void> {
-    if (!this.lagStale || this.refreshingLag) return;
-    this.refreshingLag = true;
-    this.lagStale = false;
-    try {
-      for (const reader of [...this.readers.values()]) {
-        const lag = await this.d.bus.backlog(reader.topic, this.d.group);
-        if (lag === undefined) continue;
-        this.d.state.setLag(reader.topic, lag);
-        if (lag > 0) this.lagStale = true;
-      }
-    } catch (err) {
-      this.lagStale = true;
-      log('debug', 'exporter: cannot read the backlog', { exporter: this.d.spec.name, error: String(err) });
-    } finally {
-      this.refreshingLag = false;
-    }
   }
 
   /**
@@ -304,7 +293,7 @@ export class Exporter {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
-    clearInterval(this.lagTimer);
+    this.lag.stop();
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
     while (this.slotFreed) this.freeSlot();

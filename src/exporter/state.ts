@@ -7,6 +7,7 @@
  * publisher writes only changed states. Failed attempts are logged here: the first at once,
  * then at most one summary line a second; each change of status is logged too.
  */
+import { countedOutcomes, type OutcomeCounts } from '../bus/bus.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
 
@@ -38,8 +39,8 @@ export class ExporterState {
   version = 1;
   /** The adaptive in-flight limit with max-in-flight auto (delivery controls). */
   inFlightLimit: (() => number) | undefined;
-  /** Set while a circuit breaker holds attempts back (delivery controls). */
-  nextAttemptTime: number | undefined;
+  /** When the status became `retrying` (shown as `failing-since` while it lasts). */
+  failingSince: number | undefined;
   readonly counters: Record<Counter, number> = {
     delivered: 0,
     dropped: 0,
@@ -48,8 +49,17 @@ export class ExporterState {
     'failed-attempts': 0,
   };
   private readonly lag = new Map<string, number>();
+  /** Per topic, the outcomes the bus counted with the acks; `delivered`… are their sums. */
+  private readonly topicCounts = new Map<string, OutcomeCounts>();
   /** Messages whose last attempt failed and that are waiting for another. */
   private failing = 0;
+  /**
+   * When each pending retry will be attempted (a back-off sleep, or the end of an open circuit
+   * breaker's cool-down a message waits for): `next-attempt-time` is the earliest. A time is
+   * removed as its wait ends, so the field is never a past time while nothing is attempted.
+   */
+  private readonly scheduled = new Map<number, number>();
+  private nextTicket = 0;
   private lastFailureLog = -Infinity;
   private unlogged = 0;
   private lastUnlogged: FailedAttempt | undefined;
@@ -65,6 +75,8 @@ export class ExporterState {
     if (status === 'starting') this.failing = 0;
     if (status === this.status) return;
     if (this.status === 'retrying') this.flushFailures();
+    if (status === 'retrying') this.failingSince ??= now ?? Date.now();
+    else this.failingSince = undefined;
     log(status === 'error' || status === 'retrying' ? 'warn' : 'info', 'exporter status changed', {
       ...this.who,
       from: this.status,
@@ -82,25 +94,60 @@ export class ExporterState {
     this.version++;
   }
 
-  /** Circuit breakers: `retrying` until `next` (ms) with the reason; undefined: back to ready. */
-  nextAttempt(next: number | undefined, reason: string | undefined, now: number): void {
-    this.nextAttemptTime = next;
-    if (next !== undefined) {
+  /** Circuit breakers: an origin opened (`retrying`, with the reason), or every one closed again. */
+  breakerChanged(open: boolean, reason: string | undefined, now: number): void {
+    if (open) {
       if (reason) this.error(reason, now);
-      this.setStatus('retrying');
-    } else if (this.status === 'retrying' && this.failing === 0) this.setStatus('ready');
+      this.setStatus('retrying', now);
+    } else if (this.status === 'retrying' && this.failing === 0) this.setStatus('ready', now);
     this.version++;
   }
 
-  count(counter: Counter): void {
-    this.counters[counter]++;
+  /** A retry will be attempted at `at` (ms); returns the ticket to give `attemptDue` when the wait ends. */
+  attemptScheduled(at: number): number {
+    const ticket = ++this.nextTicket;
+    this.scheduled.set(ticket, at);
+    this.version++;
+    return ticket;
+  }
+
+  attemptDue(ticket: number): void {
+    if (this.scheduled.delete(ticket)) this.version++;
+  }
+
+  /** The earliest pending retry (ms), or undefined when none waits. */
+  nextAttemptTime(): number | undefined {
+    let next: number | undefined;
+    for (const at of this.scheduled.values()) if (next === undefined || at < next) next = at;
+    return next;
+  }
+
+  /**
+   * The bus's totals of one topic (after an ack, or read at open): `delivered`, `dropped`,
+   * `ignored` and `filtered` are the sums over the consumed topics, so they are exact across a
+   * kill -9 and shared by every process of the site.
+   */
+  setTopicCounts(topic: string, counts: OutcomeCounts): void {
+    this.topicCounts.set(topic, counts);
+    this.sumCounts();
+  }
+
+  private sumCounts(): void {
+    for (const o of countedOutcomes) {
+      let sum = 0;
+      for (const c of this.topicCounts.values()) sum += c[o];
+      this.counters[o] = sum;
+    }
     this.version++;
   }
 
-  /** Counters of a state published before (a process restart): counting goes on from there. */
+  /**
+   * `failed-attempts` of a state published before (a process restart): counting goes on from
+   * there. The other counters come from the bus (setTopicCounts).
+   */
   restoreCounters(saved: unknown): void {
     if (!isObject(saved)) return;
-    for (const c of counterNames) {
+    for (const c of ['failed-attempts'] as const) {
       const v = saved[c];
       if (typeof v === 'number' && Number.isSafeInteger(v) && v > this.counters[c]) this.counters[c] = v;
     }
@@ -113,7 +160,7 @@ export class ExporterState {
     this.error(a.error, now);
     if (first) {
       this.failing++;
-      if (this.status === 'ready') this.setStatus('retrying');
+      if (this.status === 'ready') this.setStatus('retrying', now);
     }
     if (now - this.lastFailureLog >= failureLogIntervalMs) {
       this.lastFailureLog = now;
@@ -128,10 +175,10 @@ export class ExporterState {
   }
 
   /** A message that had failed is handled now (delivered, dropped or given up at a stop). */
-  retryEnded(): void {
+  retryEnded(now?: number): void {
     if (this.failing > 0) this.failing--;
     if (this.failing === 0 && this.status === 'retrying') {
-      this.setStatus('ready');
+      this.setStatus('ready', now);
       // The next outage's first failure is logged at once.
       this.lastFailureLog = -Infinity;
     }
@@ -158,6 +205,7 @@ export class ExporterState {
 
   removeTopic(topic: string): void {
     if (this.lag.delete(topic)) this.version++;
+    if (this.topicCounts.delete(topic)) this.sumCounts();
   }
 
   setLag(topic: string, lag: number): void {
@@ -181,7 +229,9 @@ export class ExporterState {
     for (const c of counterNames) out[c] = this.counters[c];
     out['in-flight'] = this.inFlight;
     if (this.inFlightLimit) out['in-flight-limit'] = this.inFlightLimit();
-    if (this.nextAttemptTime !== undefined) out['next-attempt-time'] = new Date(this.nextAttemptTime).toISOString();
+    const next = this.nextAttemptTime();
+    if (next !== undefined) out['next-attempt-time'] = new Date(next).toISOString();
+    if (this.failingSince !== undefined) out['failing-since'] = new Date(this.failingSince).toISOString();
     out['topic-lag'] = this.consumedTopics().map((topic) => ({ topic, lag: this.lag.get(topic)! }));
     return out;
   }

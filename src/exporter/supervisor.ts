@@ -5,7 +5,7 @@
  * are fingerprinted; a different fingerprint restarts it keeping the group offsets, a
  * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
  */
-import type { Bus } from '../bus/bus.js';
+import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
@@ -13,7 +13,8 @@ import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
-import { Exporter } from './exporter.js';
+import { countAs, Exporter } from './exporter.js';
+import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import { agentFor } from './send.js';
@@ -22,6 +23,7 @@ import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
 import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
+import { errorText } from '../lib/error-text.js';
 
 export type SupervisorOptions = {
   site: string;
@@ -53,6 +55,8 @@ type Slot = {
   secretError: boolean;
   /** The running exporter's secret values, updated in place when a secret changes. */
   secrets: Map<string, string>;
+  /** While paused: the real backlog of its topics (nothing reads them). */
+  pausedLag: LagMonitor | undefined;
 };
 
 const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
@@ -92,7 +96,7 @@ export class Supervisor {
         this.queued = undefined;
         return this.closed ? undefined : this.reconcileNow();
       })
-      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
+      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: errorText(err) }));
     this.running = this.queued;
     return this.queued;
   }
@@ -189,6 +193,7 @@ export class Supervisor {
   ): Promise<void> {
     const oldTopics = old?.exporter?.topics() ?? [];
     if (old?.exporter) await old.exporter.stop(updateDeadlineMs);
+    old?.pausedLag?.stop();
     let state = old?.state;
     if (!state) {
       state = new ExporterState(this.o.clock.now(), { tenant, exporter: name });
@@ -204,6 +209,7 @@ export class Supervisor {
       spec: undefined,
       secretError: false,
       secrets: new Map(),
+      pausedLag: undefined,
     };
     this.slots.set(id, slot);
     if (this.closed) return;
@@ -213,7 +219,7 @@ export class Supervisor {
       // Compiled at write time when this process committed this revision; else compiled now.
       spec = specOf(configKey(tenant, `volga/webhooks/${name}`), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
-      state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
+      state.error(`invalid configuration: ${errorText(err)}`, this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -229,6 +235,18 @@ export class Supervisor {
     // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
     if (cfg.enabled === false && placement.placed === true) {
       state.setStatus('paused');
+      // The topics it consumed keep showing their backlog, which grows while it is paused.
+      const topics = new Set([...state.consumedTopics(), ...spec.topics]);
+      for (const t of topics) {
+        state.addTopic(t);
+        state.setTopicCounts(
+          t,
+          await this.busOf(tenant)
+            .counts(t, countAs(groupName(tenant, name), this.o.site))
+            .catch(() => noCounts()),
+        );
+      }
+      slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
       return;
     }
     if (placement.placed !== true) {
@@ -258,7 +276,7 @@ export class Supervisor {
         secrets: slot.secrets,
       });
     } catch (err) {
-      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.error(errorText(err), this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -268,6 +286,7 @@ export class Supervisor {
       clock: this.o.clock,
       agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
       group: groupName(tenant, name),
+      site: this.o.site,
       consumer: this.o.consumer,
       sys: ctx.vars,
       secrets: slot.secrets,
@@ -297,6 +316,7 @@ export class Supervisor {
 
   private async remove(id: string, slot: Slot): Promise<void> {
     this.slots.delete(id);
+    slot.pausedLag?.stop();
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
@@ -317,6 +337,7 @@ export class Supervisor {
       [...this.slots.values()].map(async (s) => {
         if (s.exporter) await s.exporter.stop(deadlineMs);
         s.exporter = undefined;
+        s.pausedLag?.stop();
         s.state.setStatus('stopped');
       }),
     );

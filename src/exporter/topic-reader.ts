@@ -4,8 +4,17 @@
  * vanished (NOGROUP after a Redis restart without persistence): the group is recreated
  * after the last message handled in order, so nothing is skipped.
  */
-import { BusError, type Bus, type GroupRead, type StartAt, type StreamEntry } from '../bus/bus.js';
+import {
+  BusError,
+  type Bus,
+  type CountedOutcome,
+  type GroupRead,
+  type OutcomeCounts,
+  type StartAt,
+  type StreamEntry,
+} from '../bus/bus.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;
@@ -18,6 +27,8 @@ export class TopicReader {
   private readonly order: Array<{ id: string; done: boolean }> = [];
   private lastHandled: string | undefined;
   private acks: string[] = [];
+  /** The outcome of each id in `acks`, counted by the bus with the ack (exact across a kill -9). */
+  private outcomes: CountedOutcome[] = [];
   /** Entries taken over from dead consumers while running, read before anything else. */
   private readonly claimed: StreamEntry[] = [];
   /** Dead consumers with nothing left pending in this group. */
@@ -31,10 +42,15 @@ export class TopicReader {
     private readonly group: string,
     private readonly consumer: string,
     private readonly start: StartAt,
+    /** The name the outcomes are counted under (bus.ts AckCount): the group and the site. */
+    private readonly countAs: string = `${group}|`,
+    /** Told the counted outcomes on this topic: at open, then after each ack. */
+    private readonly onCounts: (topic: string, counts: OutcomeCounts) => void = () => {},
   ) {}
 
   async open(): Promise<void> {
     await this.bus.ensureGroup(this.topic, this.group, this.start);
+    this.onCounts(this.topic, await this.bus.counts(this.topic, this.countAs));
     // Entries of dead consumers (a crashed or stopped process, a consumer name of an older
     // version) join our pending list, which the first reads (cursor '0') return in order.
     const others = (await this.bus.groupConsumers(this.topic, this.group)).filter((c) => c !== this.consumer);
@@ -117,11 +133,12 @@ export class TopicReader {
     return { ...r, wasPending: cursor !== '>' };
   }
 
-  handled(id: string): void {
+  handled(id: string, outcome: CountedOutcome): void {
     const item = this.order.find((o) => o.id === id && !o.done);
     if (item) item.done = true;
     while (this.order[0]?.done) this.lastHandled = this.order.shift()!.id;
     this.acks.push(id);
+    this.outcomes.push(outcome);
     if (this.ackQueued) return;
     this.ackQueued = true;
     // Sent at the end of this turn, together with the acks of messages handled in the same
@@ -136,13 +153,21 @@ export class TopicReader {
   private sendAcks(): void {
     if (this.acks.length === 0) return;
     const ids = this.acks;
+    const outcomes = this.outcomes;
     this.acks = [];
+    this.outcomes = [];
     const p = this.bus
-      .ack(this.topic, this.group, ids)
+      .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
+      .then((counts) => {
+        if (counts) this.onCounts(this.topic, counts);
+      })
       .catch((err: unknown) => {
         // Kept for the next flush: an unacked handled message would be sent again after a restart.
-        if (!(err instanceof BusError && err.code === 'no-group')) this.acks.push(...ids);
-        log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
+        if (!(err instanceof BusError && err.code === 'no-group')) {
+          this.acks.push(...ids);
+          this.outcomes.push(...outcomes);
+        }
+        log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
       })
       .finally(() => this.sending.delete(p));
     this.sending.add(p);

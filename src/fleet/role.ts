@@ -17,7 +17,8 @@
  * report (control/presence.ts, in the store's kv area).
  */
 import type { Hono } from 'hono';
-import type { AppDeps, AppEnv, FleetView, ProbeCheck } from '../api/deps.js';
+import type { AppDeps, AppEnv, FleetSample, FleetView, ProbeCheck } from '../api/deps.js';
+import { fleetMetricsSource } from './control/metrics-source.js';
 import { adminUser } from '../auth/bootstrap.js';
 import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
@@ -32,6 +33,8 @@ import { createPresence, type Presence } from './control/presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
+import { createExporterView } from './control/exporter-view.js';
+import { errorText } from '../lib/error-text.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -46,6 +49,8 @@ export type Fleet = FleetView & {
   userRoutes(deps: AppDeps): Hono<AppEnv>[];
   /** Routes with their own guard (site tokens only), registered beside the user guard. */
   siteRoutes(deps: AppDeps): Hono<AppEnv>[];
+  /** At a control plane: the fleet's series of /metrics (control/metrics-source.ts). */
+  metrics?: () => Promise<FleetSample>;
   /** Readiness (GET /readyz): an edge site is ready once it has applied a configuration. */
   readyChecks: ProbeCheck[];
   /**
@@ -84,7 +89,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     const loadKey = () =>
       siteKey().catch((err: unknown) =>
         log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         }),
       );
     return {
@@ -149,11 +154,18 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
+    exporterView: createExporterView({
+      store,
+      root: settings.tenant,
+      ownSite: settings.site,
+      lastReport: (site) => presence.lastReport(site),
+    }),
     reads: {
       ask: async (site, read) =>
         (await presence.isConnected(site)) ? relay.ask(site, read, readTimeoutMs) : undefined,
       lastReport: (site) => presence.lastReport(site),
     },
+    metrics: fleetMetricsSource({ store, fleetLog, root: settings.tenant, ownSite: settings.site }),
     readyChecks: [],
     async attachStrongbox(b) {
       box = b;

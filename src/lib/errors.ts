@@ -84,6 +84,7 @@ export const errorDetails = {
   initialised: 409,
   'invalid-config': 400,
   'invalid-duration': 400,
+  'invalid-header-value': 400,
   'invalid-integer': 400,
   'invalid-json-template': 400,
   'invalid-login': 400,

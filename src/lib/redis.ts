@@ -10,6 +10,8 @@
  */
 import { createClient, defineScript, type RedisScripts } from 'redis';
 import { log } from './log.js';
+import { backoffDelay } from './backoff.js';
+import { errorText } from './error-text.js';
 
 /** Where the Redis of a deployment is: a `redis://` or `rediss://` URL (one server). */
 export type RedisTarget = { kind: 'standalone'; url: string };
@@ -24,7 +26,7 @@ export function toTarget(target: RedisTarget | string): RedisTarget {
  * a Redis restart or a failover is picked up within seconds of the server answering again.
  */
 export function reconnectDelayMs(retries: number): number {
-  return Math.min(50 * 2 ** Math.min(retries, 6), 2000);
+  return backoffDelay(retries, { baseMs: 50, maxMs: 2000 });
 }
 
 export const connectTimeoutMs = 5000;
@@ -39,10 +41,6 @@ export type ConnectOptions<S extends RedisScripts> = {
    */
   offlineQueue?: boolean;
 };
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * The pub/sub channel `base` of the database the target selects: pub/sub is server-wide, not

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { settingDurationMs } from './duration.js';
 import type { LogLevel } from './log.js';
+import { errorText } from './error-text.js';
 
 export type Settings = {
   port: number;
@@ -98,7 +99,7 @@ function readSettingFile(name: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SettingsError(name, `${name}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SettingsError(name, `${name}: cannot read ${path}: ${errorText(err)}`);
   }
 }
 
@@ -155,6 +156,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     throw new SettingsError(
       'HTTP_REQUEST_TIMEOUT_MS',
       `HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs}) must not be below HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs})`,
+    );
+  // A Bearer token is one word (lib/bearer.ts): a token with a space could never be sent.
+  if (env.METRICS_TOKEN && /\s/.test(env.METRICS_TOKEN))
+    throw new SettingsError(
+      'METRICS_TOKEN',
+      'METRICS_TOKEN must not contain whitespace (it is sent as Bearer <token>)',
     );
   return {
     port: int(env, 'PORT', 4646, 0, 65535),

@@ -25,6 +25,8 @@ import { log, setLogLevel } from '../lib/log.js';
 import { probeRedis } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 /** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -43,12 +45,6 @@ const drainMs = 10_000;
 
 export function redactUrl(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
-function errorText(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  if (e instanceof Error) return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
-  return String(err);
 }
 
 /** Binds the HTTP server, or throws StartupError naming PORT or HOST. */
@@ -100,7 +96,7 @@ export async function waitForRedis(
       failure = errorText(err);
     }
     if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
-    const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
+    const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });
     startup.reason = `Redis at ${redactUrl(url)} is not reachable yet: ${failure}`;
     log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
       setting: 'REDIS_URL',

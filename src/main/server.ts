@@ -57,6 +57,7 @@ export async function createInstance(
   });
   await auth.bootstrap();
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
+  if (fleet.metrics) metrics.fleet(fleet.metrics);
   if (settings.configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
     const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });

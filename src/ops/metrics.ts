@@ -15,9 +15,10 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { errorStatus, ApiError } from '../lib/errors.js';
-import type { AppEnv } from '../api/deps.js';
+import type { AppEnv, FleetSample } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';
+import { bearerToken } from '../lib/bearer.js';
 
 export const metricsPath = '/metrics';
 
@@ -103,6 +104,8 @@ export type Metrics = {
   deliveryObserver(tenant: string, exporter: string): (seconds: number) => void;
   /** Where scrapes read the exporters from. */
   exporters(source: () => ExporterSample[]): void;
+  /** At a control plane: where scrapes read the fleet's series from (fleet/control/metrics-source.ts). */
+  fleet(source: () => Promise<FleetSample>): void;
 };
 
 function statusOfError(err: unknown): number {
@@ -119,9 +122,14 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
       timed: (_route, handler) => handler,
       deliveryObserver: () => noObservation,
       exporters: () => undefined,
+      fleet: () => undefined,
     };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'edgeplane_' });
+  // prom-client also gives these three as gauges named `_total`, which `promtool check metrics`
+  // rejects (a `_total` name is a counter's); the same counts by type remain, without the suffix.
+  for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
+    registry.removeSingleMetric(`edgeplane_nodejs_${name}`);
   const requestSeconds = new CellHistogram(
     'edgeplane_api_request_duration_seconds',
     'API request latency by route template, method and status class',
@@ -198,10 +206,55 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
     },
   });
 
+  let fleetSource: (() => Promise<FleetSample>) | undefined;
+  // One read of the fleet per scrape, shared by its three series.
+  let fleetRead: { at: number; sample: Promise<FleetSample | undefined> } | undefined;
+  const fleetSample = () => {
+    const at = performance.now();
+    if (!fleetRead || at - fleetRead.at > 100)
+      fleetRead = { at, sample: fleetSource ? fleetSource().catch(() => undefined) : Promise.resolve(undefined) };
+    return fleetRead.sample;
+  };
+  new Gauge({
+    name: 'edgeplane_fleet_sites',
+    help: 'Edge sites by connection state (control plane only)',
+    labelNames: ['connection'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await fleetSample();
+      for (const [connection, n] of Object.entries(s?.connections ?? {})) this.set({ connection }, n);
+    },
+  });
+  new Gauge({
+    name: 'edgeplane_fleet_site_change_lag',
+    help: "Changes in an edge site's log not yet acknowledged by the site (control plane only)",
+    labelNames: ['site'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of (await fleetSample())?.sites ?? []) this.set({ site: r.site }, r.lag);
+    },
+  });
+  new Gauge({
+    name: 'edgeplane_fleet_site_last_seen_seconds',
+    help: 'Seconds since an edge site was last heard (control plane only; none for a site never heard)',
+    labelNames: ['site'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of (await fleetSample())?.sites ?? [])
+        if (r.lastSeenSeconds !== undefined) this.set({ site: r.site }, r.lastSeenSeconds);
+    },
+  });
+
   return {
     registry,
     exporters(fn) {
       source = fn;
+    },
+    fleet(fn) {
+      fleetSource = fn;
     },
     deliveryObserver(tenant, exporter) {
       const cell = deliverySeconds.cell({ tenant, exporter });
@@ -261,8 +314,8 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono
   app.get(metricsPath, async (c) => {
     if (token !== undefined) {
       const h = c.req.header('authorization') ?? '';
-      const m = /^Bearer (.+)$/.exec(h);
-      if (!m || !sameSecret(m[1] as string, token))
+      const given = bearerToken(h);
+      if (given === undefined || !sameSecret(given, token))
         throw new ApiError(
           'unauthorized',
           'Authentication required: send Authorization: Bearer <METRICS_TOKEN> to read /metrics',

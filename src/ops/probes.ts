@@ -12,6 +12,7 @@
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv, ProbeCheck } from '../api/deps.js';
 import { methodNotAllowed, options } from '../api/http.js';
+import { errorText } from '../lib/error-text.js';
 
 export type { ProbeCheck };
 
@@ -60,7 +61,7 @@ async function runOne(check: ProbeCheck, timeoutMs: number): Promise<CheckResult
     const reason = await Promise.race([Promise.resolve().then(() => check.run()), timeout]);
     return reason === undefined ? { name: check.name, ok: true } : { name: check.name, ok: false, reason };
   } catch (err) {
-    return { name: check.name, ok: false, reason: err instanceof Error ? err.message : String(err) };
+    return { name: check.name, ok: false, reason: errorText(err) };
   } finally {
     clearTimeout(timer);
   }

@@ -13,6 +13,7 @@ import { etagOf } from './etag.js';
 import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
+import { errorText } from '../lib/error-text.js';
 
 const cfgKey = (key: string) => layout.cfgPrefix + key;
 const kvKey = (key: string) => layout.kvPrefix + key;
@@ -20,7 +21,7 @@ const kvKey = (key: string) => layout.kvPrefix + key;
 /** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   throw new ApiError('unavailable', `The Redis store is unavailable: ${message}`, { code: 'store-unavailable' });
 }
 
@@ -102,7 +103,7 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
       try {
         l(changed);
       } catch (err) {
-        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change listener failed', { error: errorText(err) });
       }
     }
   }
@@ -129,7 +130,7 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
       })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
-        log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change subscription failed', { error: errorText(err) });
       });
   }
 

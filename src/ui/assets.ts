@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { Hono } from 'hono';
 import { log } from '../lib/log.js';
 import type { Asset } from './build-page.js';
+import { errorText } from '../lib/error-text.js';
 
 declare const __EDGEPLANE_UI__: Record<string, Asset> | undefined;
 
@@ -48,7 +49,7 @@ export function uiRoutes(): Hono {
     try {
       assets = await load();
     } catch (err) {
-      log('error', 'status page: cannot build its files', { error: String(err) });
+      log('error', 'status page: cannot build its files', { error: errorText(err) });
       return c.text('The status page is not built: run npm run build', 503);
     }
     const asset = assets.get(file);

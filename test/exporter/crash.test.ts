@@ -9,6 +9,7 @@ import { openEnv, spawnExporterProc } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { startRedis, freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
+import { webhookStateKey } from '../../src/store/keys.js';
 
 const total = 150;
 
@@ -51,6 +52,44 @@ test('kill -9 mid-stream, then a restart: all delivered at least once, none skip
   );
   // Only what was in flight at the kill (max-in-flight 1) may come twice.
   assert.ok(bodies.length - total <= 1, `at most one duplicate, got ${bodies.length - total}`);
+  await env.close();
+  await hook.close();
+});
+
+test('kill -9 at 16 in flight, twice: delivered equals the distinct messages the webhook acknowledged', async () => {
+  const url = await freshRedisDb(4);
+  const env = await openEnv(url);
+  const hook = await startWebhookServer();
+  hook.script(() => ({ delayMs: 5 }));
+  const n = 400;
+  await env.webhook({
+    name: 'exact',
+    topics: ['exact-t'],
+    'start-position': 'beginning',
+    'max-in-flight': 16,
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/e`,
+    data: '${MSG_PAYLOAD}',
+  });
+  for (let i = 0; i < n; i++) await env.produce('exact-t', `e${i}`);
+  const distinct = () => new Set(hook.delivered().map((r) => r.body)).size;
+  for (const at of [80, 200]) {
+    const proc = await spawnExporterProc(url, 'exact-site');
+    await hook.waitFor(() => distinct() >= at, `${at} acknowledged before the kill`);
+    await proc.kill9();
+  }
+  assert.ok(distinct() < n, 'the kills happened mid-stream');
+  const last = await spawnExporterProc(url, 'exact-site');
+  await hook.waitFor(() => distinct() === n, 'every message acknowledged', 60_000);
+  await last.stop();
+  const bodies = hook.delivered().map((r) => r.body);
+  // Re-sent after each kill: at most what was in flight then.
+  assert.ok(bodies.length - n <= 2 * 16, `at most 16 duplicates per kill, got ${bodies.length - n}`);
+  const raw = await env.store.kvGet(webhookStateKey('default', 'exact', 'exact-site'));
+  const state = JSON.parse(raw ?? '{}') as { delivered?: number };
+  assert.is(state.delivered, n, `delivered ${state.delivered} = ${n} distinct (${bodies.length} POSTs answered 2xx)`);
+  const counts = await env.bus.counts('exact-t', 'edgeplane:default:exact|exact-site');
+  assert.is(counts.delivered, n, 'the count kept in Redis beside the stream');
   await env.close();
   await hook.close();
 });

@@ -11,6 +11,7 @@ import { loadSettings } from '../../src/lib/settings.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
+import { promtoolCheck } from '../helpers/promtool.js';
 
 type Sample = { name: string; labels: Record<string, string>; value: number };
 
@@ -66,6 +67,9 @@ function exporters(backend: Backend): void {
       assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
       const text = await res.text();
       const samples = parse(text);
+      // Prometheus' own checker (exit 3 before: prom-client's default gauges named `_total`).
+      const check = promtoolCheck(text);
+      assert.is(check.status, 0, check.output);
       assert.ok(
         samples.every((s) => s.name.startsWith('edgeplane_')),
         samples.find((s) => !s.name.startsWith('edgeplane_'))?.name,

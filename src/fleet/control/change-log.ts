@@ -28,6 +28,7 @@ import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import { channelOf, closeClients, luaScript, redisClient, type RedisTarget } from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
+import { errorText } from '../../lib/error-text.js';
 
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
 export type Appended = FleetEntry & { prev: string };
@@ -44,6 +45,8 @@ export interface FleetLog {
   sites(): Promise<string[]>;
   /** The head version of each of `sites` ('0-0' for a site without a log), in one round trip. */
   heads(sites: string[]): Promise<Map<string, string>>;
+  /** The number of entries the site's log retains (metrics: the change lag of a site beyond it). */
+  length(site: string): Promise<number>;
   /**
    * Called after an append by any process with the site's name and, when small enough to
    * travel with the notification, the entry and the head it follows (a stream at `prev` sends
@@ -125,6 +128,9 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
     async heads(sites) {
       return new Map(sites.map((s) => [s, logs.get(s)?.head ?? '0-0']));
     },
+    async length(site) {
+      return logs.get(site)?.entries.length ?? 0;
+    },
     onAppend(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -180,13 +186,9 @@ return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
 
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
-  throw new ApiError(
-    'unavailable',
-    `The fleet log on Redis is unavailable: ${err instanceof Error ? err.message : String(err)}`,
-    {
-      code: 'store-unavailable',
-    },
-  );
+  throw new ApiError('unavailable', `The fleet log on Redis is unavailable: ${errorText(err)}`, {
+    code: 'store-unavailable',
+  });
 }
 
 export async function openRedisFleetLog(target: RedisTarget | string): Promise<FleetLog> {
@@ -266,6 +268,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         const replies = await multi.exec();
         return new Map(sites.map((s, i) => [s, typeof replies[i] === 'string' ? replies[i] : '0-0']));
       }),
+    length: (site) => guarded(() => client.xLen(keysOf(site).log)),
     onAppend(listener) {
       listeners.add(listener);
       if (!sub) {
@@ -273,9 +276,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         sub = s;
         s.connect()
           .then(() => s.subscribe(channel, deliver))
-          .catch((err: unknown) =>
-            log('warn', 'fleet log subscription failed', { error: err instanceof Error ? err.message : String(err) }),
-          );
+          .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
       }
       return () => listeners.delete(listener);
     },

@@ -22,6 +22,20 @@ const report = 'fleet:report:';
 
 export type { SiteReport };
 
+/** A site's link as stored: its connection state, when it was last heard, what it applied last. */
+export async function linkOf(
+  store: Store,
+  site: string,
+): Promise<{ connection: 'connected' | 'disconnected' | 'never-connected'; seen?: string; applied?: string }> {
+  const [c, s, a] = await Promise.all([
+    store.kvGet(conn + site),
+    store.kvGet(seen + site),
+    store.kvGet(applied + site),
+  ]);
+  const connection = c !== undefined ? 'connected' : s !== undefined ? 'disconnected' : 'never-connected';
+  return { connection, ...(s !== undefined ? { seen: s } : {}), ...(a !== undefined ? { applied: a } : {}) };
+}
+
 export type Presence = {
   connected(site: string, id: string, ttlMs: number): Promise<void>;
   disconnected(site: string, id: string): Promise<void>;
@@ -67,12 +81,7 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
       }
     },
     async fields(site) {
-      const [c, s, a] = await Promise.all([
-        store.kvGet(conn + site),
-        store.kvGet(seen + site),
-        store.kvGet(applied + site),
-      ]);
-      const connection = c !== undefined ? 'connected' : s !== undefined ? 'disconnected' : 'never-connected';
+      const { connection, seen: s, applied: a } = await linkOf(store, site);
       const out: JsonObject = { connection, 'in-sync': false };
       if (s !== undefined) out['last-seen'] = s;
       if (a !== undefined) {

@@ -47,6 +47,7 @@ import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
 import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
+import { bearerToken } from '../../lib/bearer.js';
 
 /** Routes that run inside the app's guard (user tokens and policies). */
 export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
@@ -93,10 +94,11 @@ function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site
 /** The sync routes' guard: the current site token of `site`, nothing else. */
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
   const h = c.req.header('authorization') ?? '';
-  const m = /^Bearer (\S+)$/.exec(h);
-  if (!m) throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
-  if (await isTokenOf(deps.store, site, m[1]!)) return;
-  const owner = await siteOfToken(deps.store, m[1]!);
+  const token = bearerToken(h);
+  if (token === undefined)
+    throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
+  if (await isTokenOf(deps.store, site, token)) return;
+  const owner = await siteOfToken(deps.store, token);
   if (owner === undefined)
     throw siteUnauthorized(
       'Not a valid site token (issue one with POST /v1/state/sites/<name>/issue-token)',
@@ -172,7 +174,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await authenticateSite(deps, c, site);
     const params = onlyParameter(c, 'after', 'sync');
     const publicKey = presentedKey(c);
-    const bearer = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    const bearer = bearerToken(c.req.header('authorization')) ?? '';
     const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
     let start = resumeFrom;
     if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {

@@ -12,7 +12,8 @@ import { durationMs } from '../../lib/duration.js';
 import { retryDefaults } from '../schemas.js';
 import { attempt } from '../problems.js';
 import { controlProblems } from './control-checks.js';
-import { parseTarget, type ExporterSpec } from './spec.js';
+import { minRetryMs, parseTarget, type ExporterSpec } from './spec.js';
+import { badHeaderChar } from './header-value.js';
 
 function strings(v: Json | undefined): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
@@ -57,6 +58,30 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
     }
     declared.add(n);
   });
+  // A header value whose fixed text holds CR or LF could never be sent (header-value.ts).
+  (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
+    const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
+    if (typeof value !== 'string') return;
+    let fixedText: string;
+    try {
+      // The text without its expressions (their values are checked at run time).
+      fixedText = compileTemplate(value, { field: `headers[${i}]/value`, isDefined: () => true }).renderSample(
+        () => '',
+      ).text;
+    } catch {
+      return; // the template's own problem is reported with its position below
+    }
+    const bad = badHeaderChar(fixedText);
+    if (bad === undefined) return;
+    const name = typeof h === 'object' && h !== null && !Array.isArray(h) ? String(h.name) : '?';
+    out.push(
+      new ApiError(
+        'invalid-value',
+        `Cannot use the value of header ${name} (headers[${i}]/value): its text ${bad.replace(/ at position \d+$/, '')}, which a header cannot carry (${xPath})`,
+        { code: 'invalid-header-value', path: `headers[${i}]/value`, 'x-path': xPath },
+      ),
+    );
+  });
   if (spec) {
     const { url, data } = spec;
     if (url.static) attempt(out, xPath, 'url', () => checkStaticUrl(url.renderSample(() => '')));
@@ -93,6 +118,15 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
   }
   const ri = String(obj['retry-interval'] ?? retryDefaults['retry-interval']);
   const mri = String(obj['max-retry-interval'] ?? retryDefaults['max-retry-interval']);
+  if ((durationMs(ri) ?? Infinity) < minRetryMs) {
+    out.push(
+      new ApiError('invalid-value', `Cannot use retry-interval ${ri}: it must be at least ${minRetryMs}ms (${xPath})`, {
+        code: 'retry-interval',
+        path: 'retry-interval',
+        'x-path': xPath,
+      }),
+    );
+  }
   if ((durationMs(ri) ?? NaN) > (durationMs(mri) ?? NaN)) {
     out.push(
       new ApiError(

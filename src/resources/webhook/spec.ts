@@ -19,6 +19,9 @@ import { compileRetryOn, type RetryOn } from './retry-on.js';
 /** The limit `max-in-flight: auto` may grow to (exporter/adaptive.ts). */
 export const adaptiveMax = 512;
 
+/** The shortest wait between two attempts of one message (`retry-interval` at least this). */
+export const minRetryMs = 10;
+
 /** Retry timing of failing POSTs (exporter/retry.ts). */
 export type RetryPolicy = {
   /** Attempts in all, 0 = without limit. */
@@ -247,7 +250,12 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     format,
     messageVars,
     secretVars,
-    policy: { tries: uint(cfg.tries, 'tries', 0), baseMs, maxMs: Math.max(maxMs, baseMs) },
+    // A stored object from before the write-time check (retry-interval at least 10ms) runs at 10ms.
+    policy: {
+      tries: uint(cfg.tries, 'tries', 0),
+      baseMs: Math.max(minRetryMs, baseMs),
+      maxMs: Math.max(maxMs, baseMs, minRetryMs),
+    },
     maxInFlight: controls.adaptive ? adaptiveMax : Math.max(1, uint(cfg['max-in-flight'], 'max-in-flight', 1)),
     tls: {
       verify: cfg['tls-verify'] !== false,

@@ -7,6 +7,8 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
+import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -133,7 +135,8 @@ function renderExporters(states: State[]): void {
       cell(show(num(s.dropped)), 'num'),
       cell(show(num(s.filtered)), 'num'),
       cell(show(num(s.ignored)), 'num'),
-      cell(typeof s['last-error'] === 'string' ? s['last-error'] : '', 'error-text'),
+      cell(retryWords(s, now), 'retry-text'),
+      cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted'),
     );
     return tr;
   });
@@ -269,7 +272,7 @@ async function refresh(): Promise<void> {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err instanceof Unauthorized) return showLogin('Your session ended: log in again.');
-    $('updated').textContent = `cannot refresh: ${err instanceof Error ? err.message : String(err)}`;
+    $('updated').textContent = `cannot refresh: ${errorText(err)}`;
   }
 }
 
