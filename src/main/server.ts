@@ -55,7 +55,15 @@ export async function createInstance(
     audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
-  await auth.bootstrap();
+  if (fleet.role === 'edge-site' && fleet.authSettings(settings).adminPassword === undefined) {
+    // CONTRACT §7: a site's users are the control plane's once it syncs. A password generated
+    // here would be refused then, so none is generated (nor printed as if it worked).
+    if (!(await store.get(configKey(settings.tenant, 'system/users/admin'))))
+      log(
+        'info',
+        'edge site: no admin password is generated here; users (admin included) come from the control plane at the first sync (set ADMIN_PASSWORD for a local admin until then)',
+      );
+  } else await auth.bootstrap();
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (fleet.metrics) metrics.fleet(fleet.metrics);
   if (settings.configFile) {
