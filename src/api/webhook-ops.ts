@@ -6,16 +6,16 @@
  */
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { configKey } from '../store/keys.js';
 import { readAttempts } from '../exporter/attempts.js';
 import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, principalOf, readBody, reply, searchParams } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
-
-const BASE = '/v1/state/volga/webhooks/:name';
+import { webhook } from '../resources/webhook/index.js';
 
 export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -27,19 +27,19 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
       });
   };
   const exporterConfig = async (tenant: string, name: string) => {
-    const entry = await deps.store.get(configKey(tenant, `volga/webhooks/${name}`));
+    const entry = await deps.store.get(webhook.keyOf(tenant, name));
     if (!entry)
       throw new ApiError('not-found', `No webhook exporter ${name}`, {
         code: 'missing',
-        'x-path': `/v1/config/volga/webhooks/${name}`,
+        'x-path': `/v1/config/${webhook.pathOf(name)}`,
       });
     return entry.value;
   };
 
-  app.post(`${BASE}/rewind`, async (c) => {
+  on(app, routes.rewind, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    parseQuery(searchParams(c), routes.rewind.query);
     deps.auth.authorize(p, c.req.path, 'execute');
     unsealed('rewind an exporter');
     const cfg = await exporterConfig(p.tenant, name);
@@ -59,24 +59,16 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
     return new Response(null, { status: 204 });
   });
 
-  app.get(`${BASE}/attempts`, async (c) => {
+  on(app, routes.attempts, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
+    checkSite(deps, parseQuery(searchParams(c), routes.attempts.query).site);
     deps.auth.authorize(p, c.req.path, 'read');
     unsealed("read an exporter's attempts");
     await exporterConfig(p.tenant, name);
     return reply(c, 200, await readAttempts(deps.store, p.tenant, name));
   });
 
-  for (const [path, allow] of [
-    [`${BASE}/rewind`, ['POST', 'OPTIONS']],
-    [`${BASE}/attempts`, ['GET', 'OPTIONS']],
-  ] as const) {
-    app.options(path, () => options(allow, false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, c.req.path, allow);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

@@ -117,6 +117,7 @@ export const errorDetails = {
   'not-found': 404,
   'not-initialised': 400,
   'not-json': 400,
+  'not-replicated': 503,
   'not-running': 404,
   'other-site': 403,
   'regex-syntax': 400,

@@ -22,7 +22,7 @@ import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
-import { probeRedis } from '../lib/redis.js';
+import { describeTarget, probeRedis, toTarget, type RedisTarget } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 import { backoffDelay } from '../lib/backoff.js';
@@ -43,8 +43,9 @@ export class StartupError extends Error {
 
 const drainMs = 10_000;
 
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+/** The setting that names a Redis deployment (start-up errors name it). */
+function redisSetting(target: RedisTarget): string {
+  return target.kind === 'standalone' ? 'REDIS_URL' : target.kind === 'sentinel' ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER';
 }
 
 /** Binds the HTTP server, or throws StartupError naming PORT or HOST. */
@@ -82,7 +83,7 @@ function fatalRedisError(text: string): boolean {
  * no retry can fix (credentials, database number).
  */
 export async function waitForRedis(
-  url: string,
+  target: RedisTarget | string,
   startup: Startup,
   stopped: () => boolean,
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
@@ -90,16 +91,17 @@ export async function waitForRedis(
   for (let attempt = 1; !stopped(); attempt++) {
     let failure: string;
     try {
-      await probeRedis(url);
+      await probeRedis(target);
       return true;
     } catch (err) {
       failure = errorText(err);
     }
-    if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
+    const setting = redisSetting(toTarget(target));
+    if (fatalRedisError(failure)) throw new StartupError(setting, `Redis refused this client: ${failure}`);
     const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });
-    startup.reason = `Redis at ${redactUrl(url)} is not reachable yet: ${failure}`;
+    startup.reason = `Redis at ${describeTarget(target)} is not reachable yet: ${failure}`;
     log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
-      setting: 'REDIS_URL',
+      setting,
       attempt,
       retryInMs: delayMs,
     });
@@ -159,7 +161,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         throw new StartupError('STRONGBOX_KEY_FILE', `cannot read the key file: ${errorText(err)}`);
       }
     }
-    if (!settings.redisUrl) {
+    if (!settings.redis) {
       prepareDataDir(settings.dataDir);
       lock = lockDataDir(settings.dataDir);
     }
@@ -184,16 +186,20 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     const port = await listen(server, settings);
     if (stopping) return;
 
-    if (settings.redisUrl) {
-      startup.reason = `connecting to Redis at ${redactUrl(settings.redisUrl)}`;
-      if (!(await waitForRedis(settings.redisUrl, startup, () => stopping))) return;
+    if (settings.redis) {
+      startup.reason = `connecting to Redis at ${describeTarget(settings.redis)}`;
+      if (!(await waitForRedis(settings.redis, startup, () => stopping))) return;
     }
     startup.reason = 'opening the store';
     const inst = await createInstance(settings);
     instance = inst;
     startup.ready = true;
     startup.reason = undefined;
-    if (stopping) return void inst.close(drainMs);
+    if (stopping) {
+      // Stopped while starting: close what just started (a failure is logged, not left unhandled).
+      await inst.close(drainMs).catch((err: unknown) => log('error', 'shutdown failed', { error: errorText(err) }));
+      return;
+    }
 
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
     const how = settings.adminPassword
@@ -212,7 +218,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     if (err instanceof StartupError) failStart(err.setting, err.message);
     if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
     if (err instanceof SettingsError) failStart(err.setting, err.message);
-    const setting = settings.redisUrl ? 'REDIS_URL' : 'DATA_DIR';
+    const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
     failStart(setting, errorText(err));
   }
 }

@@ -10,9 +10,10 @@ import { openBus } from '../bus/index.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { isObject } from '../lib/json.js';
 import { log, setLogLevel } from '../lib/log.js';
-import { configKey } from '../store/keys.js';
+import { describeTarget } from '../lib/redis.js';
 import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
+import { configKey } from '../store/keys.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
 import type { Runtime } from '../exporter/runtime.js';
@@ -22,6 +23,7 @@ import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
 import { openFleet } from '../fleet/role.js';
 import { siteHooks } from '../api/site-reads.js';
+import { secret as secretResource } from '../resources/secret.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -40,11 +42,11 @@ export async function createInstance(
   // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
   const fleet = await openFleet(settings, rawStore);
   const store = fleet.store;
-  if (!settings.redisUrl)
+  if (!settings.redis)
     log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
       dataDir: settings.dataDir,
     });
-  else log('info', 'store and bus on Redis', { redis: settings.redisUrl.replace(/\/\/[^@/]*@/, '//***@') });
+  else log('info', 'store and bus on Redis', { redis: describeTarget(settings.redis) });
   const bus = await openBus(settings);
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
@@ -90,7 +92,7 @@ export async function createInstance(
             vault,
             'value-from-vault-secret/from-tenant',
           );
-          const key = configKey(tenant, `strongbox/vaults/${vault}/secrets/${secret}`);
+          const key = secretResource.keyOf(tenant, vault, secret);
           const entry = await store.get(key);
           if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
           const plain = decryptSecret(strongbox, key, entry.value);

@@ -3,9 +3,9 @@
  * state adds the site's link (connection, last-seen, config-version, in-sync).
  */
 import { siteSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
-export const site: ResourceModule = {
+export const site: ResourceModule = resource({
   id: 'site',
   segments: ['sites'],
   shape: 'list',
@@ -18,4 +18,11 @@ export const site: ResourceModule = {
     const link = await ctx.siteLink(value.name);
     return link ? { ...value, ...link } : {};
   },
-};
+  // The link's members (fleet/presence.ts): what `fields` may name and the OpenAPI document shows.
+  stateMembers: {
+    connection: { enum: ['connected', 'disconnected', 'never-connected'] },
+    'last-seen': { type: 'string' },
+    'config-version': { type: 'string' },
+    'in-sync': { type: 'boolean' },
+  },
+});

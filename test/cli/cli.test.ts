@@ -287,7 +287,9 @@ test('produce, restart and watch of an exporter state', async () => {
     [
       'name: h1',
       'topics: [cli-t]',
-      'site-placement: {all-sites: true}',
+      // This site only: placed on s1 too (never connected), the control plane's fleet view would
+      // say `starting` (CONTRACT §11).
+      'site-placement: {sites: [local]}',
       'start-position: beginning',
       `url: ${sink.url}/h1`,
       'data: ${MSG_PAYLOAD}',

@@ -10,7 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
-import { publicPaths } from '../../src/api/auth-middleware.js';
+import { publicPaths } from '../../src/api/route-table.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend } from '../helpers/backends.js';
 

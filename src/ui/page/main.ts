@@ -313,7 +313,10 @@ $('login').addEventListener('submit', (ev) => {
       sessionStorage.setItem('edgeplane-token', token);
       showDashboard();
     } else $('login-error').textContent = errorLine(body, `Login failed (${res.status})`);
-  })();
+  })().catch((err: unknown) => {
+    // The server did not answer (stopped, network gone): say so instead of doing nothing.
+    $('login-error').textContent = `cannot log in: ${errorText(err)}`;
+  });
 });
 $('logout').addEventListener('click', () => showLogin());
 $('server').textContent = location.host;

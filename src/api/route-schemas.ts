@@ -1,11 +1,11 @@
-/** Building blocks of the OpenAPI document (ops/openapi.ts): parameters, bodies, responses. */
-import type { ResourceDef } from '../model/resources.js';
+/**
+ * The schemas and parameters the route table (route-table.ts) declares its routes with, in
+ * OpenAPI 3.1 form (JSON Schema draft 2020-12): query parameters, bodies, replies.
+ */
 import { TOPIC_PATTERN, NAME_PATTERN } from '../resources/schemas.js';
 import type { QueryParam } from '../query/params.js';
 
 export type Obj = Record<string, unknown>;
-
-export const openApiPaths = ['/v1/openapi.json', '/v1/openapi.yaml'] as const;
 
 const paramDefs: Record<QueryParam, { schema: Obj; description: string }> = {
   fields: { schema: { type: 'string' }, description: 'Fields to return, e.g. `name,labels/zone` (a selector).' },
@@ -46,21 +46,25 @@ const paramDefs: Record<QueryParam, { schema: Obj; description: string }> = {
   },
 };
 
-export const params = (names: readonly QueryParam[]): Obj[] =>
+/** The OpenAPI parameter objects of query parameters. */
+export const queryParamDocs = (names: readonly QueryParam[]): Obj[] =>
   names.map((n) => ({ name: n, in: 'query', required: false, allowEmptyValue: true, ...paramDefs[n] }));
 
-const pathParam = (name: string, pattern: string): Obj => ({
-  name,
-  in: 'path',
-  required: true,
-  schema: { type: 'string', pattern },
-});
+/** The path parameters of a template (`{vault}`, `{name}`). */
+export function templateParams(template: string): Obj[] {
+  return [...template.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+    name: m[1] as string,
+    in: 'path',
+    required: true,
+    schema: { type: 'string', pattern: m[1] === 'topic' ? TOPIC_PATTERN : m[1] === 'file' ? '^[^/]+$' : NAME_PATTERN },
+  }));
+}
 
-const errorRef = { $ref: '#/components/responses/Error' };
 export const statusText: Record<number, string> = {
   200: 'OK',
   201: 'Created',
   204: 'No content',
+  301: 'Moved permanently (Location)',
   304: 'Not modified (If-None-Match)',
   400: 'Bad request: the body, a field or a query parameter is wrong (error-info names the rule, error-details where)',
   401: 'No or bad token',
@@ -76,31 +80,24 @@ export const statusText: Record<number, string> = {
   503: 'The secret store is sealed, or a dependency is unavailable',
 };
 
+/** A body in the API's two encodings. */
 export const objectBody = (schema: Obj): Obj => ({
   'application/json': { schema },
   'application/yaml': { schema },
 });
 
+/** A read that may be watched: its objects, or with `watch` a stream of Server-Sent Events. */
+export const watchable = (schema: Obj): Obj => ({
+  ...objectBody(schema),
+  'text/event-stream': { schema: { type: 'string' } },
+});
+
 export const bodyOk = (schema: Obj, description = 'OK'): Obj => ({ description, content: objectBody(schema) });
+export const json = (schema: Obj): Obj => ({ 'application/json': { schema } });
 
-export function responses(ok: Record<number, Obj | string>, errors: readonly number[]): Obj {
-  const out: Obj = {};
-  for (const [code, r] of Object.entries(ok)) out[code] = typeof r === 'string' ? { description: r } : r;
-  for (const code of errors) out[String(code)] = { ...errorRef, description: statusText[code] };
-  return out;
-}
-
-export const readErrors = [400, 401, 403, 404, 406];
-export const writeErrors = [400, 401, 403, 404, 406, 409, 412, 413, 415];
-
-export const ref = (def: ResourceDef): Obj => ({ $ref: `#/components/schemas/${def.id}` });
+export const ref = (name: string): Obj => ({ $ref: `#/components/schemas/${name}` });
 export const list = (schema: Obj): Obj => ({ type: 'array', items: schema });
-export const countOrNames: Obj = {
-  oneOf: [
-    { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] },
-    { type: 'array', items: { type: ['string', 'null'] } },
-  ],
-};
+
 /** `validate` on a list GET: every stored object checked against today's schemas and checks. */
 export const validateReply: Obj = {
   type: 'object',
@@ -123,32 +120,109 @@ export const validateReply: Obj = {
   required: ['valid', 'problems'],
 };
 
+/**
+ * A list read: the objects, `{count}` (count), the names (keys) or, with validate, `{valid,
+ * problems}`. An empty list is the first three.
+ */
+export const listReply = (item: Obj): Obj => ({
+  anyOf: [
+    list(item),
+    validateReply,
+    { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'], additionalProperties: false },
+    { type: 'array', items: { type: ['string', 'null'] } },
+  ],
+});
+
 export const dryRunReply: Obj = {
   type: 'object',
   properties: { 'impacted-resources': { type: 'array', items: { type: 'object' } } },
+  required: ['impacted-resources'],
 };
+
 export const patchBody: Obj = {
   required: true,
   content: {
     'application/json': { schema: { type: 'object', description: 'JSON merge patch' } },
     'application/yaml': { schema: { type: 'object', description: 'merge patch in YAML' } },
-    'application/json-patch+json': { schema: { $ref: '#/components/schemas/json-patch' } },
-    'application/json-patch+yaml': { schema: { $ref: '#/components/schemas/json-patch' } },
+    'application/json-patch+json': { schema: ref('json-patch') },
+    'application/json-patch+yaml': { schema: ref('json-patch') },
   },
 };
+
 export const etagHeader = { ETag: { schema: { type: 'string' } } };
 export const locationHeader = { Location: { schema: { type: 'string' } } };
+export const noStore = { 'Cache-Control': { schema: { const: 'no-store' } } };
 
-export function optionsOp(allow: readonly string[]): Obj {
-  return {
-    summary: `Allowed methods (${allow.join(', ')})`,
-    responses: { 204: { description: 'Allow lists the methods', headers: { Allow: { schema: { type: 'string' } } } } },
-  };
-}
+export const tokenReply: Obj = {
+  type: 'object',
+  properties: {
+    token: { type: 'string' },
+    'expires-in': { type: 'integer' },
+    expires: { type: 'string' },
+    'creation-time': { type: 'string' },
+  },
+  required: ['token'],
+};
 
-/** The path parameters of a template (`{vault}`, `{name}`). */
-export function templateParams(template: string): Obj[] {
-  return [...template.matchAll(/\{([^}]+)\}/g)].map((m) =>
-    pathParam(m[1] as string, m[1] === 'topic' ? TOPIC_PATTERN : NAME_PATTERN),
-  );
-}
+export const topicInfo: Obj = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    length: { type: 'integer' },
+    'last-entry-id': { type: ['string', 'null'] },
+    'last-entry': { type: ['object', 'null'] },
+  },
+  additionalProperties: false,
+};
+
+export const probeBody: Obj = {
+  type: 'object',
+  properties: {
+    status: { enum: ['ok', 'ready', 'not-ready'] },
+    'uptime-seconds': { type: 'integer' },
+    checks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' }, ok: { type: 'boolean' }, reason: { type: 'string' } },
+        required: ['name', 'ok'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['status', 'checks'],
+  additionalProperties: false,
+};
+
+export const historyReply: Obj = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    'interval-seconds': { type: 'number' },
+    samples: {
+      type: 'array',
+      items: { type: 'object', properties: { time: { type: 'string' }, delivered: { type: 'number' } } },
+    },
+    errors: {
+      type: 'array',
+      items: { type: 'object', properties: { time: { type: 'string' }, error: { type: 'string' } } },
+    },
+  },
+};
+
+export const attemptsReply: Obj = {
+  type: 'array',
+  items: {
+    type: 'object',
+    properties: {
+      time: { type: 'string' },
+      topic: { type: 'string' },
+      seqno: { type: 'string' },
+      attempt: { type: 'integer' },
+      status: { type: 'integer' },
+      error: { type: 'string' },
+      'duration-ms': { type: 'number' },
+      body: { type: 'string' },
+    },
+  },
+};
