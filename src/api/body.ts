@@ -2,11 +2,12 @@
  * Request bodies: JSON (strict: duplicate keys rejected) or YAML (unique keys, alias count
  * capped), by Content-Type. Size and nesting are capped before any value reaches the model.
  */
-import { parseAllDocuments, visit, type Alias, type Document } from 'yaml';
+import { Composer, Parser, visit, type Alias, type CST, type Document } from 'yaml';
 import { ApiError, type DetailFor } from '../lib/errors.js';
 import { jsonSyntaxError, type Json } from '../lib/json.js';
 import { errorText } from '../lib/error-text.js';
 
+/** How deep a body may nest (objects and lists in one another): README, docs/ERRORS.md `too-deep`. */
 export const MAX_DEPTH = 64;
 
 export type BodyFormat = 'json' | 'yaml' | 'json-patch+json' | 'json-patch+yaml';
@@ -159,10 +160,32 @@ function firstUnresolvedAlias(doc: Document.Parsed): Alias | undefined {
   return found;
 }
 
+/**
+ * Rejects YAML whose collections nest deeper than MAX_DEPTH, on the syntax tree the yaml
+ * library's parser makes without recursion, before its composer (which recurses once per
+ * level) can run out of stack: 900 levels gave "Maximum call stack size exceeded".
+ */
+function checkYamlDepth(text: string, tokens: CST.Token[]): void {
+  const stack: Array<[CST.Token, number]> = tokens.map((t) => [t, 0]);
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [t, depth] = top;
+    if (t.type === 'document') {
+      if (t.value) stack.push([t.value, 0]);
+    } else if (t.type === 'block-map' || t.type === 'block-seq' || t.type === 'flow-collection') {
+      if (depth + 1 > MAX_DEPTH) throw invalid(text, t.offset, `nesting deeper than ${MAX_DEPTH} levels`, 'too-deep');
+      for (const item of t.items) {
+        if (item.key) stack.push([item.key, depth + 1]);
+        if (item.value) stack.push([item.value, depth + 1]);
+      }
+    }
+  }
+}
+
 /** YAML text → its documents (several for multi-object bodies). */
 export function parseYaml(text: string): Json[] {
-  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, strict: true });
-  const list = Array.isArray(docs) ? docs : [docs];
+  const tokens = [...new Parser().parse(text)];
+  checkYamlDepth(text, tokens);
+  const list = [...new Composer({ uniqueKeys: true, strict: true }).compose(tokens)];
   const out: Json[] = [];
   for (const doc of list) {
     const err = doc.errors[0];

@@ -15,10 +15,12 @@ import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, typ
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
-import { listsEtag, listsEtagWeakly } from '../store/etag.js';
+import { listEtagOf, listsEtag, listsEtagWeakly } from '../store/etag.js';
+import { objectProblems } from '../model/checks.js';
 import type { Entry } from '../store/store.js';
 import { multiObjectChanges } from './multi-object.js';
 import { watchResponse, type WatchedObject } from './watch.js';
+import { tenantChecks } from '../model/tenant-checks.js';
 
 const PREFIX = routes.configAll.path;
 
@@ -224,14 +226,8 @@ function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): R
 function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined): Response {
   if (!entry) throw new ApiError('not-found', `No object at ${r.xPath}`, { code: 'missing', 'x-path': r.xPath });
   const etag = entry.etag;
-  const inm = header(c, 'if-none-match');
-  if (inm && listsEtagWeakly(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
-  const im = header(c, 'if-match');
-  if (im && !listsEtag(im, etag)) {
-    throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: its ETag is ${etag}, not ${im}`, {
-      code: 'etag-mismatch',
-    });
-  }
+  const early = conditionalRead(c, r.xPath, etag);
+  if (early) return early;
   return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });
 }
 
@@ -241,17 +237,15 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
   const base = configKey(p.tenant, r.path);
   const prefix = base + '/';
-  const listed = async () => {
+  const members = async () => {
     const entries = (await deps.store.list(base)).filter(
       (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
     );
-    let values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value) }));
-    if (q.where) {
-      const where = q.where;
-      values = values.filter((v) => where.test(v.value));
-    }
-    return values;
+    const values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value), entry: e }));
+    const where = q.where;
+    return where ? values.filter((v) => where.test(v.value)) : values;
   };
+  const listed = async () => (await members()).map(({ key, value }) => ({ key, value }));
   if (q.watch) {
     noWatchWith(q);
     return watchResponse(c, deps, {
@@ -264,20 +258,97 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
         })),
     });
   }
-  const values = (await listed()).map((v) => v.value);
-  if (q.count) return reply(c, 200, { count: values.length });
+  if (q.validate) {
+    noValidateWith(q);
+    return reply(
+      c,
+      200,
+      await validateList(
+        deps,
+        r,
+        p.tenant,
+        (await members()).map((m) => m.entry),
+      ),
+    );
+  }
+  const found = await members();
+  // The list's ETag: of its members' keys and ETags, so it changes exactly when one is added,
+  // removed or changed. Conditions in RFC 9110's order (If-Match first).
+  const etag = listEtagOf(found.map((m) => m.entry));
+  const early = conditionalRead(c, `${PREFIX}/${r.path}`, etag);
+  if (early) return early;
+  const values = found.map((v) => v.value);
+  const headers = { ETag: etag };
+  if (q.count) return reply(c, 200, { count: values.length }, { headers });
   if (q.keys)
     return reply(
       c,
       200,
       values.map((v) => v.name ?? null),
+      { headers },
     );
   return reply(
     c,
     200,
     values.map((v) => shape(r.def, v, q)),
-    { multi: true },
+    { multi: true, headers },
   );
+}
+
+/**
+ * If-Match, then If-None-Match, as RFC 9110 13.2.2 orders them for a GET: a failed If-Match is
+ * 412 whatever If-None-Match says; a matching If-None-Match is 304. Undefined: answer the read.
+ */
+function conditionalRead(c: Ctx, xPath: string, etag: string): Response | undefined {
+  const im = header(c, 'if-match');
+  if (im && !listsEtag(im, etag))
+    throw new ApiError('precondition-failed', `Cannot read ${xPath}: its ETag is ${etag}, not ${im}`, {
+      code: 'etag-mismatch',
+    });
+  const inm = header(c, 'if-none-match');
+  if (inm && listsEtagWeakly(inm, etag)) return new Response(null, { status: 304, headers: { ETag: etag } });
+  return undefined;
+}
+
+/** validate answers about the stored objects: keys, count and watch answer something else. */
+function noValidateWith(q: ParsedQuery): void {
+  const other = q.keys ? 'keys' : q.count ? 'count' : q.watch ? 'watch' : undefined;
+  if (other)
+    throw new ApiError('invalid-query', `Cannot use validate with ${other}: validate answers {valid, problems}`, {
+      code: 'conflicting-parameters',
+      parameter: 'validate',
+    });
+}
+
+/**
+ * `validate` on a list GET (CONTRACT §5): every stored object of the list checked against
+ * today's schemas and checks, as a write of it would be; `{valid, problems: [{x-path,
+ * error-message, error-info, error-details}]}`.
+ */
+async function validateList(deps: AppDeps, r: Resolved, tenant: string, entries: Entry[]): Promise<JsonObject> {
+  const problems: Json[] = [];
+  for (const e of entries) {
+    const path = e.key.slice(tenant.length + 1);
+    const item = resolvePath(path);
+    if (!item || item.kind === 'list') continue;
+    const xPath = `${PREFIX}/${path}`;
+    const value = r.def.fromStored ? r.def.fromStored(e.value, { strongbox: deps.strongbox, key: e.key }) : e.value;
+    const wctx = { tenant, rootTenant: deps.settings.tenant, key: e.key };
+    const errors = [
+      ...objectProblems(item.def, value, xPath, wctx).errors,
+      ...(await tenantChecks(deps.auth.tenants, deps.settings.tenant, tenant, item, undefined, value)),
+    ];
+    for (const err of errors) {
+      const { 'error-details': details, ...entry } = err.toEntry();
+      const { 'x-path': _xPath, ...rest } = details ?? {};
+      problems.push({
+        'x-path': xPath,
+        ...entry,
+        ...(Object.keys(rest).length ? { 'error-details': rest } : {}),
+      } as Json);
+    }
+  }
+  return { valid: problems.length === 0, problems };
 }
 
 /** keys and count answer one value, not objects: there is nothing to stream. */
@@ -306,7 +377,16 @@ async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
         if (!r || r.kind === 'list') continue;
         if (q.matchPath && !q.matchPath(xPath)) continue;
         if (!deps.auth.allows(p, xPath, 'read', tenant)) continue;
-        if (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed) continue;
+        if (r.def.needsUnsealed && deps.strongbox.sealed) {
+          // match-path names what it wants: answered as the list would be (503), not left out.
+          if (q.matchPath)
+            throw new ApiError(
+              'sealed',
+              `Cannot serve ${xPath} (match-path): the secret store is sealed (POST /v1/strongbox/unseal)`,
+              { code: 'sealed', 'x-path': xPath },
+            );
+          if (!r.def.listedWhileSealed) continue;
+        }
         const value = redact(r.def, e.value);
         if (q.where && !q.where.test(value)) continue;
         const shaped = shape(r.def, value, q);

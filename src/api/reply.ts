@@ -23,8 +23,8 @@ export function negotiate(accept: string | undefined): ReplyFormat {
     const format: ReplyFormat | undefined =
       type === 'application/json' || type === '*/*' || type === 'application/*'
         ? 'json'
-        : yamlTypes.has(type)
-          ? 'yaml'
+        : yamlTypes.has(type) || type === 'text/*'
+          ? 'yaml' // text/* (curl users, some proxies): text/yaml is the text type we serve
           : undefined;
     if (format && (!best || q > best.q)) best = { format, q };
   }

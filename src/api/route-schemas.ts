@@ -98,10 +98,36 @@ export const json = (schema: Obj): Obj => ({ 'application/json': { schema } });
 export const ref = (name: string): Obj => ({ $ref: `#/components/schemas/${name}` });
 export const list = (schema: Obj): Obj => ({ type: 'array', items: schema });
 
-/** A list read: the objects, `{count}` (count) or the names (keys). An empty list is all three. */
+/** `validate` on a list GET: every stored object checked against today's schemas and checks. */
+export const validateReply: Obj = {
+  type: 'object',
+  properties: {
+    valid: { type: 'boolean' },
+    problems: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          'x-path': { type: 'string' },
+          'error-message': { type: 'string' },
+          'error-info': { type: 'string' },
+          'error-details': { type: 'object' },
+        },
+        required: ['x-path', 'error-message', 'error-info'],
+      },
+    },
+  },
+  required: ['valid', 'problems'],
+};
+
+/**
+ * A list read: the objects, `{count}` (count), the names (keys) or, with validate, `{valid,
+ * problems}`. An empty list is the first three.
+ */
 export const listReply = (item: Obj): Obj => ({
   anyOf: [
     list(item),
+    validateReply,
     { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'], additionalProperties: false },
     { type: 'array', items: { type: ['string', 'null'] } },
   ],

@@ -71,7 +71,7 @@ const writeErrors = [400, 401, 403, 404, 406, 409, 412, 413, 415];
 /** The query parameters of the resource routes (api/config.ts, api/state.ts parse with these). */
 export const resourceQuery = {
   configAll: ['with-defaults', 'send-etag', 'include-tenant-config', 'match-path', 'fields', 'where', 'watch'],
-  configList: ['fields', 'where', 'keys', 'count', 'with-defaults', 'watch'],
+  configList: ['fields', 'where', 'keys', 'count', 'with-defaults', 'watch', 'validate'],
   configItem: ['fields', 'with-defaults', 'watch'],
   write: ['dry-run', 'validate'],
   multiWrite: ['dry-run', 'validate', 'default-operation'],
@@ -650,8 +650,11 @@ function configRoutes(def: ResourceDef): Route[] {
       path: t.base,
       summary: `List ${def.id} objects`,
       query: resourceQuery.configList,
-      replies: { 200: { description: 'OK', content: watchable(listReply(ref(n.reply))) } },
-      errors: [...readErrors, ...sealed],
+      replies: {
+        200: { description: 'OK', content: watchable(listReply(ref(n.reply))), headers: etagHeader },
+        304: { description: 'Not modified (If-None-Match)', headers: etagHeader },
+      },
+      errors: [...readErrors, 412, ...sealed],
     }),
     route({
       ...common,

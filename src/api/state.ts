@@ -170,7 +170,7 @@ export async function stateReport(deps: AppDeps, tenant: string): Promise<Report
   const out: ReportedItem[] = [];
   for (const listPath of [...(await storedPaths(deps, tenant))].sort()) {
     const r = resolvePath(listPath);
-    if (!r || r.def.itemState || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+    if (!r || r.def.itemState || (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed)) continue;
     for (const i of await stateItems(deps, tenant, r, cache, true))
       out.push({ path: i.path, value: i.value, config: [...i.config] });
   }
@@ -246,7 +246,8 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
       };
       for (const listPath of [...lists].sort()) {
         const r = resolvePath(listPath);
-        if (!r || (r.def.needsUnsealed && deps.strongbox.sealed)) continue;
+        // While sealed, exporters are shown (in status error when they need a secret), secrets not.
+        if (!r || (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed)) continue;
         for (const item of await source.items(p.tenant, r, cache)) addItem(item, r.def);
       }
       for (const item of (await source.topics?.(p.tenant)) ?? [])

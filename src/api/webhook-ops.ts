@@ -19,6 +19,13 @@ import { webhook } from '../resources/webhook/index.js';
 
 export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  // Like every webhook-exporter endpoint (CONTRACT §6): 503 while the secret store is sealed.
+  const unsealed = (what: string) => {
+    if (deps.strongbox.sealed)
+      throw new ApiError('sealed', `Cannot ${what}: the secret store is sealed (POST /v1/strongbox/unseal)`, {
+        code: 'sealed',
+      });
+  };
   const exporterConfig = async (tenant: string, name: string) => {
     const entry = await deps.store.get(webhook.keyOf(tenant, name));
     if (!entry)
@@ -34,6 +41,7 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
     const name = c.req.param('name');
     parseQuery(searchParams(c), routes.rewind.query);
     deps.auth.authorize(p, c.req.path, 'execute');
+    unsealed('rewind an exporter');
     const cfg = await exporterConfig(p.tenant, name);
     const body = await readBody(c, deps.settings.maxBodyBytes);
     if (body.docs.length !== 1)
@@ -56,6 +64,7 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
     const name = c.req.param('name');
     checkSite(deps, parseQuery(searchParams(c), routes.attempts.query).site);
     deps.auth.authorize(p, c.req.path, 'read');
+    unsealed("read an exporter's attempts");
     await exporterConfig(p.tenant, name);
     return reply(c, 200, await readAttempts(deps.store, p.tenant, name));
   });

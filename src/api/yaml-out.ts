@@ -4,6 +4,12 @@
  * tools built on them) read those as booleans, numbers and dates, and a document read that
  * way cannot be written back. So every string such a parser would read as another type is
  * written quoted, wherever it stands (value, key, list entry).
+ *
+ * Characters that YAML readers refuse or read as line breaks are escaped: a string holding a
+ * tab, a carriage return, DEL, a C1 control (NEL U+0085 among them), U+2028, U+2029, U+FEFF,
+ * U+FFFE or U+FFFF is written double-quoted, where the first two are escaped by the `yaml`
+ * package and the others, which it writes raw (PyYAML then refuses the document or breaks the
+ * line), by `escapeRaw` below.
  */
 import { Document, visit } from 'yaml';
 
@@ -39,13 +45,39 @@ export function readAsOtherType(s: string): boolean {
   return otherType.test(s);
 }
 
-/** One YAML document (no leading `---`), strings quoted where a YAML 1.1 reader needs it. */
+/** Characters a string cannot hold raw in YAML output (see above); `t` and `r` are escaped by `yaml`. */
+const needsEscape = /[\t\r\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/;
+const rawInQuotes = /[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/g;
+
+function escapeOf(ch: string): string {
+  const code = ch.charCodeAt(0);
+  if (code === 0x85) return '\\N';
+  if (code === 0x2028) return '\\L';
+  if (code === 0x2029) return '\\P';
+  return code < 0x100 ? `\\x${code.toString(16)}` : `\\u${code.toString(16)}`;
+}
+
+/**
+ * Every string holding one of `rawInQuotes` is double-quoted (toYaml), so each such character
+ * in the text stands inside double quotes, where its escape means it.
+ */
+function escapeRaw(text: string): string {
+  return text.replace(rawInQuotes, escapeOf);
+}
+
+/** One YAML document (no leading `---`), strings quoted where a YAML reader needs it. */
 export function toYaml(value: unknown): string {
   const doc = new Document(value);
+  let raw = false;
   visit(doc, {
     Scalar(_key, node) {
-      if (typeof node.value === 'string' && readAsOtherType(node.value)) node.type = 'QUOTE_DOUBLE';
+      if (typeof node.value !== 'string') return;
+      if (needsEscape.test(node.value)) {
+        node.type = 'QUOTE_DOUBLE';
+        raw = true;
+      } else if (readAsOtherType(node.value)) node.type = 'QUOTE_DOUBLE';
     },
   });
-  return doc.toString({ lineWidth: 0 });
+  const text = doc.toString({ lineWidth: 0 });
+  return raw ? escapeRaw(text) : text;
 }

@@ -20,7 +20,8 @@ export const ctlUsage = `Usage: edgeplane ctl <verb> [arguments] [flags]
 
 Talks to EDGEPLANE_URL (default http://127.0.0.1:4646) with the token of \`ctl login\`
 (kept in ~/.config/edgeplane/credentials, mode 0600; EDGEPLANE_CREDENTIALS names another file).
-A path is /v1/config/..., config/..., state/..., or just sites/a (configuration).
+A path is /v1/config/..., config/..., state/..., or just sites/a (configuration); its elements
+may also be separated by spaces, as supctl users type them: \`get volga webhooks\` is \`get volga/webhooks\`.
 
 Verbs:
   login [-u admin]                  log in (password from EDGEPLANE_PASSWORD, --password-stdin or a prompt)
@@ -31,7 +32,7 @@ Verbs:
   merge <path> -f FILE              merge FILE into an object (PATCH)
   delete <path>                     delete an object
   apply -f FILE                     create or replace every object of FILE (the shape of ctl get /v1/config)
-  diff -f FILE                      what apply would change; exit 0 when nothing, 1 when something
+  diff -f FILE                      what apply would change; exit 0 when nothing, 1 when something, 2 on trouble
   watch <path>                      print the objects, then each change (--where, --fields, -o json|yaml)
   produce <topic> [JSON|-f FILE]    produce one message (the payload)
   restart <webhook>                 restart a webhook exporter
@@ -49,30 +50,44 @@ Flags: -o, --output yaml|json|table   -f, --file FILE (- for stdin)   --site NAM
 `;
 
 /** Flags each verb accepts besides --help (others are a usage error naming them). */
-const verbs: Record<string, { run: (v: Verb) => Promise<number>; flags: Array<keyof Flags>; args: [number, number] }> =
-  {
-    login: { run: login, flags: ['username', 'password-stdin'], args: [0, 0] },
-    logout: { run: logout, flags: [], args: [0, 0] },
-    get: { run: get, flags: ['output', 'site', 'where', 'fields'], args: [0, 1] },
-    create: { run: create, flags: ['file', 'output'], args: [1, 1] },
-    replace: { run: replace, flags: ['file'], args: [1, 1] },
-    merge: { run: merge, flags: ['file'], args: [1, 1] },
-    delete: { run: del, flags: [], args: [1, 1] },
-    apply: { run: apply, flags: ['file'], args: [0, 0] },
-    diff: { run: diff, flags: ['file'], args: [0, 0] },
-    watch: { run: watch, flags: ['output', 'site', 'where', 'fields'], args: [1, 1] },
-    produce: { run: produce, flags: ['file'], args: [1, 2] },
-    restart: { run: restart, flags: [], args: [1, 1] },
-    top: { run: top, flags: ['site'], args: [0, 0] },
-    pause: { run: pause, flags: [], args: [1, 1] },
-    resume: { run: resume, flags: [], args: [1, 1] },
-    rewind: { run: rewind, flags: [], args: [2, 2] },
-    attempts: { run: attempts, flags: ['site', 'output'], args: [1, 1] },
-    'dead-letter': { run: deadLetter, flags: ['site', 'output'], args: [1, 1] },
-    rollback: { run: rollback, flags: ['dry-run', 'output'], args: [1, 1] },
-  };
+/** `path`: the verb's one argument is a path, whose elements may come as separate arguments (supctl style). */
+const verbs: Record<
+  string,
+  { run: (v: Verb) => Promise<number>; flags: Array<keyof Flags>; args: [number, number]; path?: true }
+> = {
+  login: { run: login, flags: ['username', 'password-stdin'], args: [0, 0] },
+  logout: { run: logout, flags: [], args: [0, 0] },
+  get: { run: get, flags: ['output', 'site', 'where', 'fields'], args: [0, 1], path: true },
+  create: { run: create, flags: ['file', 'output'], args: [1, 1], path: true },
+  replace: { run: replace, flags: ['file'], args: [1, 1], path: true },
+  merge: { run: merge, flags: ['file'], args: [1, 1], path: true },
+  delete: { run: del, flags: [], args: [1, 1], path: true },
+  apply: { run: apply, flags: ['file'], args: [0, 0] },
+  diff: { run: diff, flags: ['file'], args: [0, 0] },
+  watch: { run: watch, flags: ['output', 'site', 'where', 'fields'], args: [1, 1], path: true },
+  produce: { run: produce, flags: ['file'], args: [1, 2] },
+  restart: { run: restart, flags: [], args: [1, 1] },
+  top: { run: top, flags: ['site'], args: [0, 0] },
+  pause: { run: pause, flags: [], args: [1, 1] },
+  resume: { run: resume, flags: [], args: [1, 1] },
+  rewind: { run: rewind, flags: [], args: [2, 2] },
+  attempts: { run: attempts, flags: ['site', 'output'], args: [1, 1] },
+  'dead-letter': { run: deadLetter, flags: ['site', 'output'], args: [1, 1] },
+  rollback: { run: rollback, flags: ['dry-run', 'output'], args: [1, 1] },
+};
+
+let quietOnClosedPipe = false;
 
 export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // A reader that goes away (`ctl top | head`, `ctl get ... | head -1`) ends the command
+  // quietly, as Unix tools do, instead of an unhandled EPIPE.
+  if (!quietOnClosedPipe) {
+    quietOnClosedPipe = true;
+    process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(0);
+      throw e;
+    });
+  }
   const err = (t: string) => void process.stderr.write(t);
   const out = (t: string) => void process.stdout.write(t);
   let parsed;
@@ -100,7 +115,7 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
     return 2;
   }
   const flags = parsed.values as Flags;
-  const [name, ...args] = parsed.positionals;
+  const [name, ...given] = parsed.positionals;
   if (flags.help || name === undefined || name === 'help') {
     (name === undefined && !flags.help ? err : out)(ctlUsage);
     return name === undefined && !flags.help ? 2 : 0;
@@ -116,6 +131,8 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
       return 2;
     }
   }
+  // `get volga webhooks` as supctl users type it: one path of the elements.
+  const args = verb.path && given.length > 1 ? [given.join('/')] : given;
   const [min, max] = verb.args;
   if (args.length < min || args.length > max) {
     err(

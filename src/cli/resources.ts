@@ -108,9 +108,21 @@ export async function apply(v: Verb): Promise<number> {
   return 0;
 }
 
+/**
+ * Exit 0: nothing would change; 1: something would; 2: trouble (as diff(1)), so a file that
+ * cannot be read or a refused dry-run is never taken for "differences", and an unreadable file
+ * exits 2 as it does for apply.
+ */
 export async function diff(v: Verb): Promise<number> {
   const input = readInput(v.flags.file, 'diff');
-  const impacted = (await dryRun(v, input.text, input.type)).filter(changed);
+  xPaths(input.text); // the file is read here first, as apply reads it
+  let impacted: Impacted[];
+  try {
+    impacted = (await dryRun(v, input.text, input.type)).filter(changed);
+  } catch (e) {
+    if (e instanceof CliError && e.code === 1) throw new CliError(e.message, 2);
+    throw e;
+  }
   for (const i of impacted) {
     v.out(`~ ${i.path}\n`);
     for (const f of i.fields) {

@@ -124,6 +124,7 @@ export const errorDetails = {
   'regex-syntax': 400,
   'regex-unsupported': 400,
   'request-timeout': 408,
+  'reserved-name': 400,
   'reserved-topic': 403,
   'retry-interval': 400,
   'root-tenant-only': 403,

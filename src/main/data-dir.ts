@@ -4,8 +4,10 @@
  *
  * The lock is the file `DATA_DIR/edgeplane.lock`, created whole and exclusively (a hard link to
  * a file written first), holding the owner's pid and (on Linux) its start time. A lock whose owner is gone — killed with kill -9, or a pid
- * now used by another program (its start time differs) — is stale: it is replaced, so a
- * crash never blocks the next start. The lock file is removed at a normal exit.
+ * now used by another program (its start time differs), or a zombie (killed and not yet reaped
+ * by its parent, as under `npm start`) — is stale: it is replaced, so a crash never blocks the
+ * next start. An owner that still runs is waited for a few seconds (one that is stopping lets
+ * go of the lock meanwhile) before the start is refused. The lock file is removed at a normal exit.
  */
 import { accessSync, constants, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,16 +20,24 @@ export type DataDirLock = { path: string; release(): void };
 
 type Owner = { pid: number; start?: string };
 
-/** Start time of a process (field 22 of /proc/<pid>/stat), when the system tells it. */
-function startTimeOf(pid: number): string | undefined {
+/** Fields 3 on of /proc/<pid>/stat (state, ppid, ...), when the system tells them. */
+function statOf(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
 }
+
+/** Start time of a process (field 22 of /proc/<pid>/stat), when the system tells it. */
+function startTimeOf(pid: number): string | undefined {
+  return statOf(pid)?.[19];
+}
+
+/** How long a start waits for a lock's owner that still runs to go away. */
+const OWNER_WAIT_MS = 3000;
 
 function alive(owner: Owner): boolean {
   if (owner.pid === process.pid) return false; // a lock from a former life of this pid (a container restart)
@@ -37,8 +47,22 @@ function alive(owner: Owner): boolean {
     // EPERM: the pid exists but belongs to another user, so it runs.
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  const now = startTimeOf(owner.pid);
+  const stat = statOf(owner.pid);
+  // A zombie (Z) or dead (X) process has exited: only its parent has not reaped it yet.
+  if (stat?.[0] === 'Z' || stat?.[0] === 'X') return false;
+  const now = stat?.[19];
   return owner.start === undefined || now === undefined || now === owner.start;
+}
+
+/** Whether `owner` still runs after waiting up to OWNER_WAIT_MS for it to go (checked every 100 ms). */
+function stillAlive(owner: Owner): boolean {
+  const deadline = Date.now() + OWNER_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (alive(owner)) {
+    if (Date.now() >= deadline) return true;
+    Atomics.wait(pause, 0, 0, 100); // start-up is synchronous here; nothing else runs yet
+  }
+  return false;
 }
 
 function readOwner(path: string): Owner | undefined {
@@ -125,7 +149,7 @@ export function lockDataDir(dir: string): DataDirLock {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
           throw new DataDirError(`cannot create ${path} (${errorText(err)})`);
         const owner = readOwner(path);
-        if (owner && alive(owner))
+        if (owner && stillAlive(owner))
           throw new DataDirError(
             `${dir} is in use by another edgeplane process (pid ${owner.pid}); one process per DATA_DIR — use REDIS_URL to run several`,
           );

@@ -204,7 +204,9 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
     const how = settings.adminPassword
       ? 'the ADMIN_PASSWORD'
-      : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+      : settings.fleet.controlPlaneUrl !== undefined
+        ? 'a user of the control plane (synced here; this edge site generates no password)'
+        : 'the password printed at the first start (or set ADMIN_PASSWORD)';
     log(
       'info',
       `edgeplane listening on http://${host}:${port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,

@@ -13,6 +13,7 @@ import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget } from '../lib/redis.js';
 import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
+import { configKey } from '../store/keys.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
 import type { Runtime } from '../exporter/runtime.js';
@@ -56,7 +57,15 @@ export async function createInstance(
     audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
     ...(opts.announce ? { announce: opts.announce } : {}),
   });
-  await auth.bootstrap();
+  if (fleet.role === 'edge-site' && fleet.authSettings(settings).adminPassword === undefined) {
+    // CONTRACT §7: a site's users are the control plane's once it syncs. A password generated
+    // here would be refused then, so none is generated (nor printed as if it worked).
+    if (!(await store.get(configKey(settings.tenant, 'system/users/admin'))))
+      log(
+        'info',
+        'edge site: no admin password is generated here; users (admin included) come from the control plane at the first sync (set ADMIN_PASSWORD for a local admin until then)',
+      );
+  } else await auth.bootstrap();
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (fleet.metrics) metrics.fleet(fleet.metrics);
   if (settings.configFile) {

@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
-import { fieldPath } from './validate.js';
+import { fieldPath, schemaErrors } from './validate.js';
 import { duplicateKeys } from './merge.js';
 import { listRulesOf, type ResourceDef } from './resources.js';
 import type { WriteContext } from '../resources/module.js';
@@ -29,6 +29,23 @@ export function duplicateKeyErrors(def: ResourceDef, obj: JsonObject, xPath: str
         },
       ),
   );
+}
+
+/**
+ * Every problem of one object as a write would find it today: its schema, then (when the schema
+ * holds) its compiled form and the resource's own checks. Returns the compiled form too, which a
+ * commit keeps. The transaction checks each written object so; `validate` on a list GET checks
+ * each stored one.
+ */
+export function objectProblems(
+  def: ResourceDef,
+  obj: JsonObject,
+  xPath: string,
+  ctx: WriteContext,
+): { errors: ApiError[]; compiled: unknown } {
+  const schemaProblems = schemaErrors(def, obj, xPath);
+  const compiled = schemaProblems.length === 0 ? def.compile?.(obj, ctx) : undefined;
+  return { errors: [...schemaProblems, ...semanticErrors(def, obj, xPath, ctx, compiled)], compiled };
 }
 
 export function semanticErrors(

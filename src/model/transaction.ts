@@ -19,8 +19,7 @@ import { configKey } from '../store/keys.js';
 import { mergePatch } from './merge.js';
 import { applyJsonPatch } from './jsonpatch.js';
 import { childListsOf, listRulesOf, parentPathOf, resolvePath, type Resolved } from './resources.js';
-import { schemaErrors } from './validate.js';
-import { duplicateKeyErrors, semanticErrors } from './checks.js';
+import { duplicateKeyErrors, objectProblems } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
@@ -200,10 +199,10 @@ function checkObject(ctx: TxContext, slot: Slot, xPath: string, slots: Map<strin
     }
     return [];
   }
-  const schemaProblems = schemaErrors(r.def, after, xPath);
   const wctx = { tenant: slot.tenant, rootTenant: ctx.rootTenant, key: slot.key };
-  slot.compiled = schemaProblems.length === 0 ? r.def.compile?.(after, wctx) : undefined;
-  const errors = [...schemaProblems, ...semanticErrors(r.def, after, xPath, wctx, slot.compiled)];
+  const checked = objectProblems(r.def, after, xPath, wctx);
+  slot.compiled = checked.compiled;
+  const errors = checked.errors;
   if (r.kind === 'item' && after.name !== r.name) {
     errors.push(
       new ApiError(

@@ -43,8 +43,12 @@ export function readinessChecks(deps: Pick<AppDeps, 'store' | 'bus' | 'strongbox
     },
     {
       name: 'secret-store',
-      run: () =>
-        deps.strongbox.sealed ? 'the secret store is sealed: POST /v1/strongbox/unseal with the master key' : undefined,
+      run: async () => {
+        if (!deps.strongbox.sealed) return undefined;
+        return (await deps.strongbox.initialised())
+          ? 'the secret store is sealed: POST /v1/strongbox/unseal with the master key'
+          : 'the secret store is not initialised: POST /v1/strongbox/init creates its master key (and answers it once)';
+      },
     },
   ];
 }

@@ -10,9 +10,12 @@
  * together. Selecting a field whole wins over selecting parts of it (`a,a/b` returns all of a).
  * Lists are projected item by item (`hosts/host-id` keeps each host's id). A field that is
  * absent, or a part selection that finds nothing, leaves the field out of the output.
+ * A field lies at most MAX_EXPRESSION_DEPTH levels deep (`a/b/[c]` is three): deeper is a 400
+ * `too-deep`, before the recursion of the parser and of `apply` goes on.
  */
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { queryError } from './error.js';
+import { MAX_EXPRESSION_DEPTH } from './limits.js';
 
 export type FieldsSelector = { readonly source: string; apply(obj: Json): Json };
 export type FieldsOptions = { known?: (path: string[]) => boolean };
@@ -96,6 +99,10 @@ class Parser {
 
   private fieldName(parent: string[]): Step {
     const t = this.expect('name', 'a field name');
+    if (parent.length >= MAX_EXPRESSION_DEPTH)
+      throw queryError('fields', 'too-deep', t.pos, `a field is nested deeper than ${MAX_EXPRESSION_DEPTH} levels`, {
+        limit: MAX_EXPRESSION_DEPTH,
+      });
     let out = t.text;
     if (this.peek().kind === '=') {
       this.i++;

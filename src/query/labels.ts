@@ -11,8 +11,12 @@
  * `a.b-c_d` work) or quoted strings. Compiled once into closures; matching allocates nothing.
  * `!=` and `not in` also hold when the key is absent (as Kubernetes selectors do), so
  * `env != prod` selects every site not labelled prod.
+ *
+ * `not` and parentheses nest at most MAX_LABEL_DEPTH levels (README "Limits"); deeper is a 400
+ * `too-deep` at the position where the limit is passed, never a stack overflow.
  */
 import { ApiError, type DetailFor } from '../lib/errors.js';
+import { MAX_LABEL_DEPTH } from './limits.js';
 
 export type Labels = Readonly<Record<string, string | readonly string[]>>;
 export type LabelMatcher = { readonly source: string; test(labels: Labels): boolean };
@@ -100,7 +104,14 @@ function hasAny(v: string | readonly string[] | undefined, set: ReadonlySet<stri
 
 class Parser {
   private i = 0;
+  /** `not`s and parentheses open at the current token. */
+  private depth = 0;
   constructor(private readonly toks: Token[]) {}
+
+  private enter(pos: number): void {
+    if (++this.depth > MAX_LABEL_DEPTH)
+      throw fail('too-deep', pos, `'not' and parentheses nest deeper than ${MAX_LABEL_DEPTH} levels`);
+  }
 
   private peek(): Token {
     return this.toks[this.i] ?? { kind: 'end', pos: 0 };
@@ -170,8 +181,10 @@ class Parser {
 
   private unary(): Test {
     if (this.isKeyword('not')) {
+      this.enter(this.peek().pos);
       this.i++;
       const inner = this.unary();
+      this.depth--;
       return (l) => !inner(l);
     }
     if (this.isOp('!')) {
@@ -180,9 +193,11 @@ class Parser {
       return (l) => get(l, key) === undefined;
     }
     if (this.isOp('(')) {
+      this.enter(this.peek().pos);
       this.i++;
       const inner = this.or();
       this.expectOp(')', "')'");
+      this.depth--;
       return inner;
     }
     const t = this.peek();

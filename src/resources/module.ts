@@ -61,7 +61,7 @@ export type ResourceSpec = {
   readonly listKeys?: Readonly<Record<string, string>>;
   /** Served only while the secret store is unsealed. */
   readonly needsUnsealed: boolean;
-  /** Listed by a whole-tree read of /v1/config even while the secret store is sealed. */
+  /** Listed by whole-tree reads (GET /v1/config without match-path, GET /v1/state) even while the secret store is sealed. */
   readonly listedWhileSealed?: boolean;
   /** For a nested list: the resource that must hold the enclosing key (vault of a secret). */
   readonly parent?: string;

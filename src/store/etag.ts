@@ -7,6 +7,17 @@ export function etagOf(value: unknown): string {
 }
 
 /**
+ * A list's ETag: of its members' keys and ETags (in key order), so it changes exactly when a
+ * member is added, removed or changed, without reading any member's content again.
+ */
+export function listEtagOf(members: ReadonlyArray<{ key: string; etag: string }>): string {
+  const h = createHash('sha256');
+  for (const m of [...members].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)))
+    h.update(m.key).update('\u0000').update(m.etag).update('\n');
+  return '"' + h.digest('base64url').slice(0, 27) + '"';
+}
+
+/**
  * Whether an If-Match / If-None-Match value ('*' or a comma-separated list of ETags) names
  * `etag`. Our ETags are base64url in quotes, so a comma never occurs inside one.
  */

@@ -7,6 +7,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { firstProblem } from '../helpers/assert.js';
 
 type Case = {
   /** Config path of the list (or of the singleton object). */
@@ -222,6 +223,31 @@ function resourceSuite(backend: Backend): void {
     assert.equal(one.body, { name: 'default', domain: 'edge.example' });
     assert.is((await api.json('GET', '/v1/config/system/dns-zones/default')).status, 404);
   });
+
+  t(
+    'the DNS zone default is the default domain: writing it is a 400 naming system/settings/default-domain',
+    async () => {
+      const writes: Array<[string, string, unknown]> = [
+        ['PUT', '/v1/config/system/dns-zones/default', { name: 'default', domain: 'other.example' }],
+        ['POST', '/v1/config/system/dns-zones', { name: 'default', domain: 'other.example' }],
+        ['PATCH', '/v1/config', [{ 'x-path': '/v1/config/system/dns-zones/default', domain: 'other.example' }]],
+      ];
+      for (const [method, path, body] of writes) {
+        const r = await api.json(method, path, { body });
+        assert.is(r.status, 400, `${method} ${path}: ${JSON.stringify(r.body)}`);
+        const p = firstProblem(r.body);
+        assert.is(p.code, 'reserved-name');
+        assert.is(p.setting, '/v1/config/system/settings/default-domain');
+        assert.match(
+          String((r.body as { errors: Array<{ 'error-message': string }> }).errors[0]?.['error-message']),
+          /default-domain/,
+        );
+      }
+      // state and SYS_DNS_ZONES keep agreeing: still the settings' domain
+      const one = await api.json('GET', '/v1/state/system/dns-zones/default');
+      assert.equal(one.body, { name: 'default', domain: 'edge.example' });
+    },
+  );
 
   t('state of a webhook shows a status; content=config leaves it out', async () => {
     const st = await api.json('GET', '/v1/state/volga/webhooks/w1');

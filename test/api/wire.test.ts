@@ -79,6 +79,11 @@ function wireSuite(backend: Backend): void {
     assert.is(na.status, 406);
     assert.match(na.headers.get('content-type') ?? '', /^application\/json/);
     assert.is(infoOf(JSON.parse(await na.text())).code, 'not-acceptable');
+    // text/* accepts text/yaml, the text type this API serves: YAML, not 406
+    const text = await api.req('GET', APP, { headers: { accept: 'text/*' } });
+    assert.is(text.status, 200);
+    assert.match(text.headers.get('content-type') ?? '', /^application\/yaml/);
+    assert.type((parseYaml(await text.text()) as { name?: unknown }).name, 'string');
   });
 
   t('request bodies by Content-Type: a YAML PUT is stored like its JSON twin', async () => {

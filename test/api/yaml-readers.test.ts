@@ -6,6 +6,7 @@
  */
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { parse, parseAllDocuments } from 'yaml';
 import { encode } from '../../src/api/reply.js';
 import { useApi } from '../helpers/api.js';
@@ -48,6 +49,42 @@ test('plain strings stay unquoted; numbers, booleans and null keep their types',
   assert.is(encode({ a: 1, b: true, c: null, d: 1.5 }, 'yaml'), 'a: 1\nb: true\nc: null\nd: 1.5\n');
 });
 
+// Characters YAML readers refuse raw or read as line breaks, each alone, inside, at either end
+// and in a multi-line string; with the other printable oddities beside them.
+const rawChars = ['\t', '\r', '\x7f', '\x80', '\x85', '\x9f', '\u2028', '\u2029', '\ufeff', '\ufffe', '\uffff'];
+const probes = [
+  ...rawChars.flatMap((c) => [c, `a${c}b`, `${c}a`, `a${c}`, `line1\nx${c}y\nline3`, `${c}${c}`]),
+  ...['\x00', '\x1b', '\x0b', '\xa0', 'tab\there: x', ' lead', 'trail ', '#x', 'a: b', '- x', "'q'", '"d"', 'é ✓ 𝄞'],
+];
+
+/** PyYAML's reading of each text, when python3 with PyYAML is on this machine (else undefined). */
+function pyyamlReads(texts: string[]): unknown[] | undefined {
+  const script = [
+    'import sys, json, yaml',
+    'out = []',
+    'for t in json.load(sys.stdin):',
+    '    try: out.append({"ok": yaml.safe_load(t)})',
+    '    except Exception as e: out.append({"error": str(e).splitlines()[0]})',
+    'print(json.dumps(out))',
+  ].join('\n');
+  const r = spawnSync('python3', ['-c', script], { input: JSON.stringify(texts), encoding: 'utf8' });
+  if (r.status !== 0) return undefined; // no python3, or no PyYAML
+  return JSON.parse(r.stdout) as unknown[];
+}
+
+test('strings with tabs, DEL, C1 controls, NEL, U+2028/9, U+FEFF/FFFE/FFFF: every reader reads them back', () => {
+  const values = probes.map((s) => ({ v: s, labels: { [s]: s }, list: [s] }));
+  const texts = values.map((v) => encode(v, 'yaml'));
+  texts.forEach((text, i) => {
+    const value = values[i];
+    assert.not.match(text, /[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\t\r]/, `raw in ${JSON.stringify(text)}`);
+    assert.equal(parse(text, { version: '1.1' }), value, `YAML 1.1: ${JSON.stringify(text)}`);
+    assert.equal(parse(text), value, `YAML 1.2: ${JSON.stringify(text)}`);
+  });
+  const py = pyyamlReads(texts);
+  if (py) py.forEach((r, i) => assert.equal(r, { ok: values[i] }, `PyYAML: ${JSON.stringify(texts[i])}`));
+});
+
 test('multi-object output (documents) is quoted the same way', () => {
   const text = encode([{ v: 'yes' }, { v: 'off' }], 'yaml', true);
   const docs = parseAllDocuments(text).map((d) => d.toJS({}) as unknown);
@@ -78,6 +115,24 @@ function apiSuite(backend: Backend): void {
       const read = Array.isArray(json) && !Array.isArray(docs[0]) ? docs : docs[0];
       assert.equal(read, json, `${path} in YAML 1.1:\n${text}`);
     }
+  });
+
+  t('GET /v1/config in YAML stays readable with such characters stored (one value made it unreadable)', async () => {
+    const labels = Object.fromEntries(rawChars.map((c, i) => [`k${i}`, `v${c}x`]));
+    const put = await api.json('PUT', '/v1/config/sites/y2', {
+      body: { name: 'y2', description: 'a\tb\u2028c', labels },
+    });
+    assert.is(put.status, 201, JSON.stringify(put.body));
+    const json = (await api.json('GET', '/v1/config')).body;
+    const text = await (await api.req('GET', '/v1/config', { headers: { accept: 'application/yaml' } })).text();
+    for (const version of ['1.1', '1.2'] as const)
+      assert.equal(
+        parseAllDocuments(text, { version }).map((d) => d.toJS() as unknown),
+        json,
+        `YAML ${version}`,
+      );
+    const py = pyyamlReads([text.split(/^---\n/m).find((d) => d.includes('y2')) ?? '']);
+    if (py) assert.equal((py[0] as { ok?: { labels?: unknown } }).ok?.labels, labels, 'PyYAML');
   });
 
   t('a YAML document read in 1.1 mode can be written back unchanged', async () => {

@@ -194,6 +194,10 @@ test('create, get (yaml, json, table, where, fields), replace, merge, delete', a
   const y = await ctl(['get', 'sites/s1']);
   assert.is(y.code, 0);
   assert.equal(parse(y.stdout), { name: 's1', type: 'edge', labels: { zone: 'a' } });
+  // path elements separated by spaces, as supctl users type them
+  const spaced = await ctl(['get', 'config', 'sites', 's1']);
+  assert.is(spaced.code, 0, spaced.stderr);
+  assert.is(spaced.stdout, y.stdout);
   const j = await ctl(['get', '/v1/config/sites/s1', '-o', 'json', '--fields', 'name,labels']);
   assert.equal(JSON.parse(j.stdout), { name: 's1', labels: { zone: 'a' } });
   await ctl(['create', 'config/sites', '-f', file('s2.json', '{"name":"s2","type":"edge","labels":{"zone":"b"}}')]);
@@ -256,6 +260,25 @@ test('diff -f and apply -f: differences, exit codes, idempotent apply', async ()
   assert.match(a2.stdout, /app1 unchanged/);
   const bad = await ctl(['apply', '-f', file('bad-apply.yaml', 'x-path: /v1/config/nowhere/x\n')]);
   assert.is(bad.code, 1);
+  // One unreadable file: the same exit code (2) from diff and apply; diff's 1 means differences only.
+  const unreadable = file('unreadable.yaml', 'x-path: [unclosed\n');
+  const du = await ctl(['diff', '-f', unreadable]);
+  const au = await ctl(['apply', '-f', unreadable]);
+  assert.is(du.code, 2, du.stderr);
+  assert.is(au.code, 2, au.stderr);
+  const refused = await ctl(['diff', '-f', file('bad-diff.yaml', 'x-path: /v1/config/nowhere/x\n')]);
+  assert.is(refused.code, 2, 'a refused dry-run is trouble, not differences');
+});
+
+test('ctl top | head: the reader goes away, top ends quietly (no EPIPE crash)', async () => {
+  const script = `"${process.execPath}" "${bundle}" ctl top | head -c 1 > /dev/null; echo "exit=\${PIPESTATUS[0]}"`;
+  const r = spawnSync('bash', ['-c', script], {
+    env: { ...process.env, EDGEPLANE_URL: server.url, EDGEPLANE_CREDENTIALS: creds },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.match(r.stdout, /exit=0/, r.stderr);
+  assert.not.match(r.stderr, /EPIPE|Unhandled|Error/, r.stderr);
 });
 
 test('produce, restart and watch of an exporter state', async () => {

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockDataDir } from '../../src/main/data-dir.js';
@@ -45,6 +45,51 @@ test('a second process on the same DATA_DIR refuses to start; a kill -9 leaves n
   }
 });
 
+/** Runs `sh -c script`, resolving to the first line it prints (a pid); the shell keeps running. */
+function shellPid(script: string): Promise<{ pid: number; stop: () => void }> {
+  const child = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'ignore'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n')[0];
+      if (out.includes('\n') && line) resolve({ pid: Number(line), stop: () => child.kill('SIGKILL') });
+    });
+    child.once('exit', () => reject(new Error(`the shell exited before printing a pid: ${out}`)));
+  });
+}
+
+test('a lock whose owner is a zombie (exited, not yet reaped by its parent) is stale', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-zombie-'));
+  // The background sleep exits at once; its parent becomes `sleep 30` (exec), which never reaps it.
+  const holder = await shellPid('sleep 0 & echo $!; exec sleep 30');
+  try {
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'Z'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      state = readFileSync(`/proc/${holder.pid}/stat`, 'utf8').split(') ')[1]?.[0] ?? '';
+    }
+    assert.is(state, 'Z', 'the owner is a zombie');
+    writeFileSync(join(dataDir, 'edgeplane.lock'), JSON.stringify({ pid: holder.pid }) + '\n');
+    const lock = lockDataDir(dataDir);
+    assert.equal(JSON.parse(readFileSync(lock.path, 'utf8')).pid, process.pid);
+    lock.release();
+  } finally {
+    holder.stop();
+  }
+});
+
+test('an owner that is going away is waited for (a few seconds), then its lock is taken', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-dying-'));
+  const dying = spawn('sleep', ['1'], { stdio: 'ignore' });
+  writeFileSync(join(dataDir, 'edgeplane.lock'), JSON.stringify({ pid: dying.pid }) + '\n');
+  // lockDataDir waits synchronously; the child is reaped by this process's event loop only
+  // after, so a worker-free check: the child must have exited (zombie or gone) within the wait.
+  const lock = lockDataDir(dataDir);
+  assert.equal(JSON.parse(readFileSync(lock.path, 'utf8')).pid, process.pid);
+  lock.release();
+});
+
 test('a lock naming a pid that now belongs to another program (other start time) is stale', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-reuse-'));
   // pid 1 runs, but not the process that wrote this (Linux: its start time in /proc differs).
@@ -67,11 +112,12 @@ test('a half-written lock file does not block', () => {
  * time after starting); each prints "held" or "refused", holds a held lock for a second, exits.
  */
 async function race(dir: string, count: number): Promise<string[]> {
+  // Each holder keeps the lock longer than a start waits for an owner that runs (3 s).
   const at = Date.now() + 4000;
   const code = `
     const { lockDataDir } = await import(${JSON.stringify(new URL('../../src/main/data-dir.ts', import.meta.url).href)});
     while (Date.now() < ${at});
-    try { lockDataDir(${JSON.stringify(dir)}); console.log('held'); await new Promise((r) => setTimeout(r, 1000)); }
+    try { lockDataDir(${JSON.stringify(dir)}); console.log('held'); await new Promise((r) => setTimeout(r, 6000)); }
     catch (err) { console.log('refused'); }`;
   const runs = Array.from(
     { length: count },
