@@ -22,7 +22,8 @@ export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborte
 
 export type DeliverContext = {
   spec: ExporterSpec;
-  agent: Agent;
+  /** The Agent of the next attempt (mutual TLS: the client certificate held now). */
+  agent: () => Agent;
   clock: Clock;
   /** SYS_* variables of this site and tenant. */
   sys: ReadonlyMap<string, string>;
@@ -129,7 +130,7 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
     }
     const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
     const t0 = performance.now();
-    const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent });
+    const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent() });
     const ms = performance.now() - t0;
     controls.attempts.record({
       time: ctx.clock.now(),

@@ -23,7 +23,8 @@ export type ExporterDeps = {
   spec: ExporterSpec;
   bus: Bus;
   clock: Clock;
-  agent: Agent;
+  /** The Agent of the next attempt (mutual TLS: the client certificate held now). */
+  agent: () => Agent;
   group: string;
   /** The site of this process: its counts are its own (bus.ts AckCount). */
   site: string;

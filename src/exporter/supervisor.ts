@@ -17,7 +17,9 @@ import { countAs, Exporter } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
-import { agentFor } from './send.js';
+import type { Agent } from 'undici';
+import type { AgentPool } from './send.js';
+import { clientCertAgent } from './client-cert.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
@@ -25,6 +27,8 @@ import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
 
 export type SupervisorOptions = {
+  /** The runtime's HTTP agents. */
+  agents: AgentPool;
   site: string;
   /** The root tenant (only its exporters read system: topics). */
   rootTenant: string;
@@ -64,6 +68,10 @@ const anySite = /^[^/]+\/sites\/([^/]+)$/;
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
+const constant =
+  <T>(v: T): (() => T) =>
+  () =>
+    v;
 const slotId = (tenant: string, name: string): string => `${tenant}/${name}`;
 
 export class Supervisor {
@@ -279,11 +287,29 @@ export class Supervisor {
       state.setStatus('error');
       return;
     }
+    let agent: () => Agent;
+    try {
+      agent = spec.ext.clientCert
+        ? clientCertAgent({
+            pool: this.o.agents,
+            tls: spec.tls,
+            attemptTimeoutMs: this.o.attemptTimeoutMs,
+            secrets: slot.secrets,
+            state,
+            clock: this.o.clock,
+          })
+        : constant(this.o.agents.agentFor(spec.tls, this.o.attemptTimeoutMs));
+    } catch (err) {
+      await controls.close();
+      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
     const exporter = new Exporter({
       spec,
       bus: this.busOf(tenant),
       clock: this.o.clock,
-      agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
+      agent,
       group: groupName(tenant, name),
       site: this.o.site,
       consumer: this.o.consumer,
