@@ -63,6 +63,23 @@ function lookupIn(
   return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
 }
 
+/**
+ * The `ordering-key` of a message: its template expanded with the message's variables. A key
+ * that cannot be expanded (a variable without value) is the empty key: such messages keep
+ * their topic order among themselves, and deliver() then deals with the variable as usual.
+ */
+export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
+  const t = ctx.spec.ext.orderingKey;
+  if (!t) return '';
+  let fromMessage: Map<string, string> | undefined;
+  for (const v of ctx.spec.messageVars) {
+    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
+    if (value !== undefined) (fromMessage ??= new Map()).set(v.name, value);
+  }
+  const r = t.render(lookupIn(ctx, msg, fromMessage));
+  return r.ok ? r.value : '';
+}
+
 /** A message that failed before (attempt > 1) counted as failing: every way out ends that. */
 function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome: T): T {
   if (attempt > 1) ctx.state.retryEnded(ctx.clock.now());
