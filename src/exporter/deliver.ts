@@ -145,6 +145,8 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
       if (admitted === 'stopped') return finish(ctx, attempt, 'aborted');
       probe = admitted === 'probe';
     }
+    // rate-limit: a token of the site's bucket per attempt.
+    if (controls.rate && !(await controls.rate.take(ctx.stopping))) return finish(ctx, attempt, 'aborted');
     const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
     const t0 = performance.now();
     const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent() });

@@ -281,6 +281,7 @@ export class Supervisor {
         clock: this.o.clock,
         state,
         secrets: slot.secrets,
+        site: this.o.site,
       });
     } catch (err) {
       state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());

@@ -32,6 +32,8 @@ export type Received = {
   body: string;
   status: number;
   sni: string | undefined;
+  /** When the request's body had arrived (Date.now()). */
+  time: number;
   /** The CN of the client certificate (mutual TLS, with `tls.clientCa`), else undefined. */
   clientCn: string | undefined;
 };
@@ -81,6 +83,7 @@ export async function startWebhookServer(
         body: Buffer.concat(chunks).toString('utf8'),
         status: 0,
         sni: sniOf(req),
+        time: Date.now(),
         clientCn: clientCnOf(req),
       };
       const reply = (typeof script === 'function' ? script(rec.n, rec) : script[rec.n]) ?? {};
