@@ -10,6 +10,7 @@ import { createInstance, type Instance } from './src/main/server.js';
 import { serveMain } from './src/main/serve.js';
 import { log } from './src/lib/log.js';
 import { runCli } from './src/cli/main.js';
+import { errorText } from './src/lib/error-text.js';
 
 let instance: Promise<Instance> | undefined;
 
@@ -53,7 +54,7 @@ if (isMain()) {
       if (code !== 'serving') process.exit(code);
     },
     (err: unknown) => {
-      log('error', 'edgeplane failed to start', { error: err instanceof Error ? err.message : String(err) });
+      log('error', 'edgeplane failed to start', { error: errorText(err) });
       process.exit(1);
     },
   );

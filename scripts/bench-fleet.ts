@@ -321,7 +321,11 @@ async function siteProcess(): Promise<void> {
           reply({ rid: msg.rid });
           break;
       }
-    })();
+    })().catch((err: unknown) => {
+      // No reply will come: name the request that failed and end, instead of an unhandled rejection.
+      process.stderr.write(`site process failed on ${msg.type}: ${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    });
   });
   process.send!({ ready: true });
 }

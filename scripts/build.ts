@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildPage } from '../src/ui/build-page.js';
+import { errorText } from '../src/lib/error-text.js';
 
 const outAt = process.argv.indexOf('--out');
 const out = outAt > 0 && process.argv[outAt + 1] ? (process.argv[outAt + 1] as string) : 'build';
@@ -60,6 +61,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`build failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`build failed: ${errorText(err)}\n`);
   process.exit(1);
 });

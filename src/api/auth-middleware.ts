@@ -14,22 +14,9 @@ import { record, type AuditSink } from '../auth/audit.js';
 import type { Auth } from '../auth/auth.js';
 import { clientAddress } from '../auth/client.js';
 import type { Principal } from '../auth/principal.js';
+import { publicPaths } from './route-table.js';
 
 export type AuthVariables = { principal?: Principal };
-
-/**
- * Paths answered without a token, deliberately: the login, the probes for load balancers and
- * orchestrators, the metrics (which check METRICS_TOKEN themselves when it is set) and the
- * OpenAPI document.
- */
-export const publicPaths: ReadonlySet<string> = new Set([
-  '/v1/login',
-  '/healthz',
-  '/readyz',
-  '/metrics',
-  '/v1/openapi.json',
-  '/v1/openapi.yaml',
-]);
 
 const writeMethods: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -50,6 +37,7 @@ export function createGuard(opts: GuardOptions): Guard {
   const now = opts.now ?? Date.now;
 
   const authenticated = (handler: Handler, c: Ctx): Response | Promise<Response> => {
+    // The routes the table declares public (route-table.ts): login, probes, metrics, the OpenAPI document.
     if (publicPaths.has(c.req.path)) return handler(c);
     const h = header(c, 'authorization');
     const cached = opts.auth.cachedPrincipal(h);

@@ -7,7 +7,8 @@
 import { Hono, type Context } from 'hono';
 import { parseBody } from './body.js';
 import { contentTypeOf, encode, negotiate } from './reply.js';
-import { methodNotAllowed, options } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { refuseDryRun } from '../query/params.js';
@@ -16,9 +17,7 @@ import { clientAddress } from '../auth/client.js';
 import type { AuthVariables } from './auth-middleware.js';
 import type { TokenReply } from '../auth/tokens.js';
 
-export const refreshPath = '/v1/state/strongbox/token/refresh';
-
-const operationMethods = ['POST', 'OPTIONS'] as const;
+export const refreshPath = routes.refresh.path;
 
 /** A login body is two short strings; anything much larger is not one. */
 const maxLoginBytes = 16 * 1024;
@@ -83,14 +82,14 @@ function tokenReply(c: Context, reply: TokenReply): Response {
 
 export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
   const app = new Hono<{ Variables: AuthVariables }>();
-  app.post('/v1/login', async (c) => {
+  on(app, routes.login, async (c) => {
     noQuery(c);
     // Negotiate first: a 406 must not cost a login attempt.
     negotiate(c.req.header('accept'));
     const { username, password } = await readCredentials(c);
     return tokenReply(c, await auth.login(username, password, clientAddress(c)));
   });
-  app.post(refreshPath, async (c) => {
+  on(app, routes.refresh, async (c) => {
     noQuery(c);
     // The principal is set by the guard (middleware.ts); authenticate here when mounted without it.
     const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
@@ -98,11 +97,6 @@ export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
     return tokenReply(c, await auth.refresh(principal));
   });
   // Both are operations: OPTIONS lists POST, any other method is a 405 (not a 404).
-  for (const path of ['/v1/login', refreshPath]) {
-    app.options(path, () => options(operationMethods, false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, path, operationMethods);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

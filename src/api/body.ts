@@ -5,6 +5,7 @@
 import { parseAllDocuments, visit, type Alias, type Document } from 'yaml';
 import { ApiError, type DetailFor } from '../lib/errors.js';
 import { jsonSyntaxError, type Json } from '../lib/json.js';
+import { errorText } from '../lib/error-text.js';
 
 export const MAX_DEPTH = 64;
 
@@ -183,11 +184,7 @@ export function parseYaml(text: string): Json[] {
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (e) {
-      throw new ApiError(
-        'invalid-document',
-        `Cannot parse the request body: ${e instanceof Error ? e.message : String(e)}`,
-        { code: 'alias-limit' },
-      );
+      throw new ApiError('invalid-document', `Cannot parse the request body: ${errorText(e)}`, { code: 'alias-limit' });
     }
     if (value === undefined || (value === null && doc.contents === null)) continue;
     checkJsonValue(value, 0, '');

@@ -13,6 +13,8 @@ import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
+import { resourceQuery, routes } from './route-table.js';
+import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import type { Entry } from '../store/store.js';
@@ -20,16 +22,7 @@ import { multiObjectChanges } from './multi-object.js';
 import { tenantChecks } from './tenant-checks.js';
 import { watchResponse, type WatchedObject } from './watch.js';
 
-const PREFIX = '/v1/config';
-
-const allowFor = {
-  root: ['GET', 'POST', 'PATCH', 'OPTIONS'],
-  list: ['GET', 'POST', 'OPTIONS'],
-  item: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  object: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-} as const;
-
-const writeParams = ['dry-run', 'validate'] as const;
+const PREFIX = routes.configAll.path;
 
 function modeOf(q: ParsedQuery): TxMode {
   if (q.dryRun && q.validate)
@@ -88,25 +81,24 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
     return success(result.created[0] ?? false, first ? result.etags[first.path] : undefined);
   };
 
-  app.on(['GET', 'HEAD'], PREFIX, (c) => readAll(c, deps));
-  app.on(['PATCH', 'POST'], PREFIX, async (c) => {
-    const q = parseQuery(searchParams(c), [...writeParams, 'default-operation']);
+  on(app, routes.configAll, (c) => readAll(c, deps));
+  const multiWrite = async (c: Ctx) => {
+    const q = parseQuery(searchParams(c), resourceQuery.multiWrite);
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
     return txReply(c, changes, modeOf(q), () => new Response(null, { status: 204 }));
-  });
-  app.options(PREFIX, () => options(allowFor.root, true));
-  app.all(PREFIX, (c) => {
-    throw methodNotAllowed(c.req.method, PREFIX, allowFor.root);
-  });
+  };
+  on(app, routes.configPost, multiWrite);
+  on(app, routes.configPatch, multiWrite);
+  allowRoutes(app);
 
   // Not async: a read answered from memory (store.peek) is answered synchronously.
   app.all(`${PREFIX}/*`, (c) => {
     const r = resolvePath(pathAfter(c, PREFIX));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    const allow = allowFor[r.kind];
+    const allow = resourceAllow(PREFIX, r);
     const method = c.req.method;
-    if (method === 'OPTIONS') return options(allow, r.kind !== 'list');
+    if (method === 'OPTIONS') return options(allow, allow.includes('PATCH'));
     if (!(allow as readonly string[]).includes(method) && method !== 'HEAD')
       throw methodNotAllowed(method, c.req.path, allow);
     if (r.def.needsUnsealed && deps.strongbox.sealed)
@@ -122,7 +114,7 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   });
 
   const write = async (c: Ctx, r: Resolved, method: string, params: URLSearchParams): Promise<Response> => {
-    const q = parseQuery(params, writeParams);
+    const q = parseQuery(params, resourceQuery.write);
     const mode = modeOf(q);
     if (method === 'DELETE') {
       return txReply(
@@ -223,7 +215,7 @@ function objectBody(doc: Json): JsonObject {
 
 /** Synchronous when the store has the object in memory (store.peek), as it mostly does. */
 function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Response | Promise<Response> {
-  const q = parseQuery(params, ['fields', 'with-defaults', 'watch'], { knownField: knownIn(r.def.schema) });
+  const q = parseQuery(params, resourceQuery.configItem, { knownField: knownIn(r.def.schema) });
   const p = principalOf(c);
   deps.auth.authorize(p, r.xPath, 'read');
   const key = configKey(p.tenant, r.path);
@@ -257,9 +249,7 @@ function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined
 }
 
 async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {
-  const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'with-defaults', 'watch'], {
-    knownField: knownIn(r.def.schema),
-  });
+  const q = parseQuery(params, resourceQuery.configList, { knownField: knownIn(r.def.schema) });
   const p = principalOf(c);
   deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
   const base = configKey(p.tenant, r.path);
@@ -314,15 +304,7 @@ export function noWatchWith(q: ParsedQuery): void {
 }
 
 async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
-  const q = parseQuery(searchParams(c), [
-    'with-defaults',
-    'send-etag',
-    'include-tenant-config',
-    'match-path',
-    'fields',
-    'where',
-    'watch',
-  ]);
+  const q = parseQuery(searchParams(c), resourceQuery.configAll);
   const p = principalOf(c);
   const tenants = q.includeTenantConfig
     ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b)))

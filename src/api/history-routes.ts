@@ -4,17 +4,17 @@ import { ApiError } from '../lib/errors.js';
 import { configKey } from '../store/keys.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { DeliveredHistory } from './history.js';
-import { checkSite, methodNotAllowed, options, principalOf, reply, searchParams } from './http.js';
+import { checkSite, principalOf, reply, searchParams } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
-
-const PATH = '/v1/state/volga/webhooks/:name/history';
 
 export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.get(PATH, async (c) => {
+  on(app, routes.history, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
+    checkSite(deps, parseQuery(searchParams(c), routes.history.query).site);
     // Reading the history is reading the exporter's state.
     deps.auth.authorize(p, `/v1/state/volga/webhooks/${name}`, 'read');
     if (deps.strongbox.sealed)
@@ -27,9 +27,6 @@ export function historyRoutes(deps: AppDeps): Hono<AppEnv> {
     const history = deps.history ?? new DeliveredHistory(deps.store, deps.settings.site, deps.runtime);
     return reply(c, 200, history.of(p.tenant, name));
   });
-  app.options(PATH, () => options(['GET', 'OPTIONS'], false));
-  app.all(PATH, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
-  });
+  allowRoutes(app);
   return app;
 }

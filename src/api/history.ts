@@ -14,6 +14,7 @@ import { log } from '../lib/log.js';
 import { kvPrefix, parseWebhookStateKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import type { RuntimeView } from './runtime-view.js';
+import { errorText } from '../lib/error-text.js';
 
 export type Sample = { time: number; delivered: number };
 type Series = { samples: Sample[]; errors: Array<{ time: number; error: string }>; lastErrorKey?: string };
@@ -66,7 +67,7 @@ export class DeliveredHistory {
       }
       for (const id of [...this.series.keys()]) if (!seen.has(id)) this.series.delete(id);
     } catch (err) {
-      log('debug', 'history: cannot sample exporter states', { error: String(err) });
+      log('debug', 'history: cannot sample exporter states', { error: errorText(err) });
     } finally {
       this.sampling = false;
     }

@@ -6,7 +6,9 @@
  * when no body follows (no `content-length`: a body the adapter writes at once has one, and a
  * streamed body always carries its own type from the app).
  */
-import { ServerResponse, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import { STATUS_CODES, ServerResponse, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ApiError } from '../lib/errors.js';
 
 const adapterDefault = 'text/plain; charset=UTF-8';
 
@@ -35,3 +37,55 @@ class ResponseWithoutDefaultType extends ServerResponse {
 
 /** Pass as `serve({..., serverOptions})`. */
 export const serverOptions = { ServerResponse: ResponseWithoutDefaultType as typeof ServerResponse };
+
+/**
+ * Node's HTTP parser answers some requests before any handler sees them: a request line or
+ * headers beyond `--max-http-header-size` (431), a request not sent in time (408), a malformed
+ * request (bad framing, header syntax: 400). Node's own replies have no body; this listener for
+ * the server's `clientError` event answers the same statuses with the error body every other
+ * reply has (CONTRACT §5), in JSON (the request's Accept is not known: it was not parsed). As
+ * Node does, it writes only on a socket that is writable and has not started a reply, then
+ * closes the socket.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+    const e = clientErrorOf(err.code);
+    const body = JSON.stringify(e.toBody());
+    socket.write(
+      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\n` +
+        'content-type: application/json\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy();
+}
+
+function clientErrorOf(code: string | undefined): ApiError {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError(
+        'headers-too-large',
+        'The request line and headers are larger than this server accepts (Node.js --max-http-header-size, 16 KiB by default): send a shorter URL or fewer headers',
+        { code: 'headers-too-large' },
+      );
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new ApiError('payload-too-large', 'The chunk extensions of the request body are too large', {
+        code: 'chunk-extensions-too-large',
+      });
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError(
+        'request-timeout',
+        'The request was not received in time (HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS)',
+        { code: 'request-timeout' },
+      );
+    default:
+      return new ApiError(
+        'bad-request',
+        `The request is not valid HTTP/1.1${code ? ` (${code})` : ''}: check its request line, headers and body framing`,
+        { code: 'bad-http', ...(code ? { parser: code } : {}) },
+      );
+  }
+}

@@ -7,7 +7,9 @@ import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
+import { principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 
 export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -16,12 +18,12 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const admit = (c: Ctx, path: string) => {
     const params = searchParams(c);
     refuseDryRun(params, path);
-    parseQuery(params, []);
+    parseQuery(params, routes.unseal.query);
     deps.auth.authorize(principalOf(c), path, 'execute');
   };
 
-  const unseal = '/v1/strongbox/unseal';
-  app.post(unseal, async (c) => {
+  const unseal = routes.unseal.path;
+  on(app, routes.unseal, async (c) => {
     admit(c, unseal);
     const body = await readBody(c, 16 * 1024);
     const doc = body.docs[0];
@@ -35,8 +37,8 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
     return new Response(null, { status: 204 });
   });
 
-  const init = '/v1/strongbox/init';
-  app.post(init, async (c) => {
+  const init = routes.init.path;
+  on(app, routes.init, async (c) => {
     admit(c, init);
     // No body, or an empty object.
     if (c.req.raw.body !== null && c.req.header('content-length') !== '0') {
@@ -49,11 +51,6 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, { key }, { headers: { 'cache-control': 'no-store' } });
   });
 
-  for (const path of [unseal, init]) {
-    app.options(path, () => options(['POST', 'OPTIONS'], false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, path, ['POST', 'OPTIONS']);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

@@ -27,7 +27,8 @@ import { configKey } from '../store/keys.js';
 import { resolvePath } from '../model/resources.js';
 import type { AppDeps, AppEnv, ForwardedAnswer, ForwardedRead } from './deps.js';
 import { pathAfter, principalOf, reply, searchParams } from './http.js';
-import { errorResponse, negotiate, type ReplyFormat } from './reply.js';
+import { errorResponse } from './reply.js';
+import { renderError } from './render-error.js';
 import { reportSource, stateReport, stateRoutes, type ReportedItem } from './state.js';
 import { historyRoutes } from './history-routes.js';
 import { webhookOpRoutes } from './webhook-ops.js';
@@ -51,18 +52,7 @@ function innerApp(sources: Hono<AppEnv>[]): Hono<AppEnv> {
       'json',
     ),
   );
-  app.onError((err, c) => {
-    let format: ReplyFormat = 'json';
-    try {
-      format = negotiate(c.req.header('accept'));
-    } catch {
-      /* an unusable Accept: JSON */
-    }
-    return errorResponse(
-      err instanceof ApiError ? err : new ApiError('internal', 'Internal error: the read was not completed'),
-      format,
-    );
-  });
+  app.onError(renderError);
   return app;
 }
 

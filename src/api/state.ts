@@ -12,14 +12,14 @@ import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
+import { resourceQuery, routes } from './route-table.js';
+import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 import { noWatchWith } from './config.js';
 import { watchResponse, type WatchedObject } from './watch.js';
 
-const PREFIX = '/v1/state';
-const readOnly = ['GET', 'OPTIONS'] as const;
-const operationMethods = ['POST', 'OPTIONS'] as const;
+const PREFIX = routes.stateAll.path;
 
 type Item = StateItem;
 
@@ -209,10 +209,10 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
   const pick = (site: string | undefined) => (site === undefined ? fleetSource : ownSource);
   if (fleetSource.topics) app.route('/', topicRoutes(deps));
 
-  app.post(`${PREFIX}/volga/webhooks/:name/restart`, async (c) => {
+  on(app, routes.restart, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    parseQuery(searchParams(c), routes.restart.query);
     deps.auth.authorize(p, c.req.path, 'execute');
     if (deps.strongbox.sealed)
       throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
@@ -225,23 +225,8 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
       throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
     return new Response(null, { status: 204 });
   });
-  // An operation path exists for every method: OPTIONS lists POST, the others are 405 (not 404).
-  const restartPath = `${PREFIX}/volga/webhooks/:name/restart`;
-  app.options(restartPath, () => options(operationMethods, false));
-  app.all(restartPath, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, operationMethods);
-  });
-
-  app.on(['GET', 'HEAD'], PREFIX, async (c) => {
-    const q = parseQuery(searchParams(c), [
-      'fields',
-      'where',
-      'match-path',
-      'content',
-      'site',
-      'with-defaults',
-      'watch',
-    ]);
+  on(app, routes.stateAll, async (c) => {
+    const q = parseQuery(searchParams(c), resourceQuery.stateAll);
     checkSite(deps, q.site);
     const p = principalOf(c);
     const source = pick(q.site);
@@ -273,16 +258,15 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
     );
     return reply(c, 200, out, { multi: true });
   });
-  app.options(PREFIX, () => options(readOnly, false));
-  app.all(PREFIX, (c) => {
-    throw methodNotAllowed(c.req.method, PREFIX, readOnly);
-  });
+  // OPTIONS and 405 on the operation path (not 404) and on /v1/state.
+  allowRoutes(app);
 
   app.all(`${PREFIX}/*`, async (c) => {
     const r = resolvePath(pathAfter(c, PREFIX));
     if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    if (c.req.method === 'OPTIONS') return options(readOnly, false);
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, readOnly);
+    const allow = resourceAllow(PREFIX, r);
+    if (c.req.method === 'OPTIONS') return options(allow, false);
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, allow);
     if (r.def.needsUnsealed && deps.strongbox.sealed)
       throw new ApiError(
         'sealed',
@@ -294,9 +278,7 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
     const params = searchParams(c);
     const cache = new Map<string, Entry[]>();
     if (r.kind === 'list') {
-      const q = parseQuery(params, ['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults', 'watch'], {
-        knownField: knownInState(r.def),
-      });
+      const q = parseQuery(params, resourceQuery.stateList, { knownField: knownInState(r.def) });
       checkSite(deps, q.site);
       const source = pick(q.site);
       const listed = async (): Promise<Item[]> => {
@@ -335,9 +317,7 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
         { multi: true },
       );
     }
-    const q = parseQuery(params, ['fields', 'where', 'content', 'site', 'with-defaults', 'watch'], {
-      knownField: knownInState(r.def),
-    });
+    const q = parseQuery(params, resourceQuery.stateItem, { knownField: knownInState(r.def) });
     checkSite(deps, q.site);
     const source = pick(q.site);
     const one = async (): Promise<JsonObject | undefined> => {

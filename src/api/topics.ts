@@ -9,9 +9,11 @@ import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, principalOf, readBody, reply, searchParams } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 
-const BASE = '/v1/state/volga/topics';
+const BASE = routes.topics.path;
 const topicRe = new RegExp(TOPIC_PATTERN);
 
 function checkTopic(topic: string): void {
@@ -51,8 +53,8 @@ export async function topicStateObjects(
 
 export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.get(BASE, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields', 'where', 'keys', 'count', 'site']);
+  on(app, routes.topics, async (c) => {
+    const q = parseQuery(searchParams(c), routes.topics.query);
     checkSite(deps, q.site);
     const p = principalOf(c);
     deps.auth.authorize(p, BASE, 'read');
@@ -75,8 +77,8 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
       { multi: true },
     );
   });
-  app.get(`${BASE}/:topic`, async (c) => {
-    const q = parseQuery(searchParams(c), ['fields', 'site']);
+  on(app, routes.topic, async (c) => {
+    const q = parseQuery(searchParams(c), routes.topic.query);
     checkSite(deps, q.site);
     const topic = c.req.param('topic');
     checkTopic(topic);
@@ -87,8 +89,8 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     const v = toObject(info);
     return reply(c, 200, q.fields ? q.fields.apply(v) : v);
   });
-  app.post(`${BASE}/:topic/produce`, async (c) => {
-    parseQuery(searchParams(c), []);
+  on(app, routes.produce, async (c) => {
+    parseQuery(searchParams(c), routes.produce.query);
     const topic = c.req.param('topic');
     checkTopic(topic);
     const p = principalOf(c);
@@ -125,15 +127,6 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     );
     return reply(c, 201, { seqno }, { headers: { Location: `${BASE}/${topic}` } });
   });
-  for (const path of [BASE, `${BASE}/:topic`]) {
-    app.options(path, () => options(['GET', 'OPTIONS'], false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, c.req.path, ['GET', 'OPTIONS']);
-    });
-  }
-  app.all(`${BASE}/:topic/produce`, (c) => {
-    if (c.req.method === 'OPTIONS') return options(['POST', 'OPTIONS'], false);
-    throw methodNotAllowed(c.req.method, c.req.path, ['POST', 'OPTIONS']);
-  });
+  allowRoutes(app);
   return app;
 }

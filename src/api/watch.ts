@@ -15,9 +15,11 @@
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { canonicalJson, isObject, type Json, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import { ApiError } from '../lib/errors.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';
+import { errorText } from '../lib/error-text.js';
 
 /** One object of a read: its `/v1/...` path and the value the read answers for it. */
 export type WatchedObject = { xPath: string; value: Json };
@@ -146,7 +148,7 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
         }
       } catch (err) {
         // The store is unreachable or the stream is gone: end it; the client reconnects.
-        log('debug', 'watch: ending a stream', { error: String(err) });
+        log('debug', 'watch: ending a stream', { error: errorText(err) });
         end();
       } finally {
         running = false;
@@ -172,7 +174,11 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
               stream
                 .writeSSE({
                   event: 'expired',
-                  data: JSON.stringify({ 'error-message': 'The token expired: log in again and reopen the watch' }),
+                  data: JSON.stringify(
+                    new ApiError('unauthorized', 'The token expired: log in again and reopen the watch', {
+                      code: 'invalid-token',
+                    }).toEntry(),
+                  ),
                 })
                 .then(end, end);
             },

@@ -12,10 +12,10 @@ import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, methodNotAllowed, options, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, principalOf, readBody, reply, searchParams } from './http.js';
+import { routes } from './route-table.js';
+import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
-
-const BASE = '/v1/state/volga/webhooks/:name';
 
 export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -29,10 +29,10 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
     return entry.value;
   };
 
-  app.post(`${BASE}/rewind`, async (c) => {
+  on(app, routes.rewind, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    parseQuery(searchParams(c), []);
+    parseQuery(searchParams(c), routes.rewind.query);
     deps.auth.authorize(p, c.req.path, 'execute');
     const cfg = await exporterConfig(p.tenant, name);
     const body = await readBody(c, deps.settings.maxBodyBytes);
@@ -51,23 +51,15 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
     return new Response(null, { status: 204 });
   });
 
-  app.get(`${BASE}/attempts`, async (c) => {
+  on(app, routes.attempts, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
-    checkSite(deps, parseQuery(searchParams(c), ['site']).site);
+    checkSite(deps, parseQuery(searchParams(c), routes.attempts.query).site);
     deps.auth.authorize(p, c.req.path, 'read');
     await exporterConfig(p.tenant, name);
     return reply(c, 200, await readAttempts(deps.store, p.tenant, name));
   });
 
-  for (const [path, allow] of [
-    [`${BASE}/rewind`, ['POST', 'OPTIONS']],
-    [`${BASE}/attempts`, ['GET', 'OPTIONS']],
-  ] as const) {
-    app.options(path, () => options(allow, false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, c.req.path, allow);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

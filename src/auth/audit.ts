@@ -6,6 +6,7 @@
  */
 import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 export const auditTopic = 'system:audit-trail-log';
 
@@ -42,7 +43,7 @@ export async function record(sink: AuditSink, event: AuditEvent): Promise<void> 
       method: event.method,
       path: event.path,
       status: event.status,
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
   }
 }

@@ -26,6 +26,7 @@ import {
 } from './tokens.js';
 import { prepareUserForStore } from '../resources/user.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
+import { bearerToken } from '../lib/bearer.js';
 
 export type AuthOptions = {
   settings: Pick<Settings, 'tenant' | 'tokenTtlSeconds' | 'adminPassword'>;
@@ -179,10 +180,9 @@ export function createAuth(opts: AuthOptions): Auth {
         'Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)',
         'missing-token',
       );
-    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (!m?.[1])
+    const token = bearerToken(header);
+    if (token === undefined)
       throw unauthorized('Cannot authenticate: the Authorization header must be Bearer <token>', 'bad-authorization');
-    const token = m[1];
     if (!looksLikeToken(token))
       throw unauthorized('Cannot authenticate: the token is not one this server issued; log in again', 'invalid-token');
     const id = tokenId(token);

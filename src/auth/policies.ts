@@ -24,7 +24,7 @@ export type CompiledRule = {
   pattern: PathPattern;
   operations: ReadonlySet<Operation>;
   effect: Effect;
-  /** Where the rule came from, for error-info: `<policy>#<index>`. */
+  /** Where the rule came from, for error-details: `<policy>#<index>`. */
   origin: string;
 };
 

@@ -4,6 +4,7 @@
  * picked up within 3 s). Listing is backend specific (SCAN on Redis).
  */
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 export const discoveryIntervalMs = 1500;
 
@@ -46,7 +47,7 @@ export class Discovery {
         for (const l of this.listeners) l(topics);
       }
     } catch (err) {
-      log('debug', 'bus: topic discovery failed', { error: String(err) });
+      log('debug', 'bus: topic discovery failed', { error: errorText(err) });
     } finally {
       this.running = false;
     }

@@ -13,7 +13,7 @@ export { BusError, streamPrefix } from './bus.js';
 export { openRedisBus } from './redis-bus.js';
 export { openEmbeddedBus } from './embedded-bus.js';
 
-export async function openBus(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Bus> {
-  if (settings.redisUrl) return openRedisBus(settings.redisUrl);
+export async function openBus(settings: Pick<Settings, 'redis' | 'dataDir'>): Promise<Bus> {
+  if (settings.redis) return openRedisBus(settings.redis);
   return openEmbeddedBus(settings.dataDir);
 }

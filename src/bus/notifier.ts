@@ -12,8 +12,9 @@
  * as a safety net.
  */
 import { log } from '../lib/log.js';
-import type { RedisClient } from '../lib/redis.js';
+import { onNewConnection, send, type RedisClient } from '../lib/redis.js';
 import { parseEntries, parseStreams } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 type Watched = { key: string; lastId: string; wakers: Set<() => void> };
 
@@ -30,17 +31,17 @@ export class Notifier {
 
   constructor(
     private readonly conn: RedisClient,
-    private readonly command: Pick<RedisClient, 'sendCommand'>,
+    private readonly command: Parameters<typeof send>[0],
   ) {
     const learnId = () => {
-      void conn.sendCommand(['CLIENT', 'ID']).then(
+      void send(conn, ['CLIENT', 'ID']).then(
         (id) => {
           this.clientId = String(id);
         },
         () => undefined,
       );
     };
-    conn.on('ready', () => {
+    onNewConnection(conn, () => {
       learnId();
       // After a reconnect (Redis restarted, maybe without its data) the last IDs are
       // re-read and every watcher is woken once, so no entry waits for a safety poll.
@@ -75,17 +76,17 @@ export class Notifier {
 
   private async learnLastId(w: Watched): Promise<void> {
     try {
-      const raw = await this.command.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1']);
+      const raw = await send(this.command, ['XREVRANGE', w.key, '+', '-', 'COUNT', '1']);
       const last = parseEntries(raw)[0];
       if (w.lastId === '$') w.lastId = last ? last.id : '0-0';
     } catch (err) {
-      log('debug', 'bus: cannot read last id', { key: w.key, error: String(err) });
+      log('debug', 'bus: cannot read last id', { key: w.key, error: errorText(err) });
       if (w.lastId === '$') w.lastId = '0-0';
     }
     for (const wake of w.wakers) wake();
     // Interrupt a wait that does not include this stream yet, so it joins at once.
     if (this.blockedOn && !this.blockedOn.has(w.key) && this.clientId) {
-      void this.command.sendCommand(['CLIENT', 'UNBLOCK', this.clientId]).catch(() => undefined);
+      void send(this.command, ['CLIENT', 'UNBLOCK', this.clientId]).catch(() => undefined);
     }
   }
 
@@ -108,7 +109,7 @@ export class Notifier {
       let reply: unknown;
       this.blockedOn = new Set(ready.map((w) => w.key));
       try {
-        reply = await this.conn.sendCommand([
+        reply = await send(this.conn, [
           'XREAD',
           'COUNT',
           '1',
@@ -120,7 +121,7 @@ export class Notifier {
         ]);
       } catch (err) {
         if (this.closed) break;
-        log('debug', 'bus: notifier read failed, retrying', { error: String(err) });
+        log('debug', 'bus: notifier read failed, retrying', { error: errorText(err) });
         await new Promise((r) => setTimeout(r, 500).unref());
         continue;
       } finally {
@@ -133,14 +134,14 @@ export class Notifier {
       const woken = [...got.keys()].map((k) => this.watched.get(k)).filter((w): w is Watched => w !== undefined);
       try {
         const latest = await Promise.all(
-          woken.map((w) => this.conn.sendCommand(['XREVRANGE', w.key, '+', '-', 'COUNT', '1'])),
+          woken.map((w) => send(this.conn, ['XREVRANGE', w.key, '+', '-', 'COUNT', '1'])),
         );
         woken.forEach((w, i) => {
           const e = parseEntries(latest[i])[0];
           if (e) w.lastId = e.id;
         });
       } catch (err) {
-        log('debug', 'bus: notifier could not read latest ids', { error: String(err) });
+        log('debug', 'bus: notifier could not read latest ids', { error: errorText(err) });
       }
       for (const w of woken) for (const wake of w.wakers) wake();
     }

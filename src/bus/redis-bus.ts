@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { log } from '../lib/log.js';
-import { closeClients, luaScript, redisClient, type RedisTarget } from '../lib/redis.js';
+import { closeClients, luaScript, redisClient, replicaConfirmation, send, type RedisTarget } from '../lib/redis.js';
 import {
   BusError,
   entryObject,
@@ -35,6 +35,7 @@ import {
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Liveness of consumers: a key with a ttl per consumer, and the set of those ever seen. */
 const aliveKey = (consumer: string): string => `edgeplane:alive:${consumer}`;
@@ -52,10 +53,6 @@ function goneHere(value: string): boolean {
   } catch (err) {
     return (err as { code?: unknown }).code === 'ESRCH';
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** NOGROUP: the group (or the stream) vanished, e.g. Redis restarted without persistence. */
@@ -144,13 +141,14 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
   await Promise.all([cmd.connect(), blocking.connect()]);
 
   const notifier = new Notifier(blocking, cmd);
+  const replicated = replicaConfirmation(cmd, target);
 
   const listTopics = async (): Promise<string[]> => {
     const found = new Set<string>();
     let cursor = '0';
     do {
       const page = parseScan(
-        await cmd.sendCommand(['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
+        await send(cmd, ['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
       );
       for (const k of page.keys) found.add(k.slice(streamPrefix.length));
       cursor = page.cursor;
@@ -164,7 +162,9 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     connectionNames: () => ['edgeplane-bus-command', 'edgeplane-bus-notifier'],
 
     async produce(topic: string, msg: ProduceInput): Promise<string> {
-      return asString(await cmd.sendCommand(['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
+      const id = asString(await send(cmd, ['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
+      await replicated();
+      return id;
     },
 
     listTopics,
@@ -172,9 +172,9 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async topicInfo(topic: string): Promise<TopicInfo | undefined> {
       const key = streamPrefix + topic;
       const [type, len, last] = await Promise.all([
-        cmd.sendCommand(['TYPE', key]),
-        cmd.sendCommand(['XLEN', key]).catch(() => 0),
-        cmd.sendCommand(['XREVRANGE', key, '+', '-', 'COUNT', '1']).catch(() => null),
+        send(cmd, ['TYPE', key]),
+        send(cmd, ['XLEN', key]).catch(() => 0),
+        send(cmd, ['XREVRANGE', key, '+', '-', 'COUNT', '1']).catch(() => null),
       ]);
       if (asString(type) !== 'stream') return undefined;
       const entry = parseEntries(last)[0];
@@ -189,7 +189,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async ensureGroup(topic: string, group: string, start: StartAt): Promise<void> {
       const id = start.at === 'end' ? '$' : start.at === 'beginning' ? '0' : start.id;
       try {
-        await cmd.sendCommand(['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);
+        await send(cmd, ['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);
       } catch (err) {
         if (!errorText(err).startsWith('BUSYGROUP')) throw translate(err);
       }
@@ -203,7 +203,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     ): Promise<GroupRead> {
       const key = streamPrefix + topic;
       try {
-        const raw = await cmd.sendCommand([
+        const raw = await send(cmd, [
           'XREADGROUP',
           'GROUP',
           group,
@@ -218,7 +218,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         // An empty read of new entries means nothing is left: lag 0 without asking, which
         // keeps the idle polls of many exporters to one command each.
         if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
-        const info = await cmd.sendCommand(['XINFO', 'GROUPS', key]).catch(() => null);
+        const info = await send(cmd, ['XINFO', 'GROUPS', key]).catch(() => null);
         return { entries, lag: groupLag(info, group) };
       } catch (err) {
         throw translate(err);
@@ -233,7 +233,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     ): Promise<OutcomeCounts | undefined> {
       const key = streamPrefix + topic;
       if (!count) {
-        if (ids.length > 0) await cmd.sendCommand(['XACK', key, group, ...ids]);
+        if (ids.length > 0) await send(cmd, ['XACK', key, group, ...ids]);
         return undefined;
       }
       const args = [group, count.as];
@@ -247,7 +247,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
 
     async counts(topic: string, as: string): Promise<OutcomeCounts> {
       const key = streamPrefix + topic;
-      return countsOf(await cmd.sendCommand(['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${as}|${o}`)]));
+      return countsOf(await send(cmd, ['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${as}|${o}`)]));
     },
 
     async rateToken(name: string, site: string, perSecond: number, burst: number): Promise<number> {
@@ -256,25 +256,25 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     },
 
     async backlog(topic: string, group: string): Promise<number | undefined> {
-      const info = await cmd.sendCommand(['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
+      const info = await send(cmd, ['XINFO', 'GROUPS', streamPrefix + topic]).catch(() => null);
       return groupBacklog(info, group);
     },
 
     async heartbeat(consumer: string, ttlMs: number): Promise<void> {
       const me = JSON.stringify({ host: hostname(), pid: process.pid, seen: Date.now() });
       await Promise.all([
-        cmd.sendCommand(['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
-        cmd.sendCommand(['HSET', consumersKey, consumer, me]),
+        send(cmd, ['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
+        send(cmd, ['HSET', consumersKey, consumer, me]),
       ]);
     },
 
     async retire(consumer: string): Promise<void> {
-      await cmd.sendCommand(['DEL', aliveKey(consumer)]);
+      await send(cmd, ['DEL', aliveKey(consumer)]);
     },
 
     async deadAmong(consumers: readonly string[]): Promise<string[]> {
       if (consumers.length === 0) return [];
-      const raw = await cmd.sendCommand(['MGET', ...consumers.map(aliveKey)]);
+      const raw = await send(cmd, ['MGET', ...consumers.map(aliveKey)]);
       const values = Array.isArray(raw) ? raw : [];
       return consumers.filter((_c, i) => {
         const v: unknown = values[i];
@@ -284,7 +284,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     },
 
     async deadConsumers(): Promise<string[]> {
-      const raw = await cmd.sendCommand(['HGETALL', consumersKey]);
+      const raw = await send(cmd, ['HGETALL', consumersKey]);
       const all = parsePairs(raw);
       const names: string[] = [];
       const forget: string[] = [];
@@ -293,13 +293,13 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         if (Date.now() - seen > forgetDeadMs) forget.push(name);
         else names.push(name);
       }
-      if (forget.length > 0) await cmd.sendCommand(['HDEL', consumersKey, ...forget]);
+      if (forget.length > 0) await send(cmd, ['HDEL', consumersKey, ...forget]);
       return this.deadAmong(names);
     },
 
     async groupConsumers(topic: string, group: string): Promise<string[]> {
       try {
-        return consumerNames(await cmd.sendCommand(['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
+        return consumerNames(await send(cmd, ['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
       } catch {
         return [];
       }
@@ -309,17 +309,17 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       const key = streamPrefix + topic;
       try {
         const ids = pendingIds(
-          await cmd.sendCommand(['XPENDING', key, group, 'IDLE', String(minIdleMs), '-', '+', String(count), from]),
+          await send(cmd, ['XPENDING', key, group, 'IDLE', String(minIdleMs), '-', '+', String(count), from]),
         );
         const entries =
           ids.length === 0
             ? []
-            : parseEntries(await cmd.sendCommand(['XCLAIM', key, group, to, String(minIdleMs), ...ids])).filter(
+            : parseEntries(await send(cmd, ['XCLAIM', key, group, to, String(minIdleMs), ...ids])).filter(
                 (e) => Object.keys(e.fields).length > 0,
               );
-        const left = pendingIds(await cmd.sendCommand(['XPENDING', key, group, '-', '+', '1', from]));
+        const left = pendingIds(await send(cmd, ['XPENDING', key, group, '-', '+', '1', from]));
         if (left.length > 0) return { entries, drained: false };
-        await cmd.sendCommand(['XGROUP', 'DELCONSUMER', key, group, from]);
+        await send(cmd, ['XGROUP', 'DELCONSUMER', key, group, from]);
         return { entries, drained: true };
       } catch (err) {
         throw translate(err);
@@ -327,7 +327,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     },
 
     async destroyGroup(topic: string, group: string): Promise<void> {
-      await cmd.sendCommand(['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
+      await send(cmd, ['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
         log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
       });
       await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
@@ -336,6 +336,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
       const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
       await cmd.busSetId([streamPrefix + topic], [group, id]);
+      await replicated();
     },
 
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),
@@ -344,7 +345,7 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
     async close(): Promise<void> {
       discovery.close();
       const stopping = notifier.close();
-      blocking.destroy();
+      void blocking.destroy();
       await stopping;
       await closeClients(cmd);
     },

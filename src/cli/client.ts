@@ -7,6 +7,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { errorChainText } from '../lib/error-text.js';
 
 export const defaultUrl = 'http://127.0.0.1:4646';
 
@@ -73,11 +74,20 @@ export function client(env: NodeJS.ProcessEnv = process.env): Client {
           ...(opts.body !== undefined ? { body: opts.body } : {}),
         });
       } catch (err) {
-        const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+        const cause = err instanceof Error && err.cause !== undefined ? `: ${errorChainText(err.cause)}` : '';
         throw new CliError(`cannot reach edgeplane at ${url}${cause} (set EDGEPLANE_URL)`);
       }
     },
   };
+}
+
+type WireError = { 'error-message'?: string; 'error-info'?: string; 'error-details'?: { path?: unknown } };
+
+/** One error of the body: its message, then its code (error-info) and the field it names, if any. */
+function describeError(e: WireError): string {
+  const path = typeof e['error-details']?.path === 'string' ? ` at ${e['error-details'].path}` : '';
+  const code = e['error-info'] ? ` [${e['error-info']}${path}]` : '';
+  return `${e['error-message'] ?? ''}${code}`.trim();
 }
 
 /** The server's error body as one line per error; a hint to log in on 401. */
@@ -85,8 +95,8 @@ export async function failure(res: Response, what: string): Promise<CliError> {
   const text = await res.text();
   let messages: string[] = [];
   try {
-    const body = JSON.parse(text) as { errors?: Array<{ 'error-message'?: string }> };
-    messages = (body.errors ?? []).map((e) => e['error-message'] ?? '').filter(Boolean);
+    const body = JSON.parse(text) as { errors?: WireError[] };
+    messages = (body.errors ?? []).map(describeError).filter(Boolean);
   } catch {
     if (text.trim()) messages = [text.trim().split('\n')[0] ?? ''];
   }

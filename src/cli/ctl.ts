@@ -13,6 +13,7 @@ import { apply, create, del, diff, get, merge, replace } from './resources.js';
 import { watch } from './watch.js';
 import { produce, restart } from './ops.js';
 import { top } from './top.js';
+import { errorText } from '../lib/error-text.js';
 
 export const ctlUsage = `Usage: edgeplane ctl <verb> [arguments] [flags]
 
@@ -78,7 +79,8 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
       strict: true,
     });
   } catch (e) {
-    const message = e instanceof Error ? (e.message.split('. ')[0] ?? e.message) : String(e);
+    const text = errorText(e);
+    const message = text.split('. ')[0] ?? text;
     err(`edgeplane ctl: ${message}\n(edgeplane ctl --help lists verbs and flags)\n`);
     return 2;
   }
@@ -109,7 +111,7 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
   try {
     return await verb.run({ args, flags, client: client(env), env, out, err });
   } catch (e) {
-    err(`edgeplane ctl ${name}: ${e instanceof Error ? e.message : String(e)}\n`);
+    err(`edgeplane ctl ${name}: ${errorText(e)}\n`);
     return e instanceof CliError ? e.code : 1;
   }
 }

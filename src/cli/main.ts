@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { version } from './version.js';
 import { runCtl } from './ctl.js';
+import { errorText } from '../lib/error-text.js';
 
 export const usage = `edgeplane ${version}: edge management API and webhook exporter
 
@@ -36,7 +37,8 @@ export async function runCli(argv: readonly string[], serve: () => Promise<void>
       strict: true,
     });
   } catch (err) {
-    const message = err instanceof Error ? (err.message.split('. ')[0] ?? err.message) : String(err);
+    const text = errorText(err);
+    const message = text.split('. ')[0] ?? text;
     process.stderr.write(`edgeplane: ${message}\n\n${usage}`);
     return USAGE;
   }

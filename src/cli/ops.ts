@@ -2,6 +2,7 @@
 import { parse } from 'yaml';
 import { CliError, ok } from './client.js';
 import { readInput, type Verb } from './verb.js';
+import { errorText } from '../lib/error-text.js';
 
 export async function produce(v: Verb): Promise<number> {
   const [topic, inline] = v.args as [string, string | undefined];
@@ -12,7 +13,7 @@ export async function produce(v: Verb): Promise<number> {
   try {
     payload = parse(text);
   } catch (e) {
-    throw new CliError(`produce: the payload is not JSON or YAML: ${e instanceof Error ? e.message : String(e)}`, 2);
+    throw new CliError(`produce: the payload is not JSON or YAML: ${errorText(e)}`, 2);
   }
   const res = await ok(
     await v.client.request('POST', `/v1/state/volga/topics/${encodeURIComponent(topic)}/produce`, {

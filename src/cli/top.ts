@@ -10,6 +10,7 @@ import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
 import { lastErrorWords, retryWords } from '../lib/exporter-words.js';
+import { errorText } from '../lib/error-text.js';
 
 type Row = Record<string, unknown>;
 type Sample = { at: number; delivered: number };
@@ -123,7 +124,7 @@ export async function top(v: Verb): Promise<number> {
         body = f.text;
       }
     } catch (e) {
-      body = `${e instanceof Error ? e.message : String(e)}\n`;
+      body = `${errorText(e)}\n`;
     }
     const title = `edgeplane top  ${v.client.url}${v.flags.site ? `  site ${v.flags.site}` : ''}  ${new Date().toISOString().slice(11, 19)}  (q to quit)\n\n`;
     v.out((tty ? '\x1b[H\x1b[2J' : '') + title + body + (tty ? '' : '\n'));

@@ -1,6 +1,7 @@
 /** What every verb of `edgeplane ctl` (ctl.ts) is given, and reading its -f input. */
 import { readFileSync } from 'node:fs';
 import { CliError, type Client } from './client.js';
+import { errorText } from '../lib/error-text.js';
 
 export type Flags = {
   output?: string;
@@ -29,7 +30,7 @@ export function readInput(file: string | undefined, verb: string): { text: strin
   try {
     text = readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (e) {
-    throw new CliError(`${verb}: cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`, 2);
+    throw new CliError(`${verb}: cannot read ${file}: ${errorText(e)}`, 2);
   }
   const t = text.trimStart();
   return { text, type: t.startsWith('{') || t.startsWith('[') ? 'application/json' : 'application/yaml' };

@@ -9,6 +9,7 @@
 import type { Store } from '../store/store.js';
 import type { JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 export const attemptLogSize = 100;
 /** The log outlives its exporter's restarts; a deleted exporter's log is removed. */
@@ -85,7 +86,7 @@ export class AttemptLog {
       try {
         await this.store.kvSet(this.key, JSON.stringify(this.stored), ttlMs);
       } catch (err) {
-        log('debug', 'exporter: cannot write the attempt log', { error: String(err) });
+        log('debug', 'exporter: cannot write the attempt log', { error: errorText(err) });
       }
     })();
     await this.writing;

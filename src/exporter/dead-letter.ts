@@ -10,6 +10,8 @@ import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 export type DeadLetterInfo = { reason: string; attempts: number; lastStatus: number | 'connection' | undefined };
 
@@ -37,9 +39,9 @@ export class DeadLetter {
       } catch (err) {
         log('warn', 'exporter: cannot append to the dead-letter topic, retrying', {
           topic: this.topic,
-          error: String(err),
+          error: errorText(err),
         });
-        await this.clock.sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)), stopping);
+        await this.clock.sleep(backoffDelay(i, { baseMs: 100, maxMs: 5000 }), stopping);
       }
     }
     return false;

@@ -13,12 +13,14 @@ import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import { deliver, orderingKeyOf, type DeliverContext } from './deliver.js';
 import { KeyQueues } from './ordering.js';
+import type { TokenSource } from './oauth2.js';
 import { Message } from './message.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
 import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
 import { LagMonitor } from './lag-monitor.js';
+import { errorText } from '../lib/error-text.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -37,6 +39,8 @@ export type ExporterDeps = {
   /** Told the seconds from dispatch to delivery (retries included) of each delivered message. */
   observeDelivery?: (seconds: number) => void;
   controls: RunControls;
+  /** oauth2 (CONTRACT §12): the exporter's access tokens. */
+  oauth?: TokenSource | undefined;
 };
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -79,6 +83,7 @@ export class Exporter {
       state: d.state,
       stopping: this.stopCtl.signal,
       controls: d.controls,
+      oauth: d.oauth,
       park: this.park,
       unpark: this.unpark,
     };
@@ -119,7 +124,7 @@ export class Exporter {
   start(): void {
     this.lag.start();
     this.loop = this.run().catch((err: unknown) => {
-      this.d.state.error(`exporter stopped unexpectedly: ${String(err)}`, this.d.clock.now());
+      this.d.state.error(`exporter stopped unexpectedly: ${errorText(err)}`, this.d.clock.now());
       this.d.state.setStatus('error');
     });
   }
@@ -148,7 +153,7 @@ export class Exporter {
           await reader.open();
           break;
         } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${String(err)}`, this.d.clock.now());
+          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
           await realSleep(1000);
         }
       }
@@ -208,8 +213,8 @@ export class Exporter {
     try {
       batch = await reader.read(count);
     } catch (err) {
-      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
-      state.error(`cannot read topic ${reader.topic}: ${String(err)}`, this.d.clock.now());
+      log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
+      state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
       await realSleep(500);
       return 0;
     }
@@ -267,7 +272,7 @@ export class Exporter {
     this.d.controls.limiter?.started(this.inFlight);
     try {
       const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${String(err)}`, this.d.clock.now());
+        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
         return 'ignored' as const;
       });
       if (outcome !== 'aborted' && !this.abandoned) {
@@ -297,7 +302,11 @@ export class Exporter {
       try {
         n += await reader.claimDead(dead, minIdleMs);
       } catch (err) {
-        log('debug', 'exporter: claim failed', { exporter: this.d.spec.name, topic: reader.topic, error: String(err) });
+        log('debug', 'exporter: claim failed', {
+          exporter: this.d.spec.name,
+          topic: reader.topic,
+          error: errorText(err),
+        });
       }
     }
     if (n > 0) this.wake();

@@ -7,6 +7,7 @@
  */
 import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 import type { ExporterState } from './state.js';
 
 /** How often the backlog of each consumed topic is asked for while it is not 0. */
@@ -56,7 +57,7 @@ export class LagMonitor {
       }
     } catch (err) {
       this.isStale = true;
-      log('debug', 'exporter: cannot read the backlog', { group: this.group, error: String(err) });
+      log('debug', 'exporter: cannot read the backlog', { group: this.group, error: errorText(err) });
     } finally {
       this.refreshing = false;
     }

@@ -5,14 +5,13 @@
  */
 
 import type { RetryPolicy } from '../resources/webhook/spec.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 /** Delay before attempt `attempt + 1` (attempt counts from 1): base·2^(attempt-1), capped, ±20 % jitter. */
 export function backoffMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
-  const exp = policy.baseMs * 2 ** Math.min(attempt - 1, 30);
-  const capped = Math.min(exp, policy.maxMs);
   // Jitter spreads retries of many exporters hitting the same broken endpoint.
-  const jittered = capped * (0.8 + 0.4 * random());
-  return Math.max(0, Math.min(Math.round(jittered), policy.maxMs));
+  const wait = backoffDelay(attempt - 1, { baseMs: policy.baseMs, maxMs: policy.maxMs, jitter: 0.2 }, random);
+  return Math.min(Math.round(wait), policy.maxMs);
 }
 
 /** Retry-After as milliseconds from `now`, or undefined when absent or unreadable. */

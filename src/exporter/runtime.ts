@@ -17,6 +17,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { SecretReader } from './secret-vars.js';
 import { AgentPool } from './send.js';
 import { Supervisor } from './supervisor.js';
+import { errorText } from '../lib/error-text.js';
 
 export type { SecretReader } from './secret-vars.js';
 export type { Clock } from '../lib/clock.js';
@@ -122,7 +123,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         await opts.store.kvDel(webhookStateKey(id.slice(0, slash), id.slice(slash + 1), site));
       }
     } catch (err) {
-      log('debug', 'runtime: cannot publish exporter states', { error: String(err) });
+      log('debug', 'runtime: cannot publish exporter states', { error: errorText(err) });
     } finally {
       publishing = false;
       if (wrote) for (const l of stateListeners) l();
@@ -142,7 +143,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         const dead = await opts.bus.deadConsumers();
         if (dead.length > 0) await supervisor.claimDead(dead, claimMinIdleMs);
       } catch (err) {
-        log('debug', 'runtime: heartbeat or claim failed', { error: String(err) });
+        log('debug', 'runtime: heartbeat or claim failed', { error: errorText(err) });
       } finally {
         checking = false;
       }

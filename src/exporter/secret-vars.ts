@@ -5,6 +5,7 @@
  * status `error` with a last-error that names the variable (never the value).
  */
 import type { SecretVar } from '../resources/webhook/spec.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Injected by the caller (the secret store); values are plaintext. */
 export type SecretReader = {
@@ -39,7 +40,7 @@ export async function readSecretVars(
     try {
       dict = await p;
     } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
+      const why = errorText(err);
       return {
         ok: false,
         error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}`,

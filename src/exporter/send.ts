@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { checkServerIdentity, createSecureContext, rootCertificates, type PeerCertificate } from 'node:tls';
 import { Agent } from 'undici';
 import type { Target, TlsProfile } from '../resources/webhook/spec.js';
+import { errorChainText } from '../lib/error-text.js';
 
 /** The PEM certificate (chain) and key of mutual TLS (`client-certificate`). */
 export type ClientCert = { cert: string; key: string };
@@ -109,13 +110,6 @@ async function bodyHead(body: AsyncIterable<Buffer> & { dump(): Promise<void> })
   return Buffer.concat(head).toString('utf8');
 }
 
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  const code = (err as { code?: unknown }).code;
-  return `${typeof code === 'string' ? code + ' ' : ''}${err.message}${cause}`;
-}
-
 /**
  * One attempt. Never throws: network errors, timeouts and non-2xx are outcomes. Only the
  * origin goes into error texts: paths and queries may carry expanded secrets.
@@ -143,6 +137,6 @@ export async function postOnce(req: PostRequest): Promise<PostOutcome> {
       body,
     };
   } catch (err) {
-    return { ok: false, error: `POST to ${req.target.origin} failed: ${describe(err)}`, retryAfter: undefined };
+    return { ok: false, error: `POST to ${req.target.origin} failed: ${errorChainText(err)}`, retryAfter: undefined };
   }
 }

@@ -7,6 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 export class Signer {
   private key: Buffer;
@@ -41,7 +42,7 @@ export class Signer {
       } catch (err) {
         // A rotated value that is no whsec_ key: the last good key goes on signing.
         log('warn', 'exporter: the new signing key is not a whsec_ value; the previous key still signs', {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         });
       }
     }

@@ -20,11 +20,13 @@ import { readSecretVars, type SecretReader } from './secret-vars.js';
 import type { Agent } from 'undici';
 import type { AgentPool } from './send.js';
 import { clientCertAgent } from './client-cert.js';
+import { TokenSource } from './oauth2.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
 import { startControls, type RunControls } from './controls.js';
 import { loadSiteContext, type SiteContext } from './system-vars.js';
+import { errorText } from '../lib/error-text.js';
 
 export type SupervisorOptions = {
   /** The runtime's HTTP agents. */
@@ -103,7 +105,7 @@ export class Supervisor {
         this.queued = undefined;
         return this.closed ? undefined : this.reconcileNow();
       })
-      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: String(err) }));
+      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: errorText(err) }));
     this.running = this.queued;
     return this.queued;
   }
@@ -226,7 +228,7 @@ export class Supervisor {
       // Compiled at write time when this process committed this revision; else compiled now.
       spec = specOf(configKey(tenant, `volga/webhooks/${name}`), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
-      state.error(`invalid configuration: ${err instanceof Error ? err.message : String(err)}`, this.o.clock.now());
+      state.error(`invalid configuration: ${errorText(err)}`, this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -284,7 +286,7 @@ export class Supervisor {
         site: this.o.site,
       });
     } catch (err) {
-      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
+      state.error(errorText(err), this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -311,6 +313,7 @@ export class Supervisor {
       bus: this.busOf(tenant),
       clock: this.o.clock,
       agent,
+      oauth: spec.ext.oauth2 ? new TokenSource(spec.ext.oauth2, slot.secrets, agent, this.o.clock) : undefined,
       group: groupName(tenant, name),
       site: this.o.site,
       consumer: this.o.consumer,

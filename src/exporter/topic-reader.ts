@@ -14,6 +14,7 @@ import {
   type StreamEntry,
 } from '../bus/bus.js';
 import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;
@@ -166,7 +167,7 @@ export class TopicReader {
           this.acks.push(...ids);
           this.outcomes.push(...outcomes);
         }
-        log('debug', 'exporter: ack failed', { topic: this.topic, error: String(err) });
+        log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
       })
       .finally(() => this.sending.delete(p));
     this.sending.add(p);

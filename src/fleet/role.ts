@@ -34,6 +34,7 @@ import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
 import { createExporterView } from './control/exporter-view.js';
+import { errorText } from '../lib/error-text.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -88,7 +89,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     const loadKey = () =>
       siteKey().catch((err: unknown) =>
         log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         }),
       );
     return {
@@ -132,8 +133,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       },
     };
   }
-  const fleetLog: FleetLog = settings.redisUrl ? await openRedisFleetLog(settings.redisUrl) : createEmbeddedFleetLog();
-  const relay: FleetRelay = settings.redisUrl ? await openRedisRelay(settings.redisUrl) : createEmbeddedRelay();
+  const fleetLog: FleetLog = settings.redis ? await openRedisFleetLog(settings.redis) : createEmbeddedFleetLog();
+  const relay: FleetRelay = settings.redis ? await openRedisRelay(settings.redis) : createEmbeddedRelay();
   let projector: Projector | undefined;
   let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);

@@ -16,10 +16,12 @@ export const errorStatus = {
   'not-acceptable': 406,
   exists: 409,
   conflict: 409,
+  'request-timeout': 408,
   'precondition-failed': 412,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'too-many-requests': 429,
+  'headers-too-large': 431,
   internal: 500,
   sealed: 503,
   unavailable: 503,
@@ -28,15 +30,18 @@ export const errorStatus = {
 export type ErrorCode = keyof typeof errorStatus;
 
 /**
- * The codes a client reads in `error-info.code`: one per rule, each with the HTTP status of
- * the replies that carry it. docs/ERRORS.md explains each one; test/lib/errors-doc.test.ts fails
- * when the two differ. To add a code: one line here (sorted) and one row there.
+ * The specific codes a client reads in `error-info` (a string): one per rule, each with the
+ * HTTP status of the replies that carry it. An error without one carries its general code (the
+ * table above) instead. docs/ERRORS.md explains each code of both tables;
+ * test/lib/errors-doc.test.ts fails when they differ. To add a code: one line here (sorted) and
+ * one row there.
  */
 export const errorDetails = {
   'alias-limit': 400,
   'bad-alias': 400,
   'bad-authorization': 401,
   'bad-credentials': 401,
+  'bad-http': 400,
   'bad-index': 400,
   'bad-key': 400,
   'bad-metrics-token': 401,
@@ -53,6 +58,7 @@ export const errorDetails = {
   'bad-x-operation': 400,
   'bad-x-tenant': 400,
   'body-too-large': 413,
+  'chunk-extensions-too-large': 413,
   'conflicting-operations': 400,
   'conflicting-parameters': 400,
   'conflicting-rename': 400,
@@ -73,6 +79,7 @@ export const errorDetails = {
   'expected-function': 400,
   'expected-variable': 400,
   forbidden: 403,
+  'headers-too-large': 431,
   'in-use': 409,
   initialised: 409,
   'invalid-config': 400,
@@ -108,12 +115,14 @@ export const errorDetails = {
   'not-acceptable': 406,
   'not-an-object': 400,
   'not-found': 404,
+  'not-replicated': 503,
   'not-initialised': 400,
   'not-json': 400,
   'not-running': 404,
   'other-site': 403,
   'regex-syntax': 400,
   'regex-unsupported': 400,
+  'request-timeout': 408,
   'reserved-topic': 403,
   'retry-interval': 400,
   'root-tenant-only': 403,
@@ -163,7 +172,17 @@ export const errorDetails = {
 
 export type DetailCode = keyof typeof errorDetails;
 
-/** Machine-readable detail put in `error-info`: where the problem is. */
+/** Every code `error-info` can carry (general and specific) with its status, sorted by code. */
+export const infoCodes: ReadonlyArray<readonly [code: ErrorCode | DetailCode, status: number]> = [
+  ...new Map<ErrorCode | DetailCode, number>([...Object.entries(errorStatus), ...Object.entries(errorDetails)] as Array<
+    [ErrorCode | DetailCode, number]
+  >),
+].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/**
+ * What an ApiError knows beyond its message: `code` is rendered as `error-info` (the string a
+ * program matches on); every other member (where the problem is) goes in `error-details`.
+ */
 export type ErrorInfo = {
   code?: DetailCode;
   path?: string;
@@ -218,16 +237,40 @@ export class ApiError extends Error {
     return errorStatus[this.code];
   }
 
-  /** The error body: {errors: [{error-message, error-info}]}. */
-  toBody(): { errors: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> } {
-    const all = [this as ApiError, ...this.more];
-    return {
-      errors: all.map((e) =>
-        e.info ? { 'error-message': e.message, 'error-info': e.info } : { 'error-message': e.message },
-      ),
-    };
+  /** The code a program matches on: the specific one when there is one, else the general one. */
+  get infoCode(): DetailCode | ErrorCode {
+    return this.info?.code ?? this.code;
+  }
+
+  /** Where the problem is (field, path, position...): `info` without its code; undefined when empty. */
+  get details(): Record<string, unknown> | undefined {
+    if (!this.info) return undefined;
+    const { code: _code, ...rest } = this.info;
+    return Object.keys(rest).length > 0 ? rest : undefined;
+  }
+
+  /** This error (not `more`) as one entry of an error body. */
+  toEntry(): ErrorEntry {
+    const details = this.details;
+    return details
+      ? { 'error-message': this.message, 'error-info': this.infoCode, 'error-details': details }
+      : { 'error-message': this.message, 'error-info': this.infoCode };
+  }
+
+  /** The error body: {errors: [{error-message, error-info, error-details?}]}, this error and `more`. */
+  toBody(): ErrorBody {
+    return { errors: [this as ApiError, ...this.more].map((e) => e.toEntry()) };
   }
 }
+
+/** One entry of an error body (CONTRACT §5): `error-info` is the code as a string. */
+export type ErrorEntry = {
+  'error-message': string;
+  'error-info': string;
+  'error-details'?: Record<string, unknown>;
+};
+
+export type ErrorBody = { errors: ErrorEntry[] };
 
 /** Several problems at once (validate, schema checks): one 400 listing all of them. */
 export function combine(errors: ApiError[]): ApiError {

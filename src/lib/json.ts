@@ -1,4 +1,5 @@
 /** JSON value types used across the code base (unknown at boundaries, these inside). */
+import { errorText } from './error-text.js';
 export type Json = null | boolean | number | string | Json[] | JsonObject;
 export type JsonObject = { [key: string]: Json };
 
@@ -49,7 +50,7 @@ function unexpectedTokenAt(text: string): number {
 
 /** Why `JSON.parse(text)` throws and at which offset, without quoting the text (it may hold secrets). */
 export function jsonSyntaxError(err: unknown, text: string): { position: number; reason: string } {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorText(err);
   const m = /position (\d+)/.exec(msg);
   const unexpected = /^Unexpected token ('.+?'), .*is not valid JSON$/s.exec(msg);
   // V8 gives no position for an unexpected token and quotes the body: find the token, drop the quote.

@@ -8,15 +8,43 @@
  * by SHA (EVALSHA) and re-sends the source when the server answers NOSCRIPT (after a restart or
  * SCRIPT FLUSH); their keys are marked as keys, so a Cluster client routes them by slot.
  */
-import { createClient, defineScript, type RedisScripts } from 'redis';
+import { createClient, createSentinel, defineScript, type RedisScripts } from 'redis';
+import { ApiError } from './errors.js';
 import { log } from './log.js';
+import { backoffDelay } from './backoff.js';
+import { errorText } from './error-text.js';
 
-/** Where the Redis of a deployment is: a `redis://` or `rediss://` URL (one server). */
-export type RedisTarget = { kind: 'standalone'; url: string };
+export type RedisNode = { host: string; port: number };
+
+/** What applies to every kind of deployment (CONTRACT §10). */
+type Common = {
+  /** REDIS_USERNAME / REDIS_PASSWORD: the ACL user of the data nodes. */
+  username?: string;
+  password?: string;
+  /** REDIS_TLS_CA (the PEM text): TLS to every node, verified against this CA. */
+  tlsCa?: string;
+  /** REDIS_REPLICA_TIMEOUT: how long an acknowledged write waits for a replica (WAIT). */
+  replicaTimeoutMs?: number;
+};
+
+/** Where the Redis of a deployment is: one server, a Sentinel-watched primary, or a Cluster. */
+export type RedisTarget =
+  | ({ kind: 'standalone'; url: string } & Common)
+  | ({ kind: 'sentinel'; sentinels: RedisNode[]; master: string } & Common)
+  | ({ kind: 'cluster'; nodes: RedisNode[] } & Common);
 
 /** The target of a `redis://` URL (tests and tools name a server by its URL). */
 export function toTarget(target: RedisTarget | string): RedisTarget {
   return typeof target === 'string' ? { kind: 'standalone', url: target } : target;
+}
+
+/** How a target is named in log lines and messages: never with its password. */
+export function describeTarget(target: RedisTarget | string): string {
+  const t = toTarget(target);
+  const list = (nodes: RedisNode[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (t.kind === 'standalone') return t.url.replace(/\/\/[^@/]*@/, '//***@');
+  if (t.kind === 'sentinel') return `the primary ${t.master} of the sentinels ${list(t.sentinels)}`;
+  return `the Redis Cluster of ${list(t.nodes)}`;
 }
 
 /**
@@ -24,7 +52,7 @@ export function toTarget(target: RedisTarget | string): RedisTarget {
  * a Redis restart or a failover is picked up within seconds of the server answering again.
  */
 export function reconnectDelayMs(retries: number): number {
-  return Math.min(50 * 2 ** Math.min(retries, 6), 2000);
+  return backoffDelay(retries, { baseMs: 50, maxMs: 2000 });
 }
 
 export const connectTimeoutMs = 5000;
@@ -40,18 +68,67 @@ export type ConnectOptions<S extends RedisScripts> = {
   offlineQueue?: boolean;
 };
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * The pub/sub channel `base` of the database the target selects: pub/sub is server-wide, not
  * per database, so database N > 0 uses `<base>:N` and never hears another database's events.
  */
 export function channelOf(target: RedisTarget | string, base: string): string {
   const t = toTarget(target);
+  if (t.kind !== 'standalone') return base; // Sentinel and Cluster: database 0 only
   const db = Number(new URL(t.url).pathname.slice(1) || '0');
   return Number.isSafeInteger(db) && db > 0 ? `${base}:${db}` : base;
+}
+
+function socketOptions(t: RedisTarget) {
+  const base = { reconnectStrategy: reconnectDelayMs, connectTimeout: connectTimeoutMs };
+  return t.tlsCa ? { ...base, tls: true as const, ca: t.tlsCa } : base;
+}
+
+function standaloneClient<S extends RedisScripts>(
+  t: Extract<RedisTarget, { kind: 'standalone' }>,
+  role: string,
+  opts: ConnectOptions<S>,
+) {
+  return createClient({
+    url: t.url,
+    username: t.username,
+    password: t.password,
+    name: `edgeplane-${role}`,
+    disableOfflineQueue: !opts.offlineQueue,
+    socket: socketOptions(t),
+    scripts: opts.scripts,
+    RESP: 2,
+  });
+}
+
+/**
+ * A Sentinel deployment (node-redis `createSentinel`): it asks the sentinels for the primary,
+ * follows their `+switch-master` and re-asks them every second, so a promoted replica is used
+ * within about a second of its promotion. One connection to the primary per client (its pool
+ * of one), so a client made for a blocking read or a subscription has its connection alone.
+ */
+function sentinelClient<S extends RedisScripts>(
+  t: Extract<RedisTarget, { kind: 'sentinel' }>,
+  role: string,
+  opts: ConnectOptions<S>,
+) {
+  return createSentinel({
+    name: t.master,
+    sentinelRootNodes: t.sentinels,
+    masterPoolSize: 1,
+    scanInterval: 1000,
+    passthroughClientErrorEvents: true,
+    nodeClientOptions: {
+      username: t.username,
+      password: t.password,
+      name: `edgeplane-${role}`,
+      disableOfflineQueue: !opts.offlineQueue,
+      socket: socketOptions(t),
+    },
+    sentinelClientOptions: { socket: socketOptions(t) },
+    scripts: opts.scripts,
+    RESP: 2,
+  });
 }
 
 /**
@@ -65,17 +142,61 @@ export function redisClient<S extends RedisScripts = Record<string, never>>(
   opts: ConnectOptions<S> = {},
 ) {
   const t = toTarget(target);
-  const client = createClient({
-    url: t.url,
-    name: `edgeplane-${role}`,
-    disableOfflineQueue: !opts.offlineQueue,
-    socket: { reconnectStrategy: reconnectDelayMs, connectTimeout: connectTimeoutMs },
-    scripts: opts.scripts,
-    RESP: 2,
-  });
+  const client =
+    t.kind === 'standalone'
+      ? standaloneClient(t, role, opts)
+      : t.kind === 'sentinel'
+        ? sentinelClient(t, role, opts)
+        : unsupported(t);
   client.on('error', (err: unknown) => log('warn', 'redis connection error', { role, error: errorText(err) }));
   return client;
 }
+
+function unsupported(t: RedisTarget): never {
+  throw new Error(`${describeTarget(t)}: this kind of deployment is not supported yet`);
+}
+
+/**
+ * Calls `fn` each time `client` has a new server connection after its first: a reconnect of
+ * one server, or (Sentinel) the move to a promoted primary. What a connection held (a CLIENT
+ * ID, notifications sent while it was away) is to be learnt again.
+ */
+export function onNewConnection(
+  client: { isReady: boolean; on(event: string, fn: (...a: any[]) => void): unknown },
+  fn: () => void,
+) {
+  if ('acquire' in client) {
+    client.on('topology-change', (e: { type?: string }) => {
+      if (e.type === 'MASTER_CHANGE') fn();
+    });
+  } else {
+    let first = !client.isReady; // the first 'ready' of a client not connected yet is its first connection
+    client.on('ready', () => {
+      if (first) first = false;
+      else fn();
+    });
+  }
+}
+
+/** Sends one raw command (`args[0]` the command) on any kind of client. */
+export function send(client: { sendCommand(...a: never[]): Promise<unknown> }, args: string[]): Promise<unknown> {
+  if ('acquire' in client) return (client as unknown as SentinelLike).sendCommand(false, args);
+  return (client as unknown as PlainLike).sendCommand(args);
+}
+/** Every key matching the glob `match` (SCAN, in pages of 500), in no particular order. */
+export async function scanKeys(client: Parameters<typeof send>[0], match: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const reply = (await send(client, ['SCAN', cursor, 'MATCH', match, 'COUNT', '500'])) as [unknown, unknown[]];
+    cursor = String(reply[0]);
+    for (const k of reply[1]) out.push(String(k));
+  } while (cursor !== '0');
+  return out;
+}
+
+type SentinelLike = { sendCommand(readonly: boolean, args: string[]): Promise<unknown> };
+type PlainLike = { sendCommand(args: string[]): Promise<unknown> };
 
 /** A client without scripts, as `redisClient` makes it. */
 export type RedisClient = ReturnType<typeof redisClient<Record<string, never>>>;
@@ -86,7 +207,23 @@ export type RedisClient = ReturnType<typeof redisClient<Record<string, never>>>;
  */
 export async function probeRedis(target: RedisTarget | string): Promise<void> {
   const t = toTarget(target);
-  const client = createClient({ url: t.url, socket: { reconnectStrategy: false, connectTimeout: connectTimeoutMs } });
+  if (t.kind !== 'standalone') {
+    // The deployment's own client: it answers once the sentinels name a primary that answers.
+    const client = redisClient(t, 'probe');
+    try {
+      await client.connect();
+      await send(client, ['PING']);
+    } finally {
+      await client.destroy();
+    }
+    return;
+  }
+  const client = createClient({
+    url: t.url,
+    username: t.username,
+    password: t.password,
+    socket: { ...socketOptions(t), reconnectStrategy: false },
+  });
   client.on('error', () => undefined); // the rejection below carries it
   try {
     await client.connect();
@@ -115,4 +252,34 @@ export function luaScript(source: string) {
     },
     transformReply: (reply: unknown): unknown => reply,
   });
+}
+
+/**
+ * CONTRACT §10: a write answered 2xx survives the loss of the primary when the deployment has
+ * replicas. `confirm()`, called after a write on the same client (so on the same connection:
+ * WAIT counts the writes of its connection), runs `WAIT 1 <REDIS_REPLICA_TIMEOUT>` when the
+ * primary has a connected replica (INFO replication, asked at most once a second) and throws
+ * 503 `not-replicated` when none confirms in time. Without replicas it returns at once.
+ */
+export function replicaConfirmation(client: Parameters<typeof send>[0], target: RedisTarget | string) {
+  const t = toTarget(target);
+  const timeoutMs = t.replicaTimeoutMs ?? 1000;
+  let checkedAt = -Infinity;
+  let replicas = false;
+  return async function confirm(): Promise<void> {
+    if (Date.now() - checkedAt > 1000) {
+      const info = String(await send(client, ['INFO', 'replication']));
+      replicas = /^connected_slaves:[1-9]/m.test(info);
+      checkedAt = Date.now();
+    }
+    if (!replicas) return;
+    const acked = Number(await send(client, ['WAIT', '1', String(timeoutMs)]));
+    if (acked >= 1) return;
+    checkedAt = -Infinity; // ask again next time: the replica may be gone for good
+    throw new ApiError(
+      'unavailable',
+      `The change is on the Redis primary, but no replica confirmed it within REDIS_REPLICA_TIMEOUT (${timeoutMs} ms): it may be lost at a failover`,
+      { code: 'not-replicated' },
+    );
+  };
 }

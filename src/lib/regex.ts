@@ -5,6 +5,7 @@
  */
 import { RE2JS } from 're2js';
 import { ApiError } from './errors.js';
+import { errorText } from './error-text.js';
 
 export type Regex = {
   readonly source: string;
@@ -90,7 +91,7 @@ export function compileRegex(pattern: string, where: string): Regex {
   try {
     re = RE2JS.compile(pattern);
   } catch (err) {
-    const reason = err instanceof Error ? err.message.replace(/^error parsing regexp: /, '') : String(err);
+    const reason = errorText(err).replace(/^error parsing regexp: /, '');
     const position = errorPosition(pattern, reason);
     throw new ApiError(
       'invalid-value',

@@ -2,11 +2,20 @@
 import { readFileSync } from 'node:fs';
 import { settingDurationMs } from './duration.js';
 import type { LogLevel } from './log.js';
+import { errorText } from './error-text.js';
+import type { RedisNode, RedisTarget } from './redis.js';
 
 export type Settings = {
   port: number;
   host: string;
+  /** REDIS_URL (one server), when that is how Redis is named. */
   redisUrl: string | undefined;
+  /**
+   * The Redis deployment (CONTRACT §10): REDIS_URL, REDIS_SENTINELS + REDIS_SENTINEL_MASTER or
+   * REDIS_CLUSTER, with REDIS_USERNAME/REDIS_PASSWORD/REDIS_TLS_CA/REDIS_REPLICA_TIMEOUT;
+   * undefined without Redis (the embedded store).
+   */
+  redis: RedisTarget | undefined;
   dataDir: string;
   site: string;
   logLevel: LogLevel;
@@ -98,7 +107,7 @@ function readSettingFile(name: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SettingsError(name, `${name}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SettingsError(name, `${name}: cannot read ${path}: ${errorText(err)}`);
   }
 }
 
@@ -156,10 +165,17 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       'HTTP_REQUEST_TIMEOUT_MS',
       `HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs}) must not be below HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs})`,
     );
+  // A Bearer token is one word (lib/bearer.ts): a token with a space could never be sent.
+  if (env.METRICS_TOKEN && /\s/.test(env.METRICS_TOKEN))
+    throw new SettingsError(
+      'METRICS_TOKEN',
+      'METRICS_TOKEN must not contain whitespace (it is sent as Bearer <token>)',
+    );
   return {
     port: int(env, 'PORT', 4646, 0, 65535),
     host: env.HOST || '0.0.0.0',
     redisUrl: redisUrl(env.REDIS_URL),
+    redis: loadRedis(env),
     dataDir: env.DATA_DIR || './data',
     site,
     logLevel: logLevel as LogLevel,
@@ -198,4 +214,71 @@ function redisUrl(raw: string | undefined): string | undefined {
   if (db !== '' && !/^\d+$/.test(db))
     throw new SettingsError('REDIS_URL', `REDIS_URL's path must be a database number, got /${db}`);
   return raw;
+}
+
+/** `host:port,host:port,...` of `name` (at least one). */
+function nodeList(env: NodeJS.ProcessEnv, name: string): RedisNode[] {
+  const raw = env[name] ?? '';
+  const nodes = raw.split(',').map((part) => {
+    const m = /^\s*([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})\s*$/.exec(part);
+    const port = m ? Number(m[2]) : 0;
+    if (!m || port < 1 || port > 65535)
+      throw new SettingsError(
+        name,
+        `${name} must be a comma-separated list of host:port, got ${JSON.stringify(part.trim())} in ${JSON.stringify(raw)}`,
+      );
+    return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+  return nodes;
+}
+
+/**
+ * The deployment of CONTRACT §10: exactly one of REDIS_URL, REDIS_SENTINELS (with
+ * REDIS_SENTINEL_MASTER), REDIS_CLUSTER; two at once is refused naming both.
+ */
+function loadRedis(env: NodeJS.ProcessEnv): RedisTarget | undefined {
+  const named = (['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER'] as const).filter((n) => env[n]);
+  if (named.length > 1)
+    throw new SettingsError(
+      named.join(', '),
+      `${named.join(' and ')} both name a Redis deployment; set exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER`,
+    );
+  if (env.REDIS_SENTINEL_MASTER && !env.REDIS_SENTINELS)
+    throw new SettingsError(
+      'REDIS_SENTINEL_MASTER',
+      'REDIS_SENTINEL_MASTER is set: REDIS_SENTINELS must list the sentinels',
+    );
+  const common = {
+    username: env.REDIS_USERNAME || undefined,
+    password: env.REDIS_PASSWORD || undefined,
+    tlsCa: env.REDIS_TLS_CA ? readSettingFile('REDIS_TLS_CA', env.REDIS_TLS_CA) : undefined,
+    replicaTimeoutMs: duration(env, 'REDIS_REPLICA_TIMEOUT', 1000, 1),
+  };
+  if (named.length === 0) {
+    for (const n of ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS_CA', 'REDIS_REPLICA_TIMEOUT'] as const)
+      if (env[n])
+        throw new SettingsError(n, `${n} is set but no Redis is named (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER)`);
+    return undefined;
+  }
+  if (env.REDIS_URL) {
+    const url = redisUrl(env.REDIS_URL)!;
+    if (common.tlsCa && !url.startsWith('rediss:'))
+      throw new SettingsError('REDIS_TLS_CA', 'REDIS_TLS_CA is set: REDIS_URL must start with rediss://');
+    return { kind: 'standalone', url, ...common };
+  }
+  if (env.REDIS_SENTINELS) {
+    const master = env.REDIS_SENTINEL_MASTER;
+    if (!master)
+      throw new SettingsError(
+        'REDIS_SENTINEL_MASTER',
+        'REDIS_SENTINELS is set: REDIS_SENTINEL_MASTER must name the primary the sentinels watch',
+      );
+    return { kind: 'sentinel', sentinels: nodeList(env, 'REDIS_SENTINELS'), master, ...common };
+  }
+  nodeList(env, 'REDIS_CLUSTER');
+  // Refused rather than half run: on Cluster the key layout needs hash tags first (issue #21).
+  throw new SettingsError(
+    'REDIS_CLUSTER',
+    'REDIS_CLUSTER: this version does not run on Redis Cluster yet; use REDIS_URL or REDIS_SENTINELS',
+  );
 }

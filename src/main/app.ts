@@ -1,13 +1,11 @@
 /**
  * Builds the Hono app from the route modules, every handler inside the guard (api/auth-middleware.ts:
  * authentication, and an audit record of every write, refused ones too); every thrown ApiError
- * becomes the error body `{errors: [{error-message, error-info}]}` in the negotiated encoding; anything else is logged
- * and answered 500 without internals.
+ * becomes the error body `{errors: [{error-message, error-info, error-details}]}` in the negotiated encoding,
+ * anything else is logged and answered 500 without internals (both by api/render-error.ts).
  */
-import { header } from '../api/headers.js';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { log } from '../lib/log.js';
 import { createGuard, guardRoutes } from '../api/auth-middleware.js';
 import { authRoutes } from '../api/auth-routes.js';
 import { configRoutes } from '../api/config.js';
@@ -22,7 +20,7 @@ import { exporterSamples } from '../ops/exporter-source.js';
 import { routeLabel } from '../ops/route-names.js';
 import { openApiRoutes } from '../ops/openapi.js';
 import { webhookOpRoutes } from '../api/webhook-ops.js';
-import { errorResponse, negotiate, type ReplyFormat } from '../api/reply.js';
+import { renderError } from '../api/render-error.js';
 import type { AppDeps, AppEnv } from '../api/deps.js';
 import { withSiteReads } from '../api/site-reads.js';
 
@@ -76,23 +74,4 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
   );
   app.onError(renderError);
   return app;
-}
-
-function renderError(err: Error, c: Context): Response {
-  const format = formatFor(header(c, 'accept'));
-  if (err instanceof ApiError) return errorResponse(err, format);
-  log('error', 'request failed', { method: c.req.method, path: c.req.path, error: err.message, stack: err.stack });
-  return errorResponse(
-    new ApiError('internal', 'Internal error: the request was not completed; see the server log'),
-    format,
-  );
-}
-
-/** The error encoding: as negotiated, JSON when the Accept header itself is unusable. */
-function formatFor(accept: string | undefined): ReplyFormat {
-  try {
-    return negotiate(accept);
-  } catch {
-    return 'json';
-  }
 }

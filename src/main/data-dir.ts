@@ -9,6 +9,7 @@
  */
 import { accessSync, constants, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorText } from '../lib/error-text.js';
 
 /** Why DATA_DIR cannot be used, in words for the start-up line. */
 export class DataDirError extends Error {}
@@ -51,21 +52,17 @@ function readOwner(path: string): Owner | undefined {
   }
 }
 
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** Creates DATA_DIR when missing and checks this process may write there; throws DataDirError. */
 export function prepareDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
-    throw new DataDirError(`cannot create ${dir} (${describe(err)})`);
+    throw new DataDirError(`cannot create ${dir} (${errorText(err)})`);
   }
   try {
     accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (err) {
-    throw new DataDirError(`cannot read and write ${dir} (${describe(err)})`);
+    throw new DataDirError(`cannot read and write ${dir} (${errorText(err)})`);
   }
 }
 
@@ -126,7 +123,7 @@ export function lockDataDir(dir: string): DataDirLock {
         exclusiveCopy(mine, path);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
-          throw new DataDirError(`cannot create ${path} (${describe(err)})`);
+          throw new DataDirError(`cannot create ${path} (${errorText(err)})`);
         const owner = readOwner(path);
         if (owner && alive(owner))
           throw new DataDirError(

@@ -18,13 +18,15 @@ import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
-import { probeRedis } from '../lib/redis.js';
+import { describeTarget, probeRedis, toTarget, type RedisTarget } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { errorText } from '../lib/error-text.js';
 
 /** What the process waits for before it serves (a request before then is answered 503 naming `reason`). */
 export type Startup = { ready: boolean; reason: string | undefined };
@@ -41,14 +43,9 @@ export class StartupError extends Error {
 
 const drainMs = 10_000;
 
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
-function errorText(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  if (e instanceof Error) return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message;
-  return String(err);
+/** The setting that names a Redis deployment (start-up errors name it). */
+function redisSetting(target: RedisTarget): string {
+  return target.kind === 'standalone' ? 'REDIS_URL' : target.kind === 'sentinel' ? 'REDIS_SENTINELS' : 'REDIS_CLUSTER';
 }
 
 /** Binds the HTTP server, or throws StartupError naming PORT or HOST. */
@@ -86,7 +83,7 @@ function fatalRedisError(text: string): boolean {
  * no retry can fix (credentials, database number).
  */
 export async function waitForRedis(
-  url: string,
+  target: RedisTarget | string,
   startup: Startup,
   stopped: () => boolean,
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
@@ -94,16 +91,17 @@ export async function waitForRedis(
   for (let attempt = 1; !stopped(); attempt++) {
     let failure: string;
     try {
-      await probeRedis(url);
+      await probeRedis(target);
       return true;
     } catch (err) {
       failure = errorText(err);
     }
-    if (fatalRedisError(failure)) throw new StartupError('REDIS_URL', `Redis refused this client: ${failure}`);
-    const delayMs = Math.min(100 * 2 ** (attempt - 1), 5000);
-    startup.reason = `Redis at ${redactUrl(url)} is not reachable yet: ${failure}`;
+    const setting = redisSetting(toTarget(target));
+    if (fatalRedisError(failure)) throw new StartupError(setting, `Redis refused this client: ${failure}`);
+    const delayMs = backoffDelay(attempt - 1, { baseMs: 100, maxMs: 5000 });
+    startup.reason = `Redis at ${describeTarget(target)} is not reachable yet: ${failure}`;
     log('warn', `store not reachable yet: ${startup.reason}; retrying in ${delayMs} ms`, {
-      setting: 'REDIS_URL',
+      setting,
       attempt,
       retryInMs: delayMs,
     });
@@ -163,7 +161,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         throw new StartupError('STRONGBOX_KEY_FILE', `cannot read the key file: ${errorText(err)}`);
       }
     }
-    if (!settings.redisUrl) {
+    if (!settings.redis) {
       prepareDataDir(settings.dataDir);
       lock = lockDataDir(settings.dataDir);
     }
@@ -181,22 +179,27 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
       },
     }) as Server;
+    server.on('clientError', answerClientError);
     server.headersTimeout = settings.httpHeadersTimeoutMs;
     server.requestTimeout = settings.httpRequestTimeoutMs;
     server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;
     const port = await listen(server, settings);
     if (stopping) return;
 
-    if (settings.redisUrl) {
-      startup.reason = `connecting to Redis at ${redactUrl(settings.redisUrl)}`;
-      if (!(await waitForRedis(settings.redisUrl, startup, () => stopping))) return;
+    if (settings.redis) {
+      startup.reason = `connecting to Redis at ${describeTarget(settings.redis)}`;
+      if (!(await waitForRedis(settings.redis, startup, () => stopping))) return;
     }
     startup.reason = 'opening the store';
     const inst = await createInstance(settings);
     instance = inst;
     startup.ready = true;
     startup.reason = undefined;
-    if (stopping) return void inst.close(drainMs);
+    if (stopping) {
+      // Stopped while starting: close what just started (a failure is logged, not left unhandled).
+      await inst.close(drainMs).catch((err: unknown) => log('error', 'shutdown failed', { error: errorText(err) }));
+      return;
+    }
 
     const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
     const how = settings.adminPassword
@@ -213,7 +216,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     if (err instanceof StartupError) failStart(err.setting, err.message);
     if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
     if (err instanceof SettingsError) failStart(err.setting, err.message);
-    const setting = settings.redisUrl ? 'REDIS_URL' : 'DATA_DIR';
+    const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
     failStart(setting, errorText(err));
   }
 }

@@ -10,6 +10,7 @@ import { openBus } from '../bus/index.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { isObject } from '../lib/json.js';
 import { log, setLogLevel } from '../lib/log.js';
+import { describeTarget } from '../lib/redis.js';
 import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
@@ -40,11 +41,11 @@ export async function createInstance(
   // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
   const fleet = await openFleet(settings, rawStore);
   const store = fleet.store;
-  if (!settings.redisUrl)
+  if (!settings.redis)
     log('info', `embedded store and bus (no REDIS_URL): data kept in ${settings.dataDir}`, {
       dataDir: settings.dataDir,
     });
-  else log('info', 'store and bus on Redis', { redis: settings.redisUrl.replace(/\/\/[^@/]*@/, '//***@') });
+  else log('info', 'store and bus on Redis', { redis: describeTarget(settings.redis) });
   const bus = await openBus(settings);
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);

@@ -33,7 +33,7 @@ type JsonPatchOp =
   | { [K in ValueOpName]: { op: K; path: string; tokens: string[]; value: Json } }[ValueOpName]
   | { [K in RemoveOpName]: { op: K; path: string; tokens: string[] } }[RemoveOpName];
 
-/** Codes in `error-info.code` of an `invalid-patch` error. */
+/** Codes in `error-info` of an `invalid-patch` error. */
 type PatchErrorCode =
   | 'bad-patch' // the body is not an array of operations
   | 'bad-op' // an operation lacks op/path/value or names an unknown op

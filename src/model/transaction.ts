@@ -25,6 +25,7 @@ import { impactedResources, type Impacted } from './impact.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
 import { ops, type Change, type Op, type TxContext } from './tx-types.js';
+import { backoffDelay } from '../lib/backoff.js';
 
 export { ops, type Change, type Op, type TxContext };
 
@@ -315,7 +316,7 @@ export async function runTransaction(ctx: TxContext, changes: Change[], mode: Tx
   for (let run = 0; run < MAX_RUNS; run++) {
     const outcome = await runOnce(ctx, changes, resolved, mode);
     if (outcome !== 'retry') return outcome;
-    await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** run)));
+    await new Promise((r) => setTimeout(r, backoffDelay(run, { baseMs: 1, maxMs: 50, jitter: 'full' })));
   }
   throw new ApiError('conflict', 'Cannot commit the change: other writers kept changing the same objects; try again', {
     code: 'contention',

@@ -20,6 +20,7 @@ import { usersPath } from '../auth/users.js';
 import { passwordHashField } from '../resources/user.js';
 import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
+import { errorText } from '../lib/error-text.js';
 
 export class ConfigFileError extends Error {}
 
@@ -49,9 +50,7 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigFileError(
-      `EDGEPLANE_CONFIG ${file}: cannot read the file: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    throw new ConfigFileError(`EDGEPLANE_CONFIG ${file}: cannot read the file: ${errorText(err)}`);
   }
   try {
     const body = parseBody(text, contentType(file, text));

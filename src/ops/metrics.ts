@@ -16,10 +16,10 @@ import { Hono } from 'hono';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { errorStatus, ApiError } from '../lib/errors.js';
 import type { AppEnv, FleetSample } from '../api/deps.js';
-import { methodNotAllowed, options } from '../api/http.js';
+import { allowRoutes, on } from '../api/routing.js';
+import { routes } from '../api/route-table.js';
 import { exporterCounters, type ExporterSample } from './exporter-source.js';
-
-export const metricsPath = '/metrics';
+import { bearerToken } from '../lib/bearer.js';
 
 /** Seconds: API requests answer in well under a millisecond from memory, up to seconds for big writes. */
 const apiBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -310,11 +310,11 @@ function sameSecret(given: string, expected: string): boolean {
 /** GET /metrics: no token, unless `token` (METRICS_TOKEN) is set: then `Authorization: Bearer <it>`. */
 export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.get(metricsPath, async (c) => {
+  on(app, routes.metrics, async (c) => {
     if (token !== undefined) {
       const h = c.req.header('authorization') ?? '';
-      const m = /^Bearer (.+)$/.exec(h);
-      if (!m || !sameSecret(m[1] as string, token))
+      const given = bearerToken(h);
+      if (given === undefined || !sameSecret(given, token))
         throw new ApiError(
           'unauthorized',
           'Authentication required: send Authorization: Bearer <METRICS_TOKEN> to read /metrics',
@@ -328,9 +328,6 @@ export function metricsRoutes(metrics: Metrics, token: string | undefined): Hono
       headers: { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' },
     });
   });
-  app.options(metricsPath, () => options(['GET', 'OPTIONS'], false));
-  app.all(metricsPath, (c) => {
-    throw methodNotAllowed(c.req.method, metricsPath, ['GET', 'OPTIONS']);
-  });
+  allowRoutes(app);
   return app;
 }

@@ -1,172 +1,119 @@
 /**
  * The OpenAPI 3.1 document of the v1 API (`GET /v1/openapi.json`, `/v1/openapi.yaml`, no
- * token), made from the resource registry (resources/) and the JSON Schemas
- * (resources/schemas.ts) the server validates with: every configuration list, item and singleton
- * under /v1/config and /v1/state gets its paths, methods, query parameters, body schema and
- * status codes from there; the few fixed routes (login, token refresh, unseal, topics,
- * restart, probes, metrics) are listed here. test/ops/openapi.test.ts checks the document
- * against the routes the server answers, both ways.
+ * token), made from the route table (api/route-table.ts: every route, its parameters, body and
+ * replies) and the JSON Schemas the server validates with (resources/schemas.ts).
+ * test/ops/openapi.test.ts checks the document against the routes the server answers, both
+ * ways; test/ops/replies.test.ts checks what the server answers against the document.
  */
 import { Hono } from 'hono';
 import { stringify } from 'yaml';
 import type { AppEnv } from '../api/deps.js';
-import { methodNotAllowed, options, searchParams } from '../api/http.js';
-import { publicPaths } from '../api/auth-middleware.js';
+import { searchParams } from '../api/http.js';
+import { routes, routeTable, schemaNames, type Route } from '../api/route-table.js';
+import { allowRoutes, on } from '../api/routing.js';
+import { objectBody, queryParamDocs, statusText, templateParams, type Obj } from '../api/route-schemas.js';
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';
-import { resourceTemplates } from './route-names.js';
-import {
-  bodyOk,
-  countOrNames,
-  dryRunReply,
-  etagHeader,
-  list,
-  locationHeader,
-  objectBody,
-  openApiPaths,
-  optionsOp,
-  params,
-  patchBody,
-  readErrors,
-  ref,
-  responses,
-  statusText,
-  templateParams,
-  writeErrors,
-  type Obj,
-} from './openapi-parts.js';
-import { fixedPaths } from './openapi-fixed.js';
+import type { Schema } from '../resources/schemas.js';
+import { infoCodes } from '../lib/errors.js';
 
-export { openApiPaths } from './openapi-parts.js';
+const errorRef = { $ref: '#/components/responses/Error' };
 
-function configPaths(def: ResourceDef, paths: Obj): void {
-  const t = resourceTemplates('/v1/config', def);
-  const tag = [def.id];
-  const sealed = def.needsUnsealed ? [503] : [];
-  const writeParams = params(['dry-run', 'validate']);
-  const writeOk = (codes: Record<number, Obj | string>) => ({
-    ...codes,
-    200: bodyOk(dryRunReply, 'dry-run: what would change'),
-  });
-  const one = {
-    get: {
-      tags: tag,
-      summary: `Read the ${def.id}`,
-      parameters: params(['fields', 'with-defaults', 'watch']),
-      responses: responses({ 200: { ...bodyOk(ref(def)), headers: etagHeader }, 304: statusText[304] as string }, [
-        ...readErrors,
-        412,
-        ...sealed,
-      ]),
-    },
-    put: {
-      tags: tag,
-      summary: `Create or replace the ${def.id}`,
-      parameters: writeParams,
-      requestBody: { required: true, content: objectBody(ref(def)) },
-      responses: responses(
-        writeOk({
-          201: { description: 'Created', headers: { ...etagHeader, ...locationHeader } },
-          204: { description: 'Replaced (validate: valid)', headers: etagHeader },
-        }),
-        [...writeErrors, ...sealed],
-      ),
-    },
-    patch: {
-      tags: tag,
-      summary: `Patch the ${def.id} (merge patch or JSON Patch)`,
-      parameters: writeParams,
-      requestBody: patchBody,
-      responses: responses(writeOk({ 204: { description: 'Patched', headers: etagHeader } }), [
-        ...writeErrors,
-        ...sealed,
-      ]),
-    },
-    delete: {
-      tags: tag,
-      summary: `Delete the ${def.id}`,
-      parameters: writeParams,
-      responses: responses(writeOk({ 204: 'Deleted' }), [...writeErrors, ...sealed]),
-    },
-    options: optionsOp(['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']),
-  };
-  if (!t.item) {
-    paths[t.base] = { parameters: templateParams(t.base), ...one };
-    return;
-  }
-  paths[t.base] = {
-    parameters: templateParams(t.base),
-    get: {
-      tags: tag,
-      summary: `List ${def.id} objects`,
-      parameters: params(['fields', 'where', 'keys', 'count', 'with-defaults', 'watch']),
-      responses: responses({ 200: bodyOk({ oneOf: [list(ref(def)), countOrNames] }) }, [...readErrors, ...sealed]),
-    },
-    post: {
-      tags: tag,
-      summary: `Create a ${def.id} (its name in the body)`,
-      parameters: writeParams,
-      requestBody: { required: true, content: objectBody(ref(def)) },
-      responses: responses(
-        writeOk({
-          201: { description: 'Created', headers: { ...etagHeader, ...locationHeader } },
-          204: 'validate: valid',
-        }),
-        [...writeErrors, ...sealed],
-      ),
-    },
-    options: optionsOp(['GET', 'POST', 'OPTIONS']),
-  };
-  paths[t.item] = { parameters: templateParams(t.item), ...one };
+function responses(r: Route): Obj {
+  const out: Obj = {};
+  for (const [code, reply] of Object.entries(r.replies))
+    out[code] = typeof reply === 'string' ? { description: reply } : reply;
+  for (const code of r.errors) out[String(code)] = { ...errorRef, description: statusText[code] };
+  return out;
 }
 
-function statePaths(def: ResourceDef, paths: Obj): void {
-  const t = resourceTemplates('/v1/state', def);
-  const tag = [def.id];
-  const sealed = def.needsUnsealed ? [503] : [];
-  const state: Obj = { allOf: [ref(def)], description: 'The applied configuration and runtime fields' };
-  const item = {
-    get: {
-      tags: tag,
-      summary: `Read the state of the ${def.id}`,
-      parameters: params(['fields', 'where', 'content', 'site', 'with-defaults', 'watch']),
-      responses: responses({ 200: bodyOk(def.itemStateSchema ?? { type: 'object' }) }, [...readErrors, ...sealed]),
-    },
-    options: optionsOp(['GET', 'OPTIONS']),
+const security = (r: Route): Obj =>
+  r.access === 'public' ? { security: [] } : r.access === 'site' ? { security: [{ siteToken: [] }] } : {};
+
+function operation(r: Route): Obj {
+  const parameters = [...queryParamDocs(r.query), ...(r.otherParams ?? [])];
+  return {
+    operationId: r.id,
+    tags: [r.tag],
+    summary: r.summary,
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(r.body ? { requestBody: r.body } : {}),
+    responses: responses(r),
+    ...security(r),
   };
-  if (!t.item) {
-    paths[t.base] = { parameters: templateParams(t.base), ...item };
-    return;
-  }
-  paths[t.base] = {
-    parameters: templateParams(t.base),
-    get: {
-      tags: tag,
-      summary: `State of every ${def.id}`,
-      parameters: params(['fields', 'where', 'keys', 'count', 'content', 'site', 'with-defaults', 'watch']),
-      responses: responses({ 200: bodyOk({ oneOf: [list(state), countOrNames] }) }, [...readErrors, ...sealed]),
-    },
-    options: optionsOp(['GET', 'OPTIONS']),
-  };
-  paths[t.item] = { parameters: templateParams(t.item), ...item };
 }
 
-function publicSchema(def: ResourceDef): Obj {
+/** OPTIONS on a path: its Allow list, behind the same authentication as the path's routes (none for a site's). */
+function optionsOperation(ops: readonly Route[]): Obj {
+  const allow = ['OPTIONS', ...ops.map((r) => r.method)];
+  const first = ops[0] as Route;
+  const anonymous = first.access !== 'user';
+  return {
+    operationId: `options${first.id.charAt(0).toUpperCase()}${first.id.slice(1)}`,
+    tags: [first.tag],
+    summary: `Allowed methods (${allow.join(', ')})`,
+    responses: {
+      204: { description: 'Allow lists the methods', headers: { Allow: { schema: { type: 'string' } } } },
+      ...(anonymous ? {} : { 401: { ...errorRef, description: statusText[401] } }),
+    },
+    ...(anonymous ? { security: [] } : {}),
+  };
+}
+
+function paths(): Obj {
+  const byPath = new Map<string, Route[]>();
+  for (const r of routeTable) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+  const out: Obj = {};
+  for (const [path, ops] of byPath) {
+    const params = templateParams(path);
+    const item: Obj = params.length > 0 ? { parameters: params } : {};
+    for (const r of ops) item[r.method.toLowerCase()] = operation(r);
+    item.options = optionsOperation(ops);
+    out[path] = item;
+  }
+  return out;
+}
+
+/**
+ * A schema as replies show it, at every depth: no member required (`fields` may leave any
+ * out) and none refused (`fields` may rename one: `name=id`, `labels=tags/region`).
+ */
+function partial(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(partial);
+  if (!schema || typeof schema !== 'object') return schema;
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'required' && Array.isArray(v)) continue;
+    if (k === 'additionalProperties' && v === false) continue;
+    // Member names and enum/const values are data, not schemas.
+    out[k] = k === 'enum' || k === 'const' || k === 'default' || k === 'examples' ? v : partial(v);
+  }
+  return out;
+}
+
+function publicSchema(def: ResourceDef): Schema {
   return def.publicSchema ? def.publicSchema(def.schema) : def.schema;
 }
 
-function build(): Obj {
-  const paths: Obj = fixedPaths();
+/** What a read of the object shows: its members (fields, content and with-defaults may leave any out or rename it). */
+const replySchema = (def: ResourceDef): Obj => partial(publicSchema(def)) as Obj;
+
+/** A state object: the configuration's members and the runtime members the resource adds. */
+function stateSchema(def: ResourceDef): Obj {
+  const reply = replySchema(def);
+  const extra = def.stateMembers;
+  const props = { ...(reply.properties as Obj), ...(extra && extra !== 'any' ? (partial(extra) as Obj) : {}) };
+  return { ...reply, properties: props };
+}
+
+function components(): Obj {
+  const schemas: Obj = {};
   for (const def of resources) {
-    configPaths(def, paths);
-    statePaths(def, paths);
+    const n = schemaNames(def);
+    schemas[n.config] = publicSchema(def);
+    schemas[n.reply] = replySchema(def);
+    schemas[n.state] = stateSchema(def);
   }
-  // Routes that need no token say so; every other one needs a Bearer token.
-  for (const [path, item] of Object.entries(paths))
-    if (publicPaths.has(path))
-      for (const op of Object.values(item as Obj))
-        if (op && typeof op === 'object' && 'responses' in op) (op as Obj).security = [];
-  const schemas: Obj = Object.fromEntries(resources.map((d) => [d.id, publicSchema(d)]));
   schemas['x-object'] = {
     type: 'object',
     description: 'A configuration object with its address: x-path, and optionally x-operation, x-etag, x-tenant',
@@ -198,13 +145,37 @@ function build(): Obj {
         type: 'array',
         items: {
           type: 'object',
-          properties: { 'error-message': { type: 'string' }, 'error-info': { type: 'object' } },
-          required: ['error-message'],
+          properties: {
+            'error-message': { type: 'string', description: 'What was wrong, for people' },
+            'error-info': {
+              type: 'string',
+              description: 'The stable code programs match on (docs/ERRORS.md)',
+              enum: infoCodes.map(([code]) => code),
+            },
+            'error-details': {
+              type: 'object',
+              description: 'Where the problem is: path, x-path, position, parameter, op-index, index, line, column',
+            },
+          },
+          required: ['error-message', 'error-info'],
         },
       },
     },
     required: ['errors'],
   };
+  return {
+    schemas,
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', description: 'POST /v1/login' },
+      siteToken: { type: 'http', scheme: 'bearer', description: 'POST /v1/state/sites/{name}/issue-token' },
+    },
+    responses: {
+      Error: { description: 'An error', content: objectBody({ $ref: '#/components/schemas/errors' }) },
+    },
+  };
+}
+
+function build(): Obj {
   return {
     openapi: '3.1.0',
     info: {
@@ -212,55 +183,38 @@ function build(): Obj {
       version: '1',
       description: 'Configuration (/v1/config), state (/v1/state) and operations of an edgeplane site.',
     },
+    // The server that serves the document: its paths are relative to it.
+    servers: [{ url: '/', description: 'This edgeplane process' }],
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     security: [{ bearer: [] }],
-    paths,
-    components: {
-      schemas,
-      securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'POST /v1/login' },
-        siteToken: { type: 'http', scheme: 'bearer', description: 'POST /v1/state/sites/{name}/issue-token' },
-      },
-      responses: {
-        Error: {
-          description: 'An error',
-          content: objectBody({ $ref: '#/components/schemas/errors' }),
-        },
-      },
-    },
+    paths: paths(),
+    components: components(),
   };
 }
 
 let cached: { doc: Obj; json: string; yaml: string } | undefined;
 
-/** The document (built once: it depends only on the code). */
-export function openApiDocument(): Obj {
+/** The document and its two encodings (built once: it depends only on the code). */
+function built(): { doc: Obj; json: string; yaml: string } {
   cached ??= (() => {
     const doc = build();
     return { doc, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
   })();
-  return cached.doc;
+  return cached;
 }
 
 export function openApiRoutes(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const send = (text: string, type: string) =>
     new Response(text, { status: 200, headers: { 'content-type': type, 'cache-control': 'no-cache' } });
-  app.get('/v1/openapi.json', (c) => {
-    parseQuery(searchParams(c), []);
-    openApiDocument();
-    return send(cached!.json, 'application/json');
+  on(app, routes.openApiJson, (c) => {
+    parseQuery(searchParams(c), routes.openApiJson.query);
+    return send(built().json, 'application/json');
   });
-  app.get('/v1/openapi.yaml', (c) => {
-    parseQuery(searchParams(c), []);
-    openApiDocument();
-    return send(cached!.yaml, 'application/yaml');
+  on(app, routes.openApiYaml, (c) => {
+    parseQuery(searchParams(c), routes.openApiYaml.query);
+    return send(built().yaml, 'application/yaml');
   });
-  for (const path of openApiPaths) {
-    app.options(path, () => options(['GET', 'OPTIONS'], false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, path, ['GET', 'OPTIONS']);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

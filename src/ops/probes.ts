@@ -11,7 +11,9 @@
  */
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv, ProbeCheck } from '../api/deps.js';
-import { methodNotAllowed, options } from '../api/http.js';
+import { allowRoutes, on } from '../api/routing.js';
+import { routes } from '../api/route-table.js';
+import { errorText } from '../lib/error-text.js';
 
 export type { ProbeCheck };
 
@@ -56,7 +58,7 @@ async function runOne(check: ProbeCheck, timeoutMs: number): Promise<CheckResult
     const reason = await Promise.race([Promise.resolve().then(() => check.run()), timeout]);
     return reason === undefined ? { name: check.name, ok: true } : { name: check.name, ok: false, reason };
   } catch (err) {
-    return { name: check.name, ok: false, reason: err instanceof Error ? err.message : String(err) };
+    return { name: check.name, ok: false, reason: errorText(err) };
   } finally {
     clearTimeout(timer);
   }
@@ -77,28 +79,21 @@ const json = (status: number, body: unknown): Response =>
     headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
   });
 
-export const probePaths = ['/healthz', '/readyz'] as const;
-
 export function probeRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const checks = [...readinessChecks(deps), ...(deps.readyChecks ?? [])];
   const started = Date.now();
-  app.get('/healthz', () =>
+  on(app, routes.healthz, () =>
     json(200, {
       status: 'ok',
       checks: [{ name: 'process', ok: true }],
       'uptime-seconds': Math.floor((Date.now() - started) / 1000),
     }),
   );
-  app.get('/readyz', async () => {
+  on(app, routes.readyz, async () => {
     const r = await runChecks(checks);
     return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not-ready', checks: r.checks });
   });
-  for (const path of probePaths) {
-    app.options(path, () => options(['GET', 'OPTIONS'], false));
-    app.all(path, (c) => {
-      throw methodNotAllowed(c.req.method, path, ['GET', 'OPTIONS']);
-    });
-  }
+  allowRoutes(app);
   return app;
 }

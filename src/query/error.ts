@@ -1,6 +1,6 @@
 /**
- * One constructor for every 400 a query parameter can cause, so `error-info` always has the
- * same shape: {code, position, parameter}. `position` is a 0-based character offset into the
+ * One constructor for every 400 a query parameter can cause, so each has the same shape:
+ * `error-info` its code, `error-details` {position, parameter}. `position` is a 0-based character offset into the
  * parameter's value, so a client can put a caret under the problem.
  */
 import { ApiError, goesWith, type DetailFor } from '../lib/errors.js';

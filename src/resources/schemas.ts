@@ -113,6 +113,20 @@ export const webhookSchema = object(
       ['vault', 'secret', 'cert-key', 'key-key'],
     ),
     'ordering-key': { type: 'string', minLength: 1, maxLength: 8192 },
+    oauth2: object(
+      {
+        'token-url': { type: 'string', minLength: 1, maxLength: 8192 },
+        'client-id': { type: 'string', minLength: 1 },
+        'client-secret': object({ vault: name, secret: name, key: { type: 'string', minLength: 1 } }, [
+          'vault',
+          'secret',
+          'key',
+        ]),
+        scope: str,
+        audience: str,
+      },
+      ['token-url', 'client-id', 'client-secret'],
+    ),
     'rate-limit': object(
       {
         'per-second': { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },

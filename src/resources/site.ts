@@ -18,4 +18,11 @@ export const site: ResourceModule = {
     const link = await ctx.siteLink(value.name);
     return link ? { ...value, ...link } : {};
   },
+  // The link's members (fleet/presence.ts): what `fields` may name and the OpenAPI document shows.
+  stateMembers: {
+    connection: { enum: ['connected', 'disconnected', 'never-connected'] },
+    'last-seen': { type: 'string' },
+    'config-version': { type: 'string' },
+    'in-sync': { type: 'boolean' },
+  },
 };

@@ -12,6 +12,7 @@ import { log } from '../lib/log.js';
 import { SettingsError, type Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import { open as openSealedWith, type SitePrivateKey } from './sealed.js';
+import { errorText } from '../lib/error-text.js';
 
 const PREFIX = 'enc:v1:';
 const CHECK_KEY = 'strongbox:check';
@@ -69,7 +70,7 @@ export class Strongbox {
       try {
         b64 = readFileSync(settings.strongboxKeyFile, 'utf8');
       } catch (err) {
-        const why = err instanceof Error ? err.message : String(err);
+        const why = errorText(err);
         throw new SettingsError('STRONGBOX_KEY_FILE', `cannot read the key file: ${why}`);
       }
       source = 'STRONGBOX_KEY_FILE';
@@ -93,7 +94,7 @@ export class Strongbox {
     try {
       await this.unseal(b64, source, { initialise: true });
     } catch (err) {
-      log('error', 'strongbox: stays sealed', { reason: err instanceof Error ? err.message : String(err) });
+      log('error', 'strongbox: stays sealed', { reason: errorText(err) });
     }
   }
 

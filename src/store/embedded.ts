@@ -14,6 +14,7 @@ import { etagOf } from './etag.js';
 import type { CommitResult, Entry, Store } from './store.js';
 import type { JsonObject } from '../lib/json.js';
 import { deepFreeze } from './freeze.js';
+import { errorText } from '../lib/error-text.js';
 
 /** `value` is parsed once, lazily, and deep-frozen: readers share it and cannot change the store through it. */
 type StoredObject = { text: string; etag: string; value?: JsonObject };
@@ -81,7 +82,7 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
       try {
         l(keys);
       } catch (err) {
-        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change listener failed', { error: errorText(err) });
       }
     }
   }

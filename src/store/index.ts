@@ -7,7 +7,7 @@ import type { Store } from './store.js';
 export type { CommitResult, Entry, Expect, Store, WriteOp } from './store.js';
 export { etagOf } from './etag.js';
 
-export async function openStore(settings: Pick<Settings, 'redisUrl' | 'dataDir'>): Promise<Store> {
-  if (settings.redisUrl) return openRedisStore(settings.redisUrl);
+export async function openStore(settings: Pick<Settings, 'redis' | 'dataDir'>): Promise<Store> {
+  if (settings.redis) return openRedisStore(settings.redis);
   return openEmbeddedStore(settings.dataDir);
 }

@@ -8,11 +8,19 @@
 import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
-import { closeClients, redisClient, type RedisTarget } from '../lib/redis.js';
+import {
+  closeClients,
+  onNewConnection,
+  redisClient,
+  replicaConfirmation,
+  scanKeys,
+  type RedisTarget,
+} from '../lib/redis.js';
 import { etagOf } from './etag.js';
 import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import type { CommitResult, Entry, Store, WriteOp } from './store.js';
+import { errorText } from '../lib/error-text.js';
 
 const cfgKey = (key: string) => layout.cfgPrefix + key;
 const kvKey = (key: string) => layout.kvPrefix + key;
@@ -20,7 +28,7 @@ const kvKey = (key: string) => layout.kvPrefix + key;
 /** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   throw new ApiError('unavailable', `The Redis store is unavailable: ${message}`, { code: 'store-unavailable' });
 }
 
@@ -78,9 +86,12 @@ function globLiteral(s: string): string {
 
 export async function openRedisStore(target: RedisTarget | string): Promise<Store> {
   const client = redisClient(target, 'store', { scripts: storeScripts });
-  await guarded(() => client.connect());
+  await guarded(async () => {
+    await client.connect();
+  });
 
   const channel = changesChannel(target);
+  const replicated = replicaConfirmation(client, target);
   let subscriber: ReturnType<typeof redisClient> | undefined;
   let subscribing: Promise<void> | undefined;
   const listeners = new Set<(keys: string[]) => void>();
@@ -102,7 +113,7 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
       try {
         l(changed);
       } catch (err) {
-        log('error', 'store change listener failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change listener failed', { error: errorText(err) });
       }
     }
   }
@@ -117,8 +128,14 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
     // Notifications may be lost while this connection is down: cache nothing until it is back.
     sub.on('error', () => reads.setLive(false));
     sub.on('end', () => reads.setLive(false));
-    sub.on('ready', () => {
-      if (subscribed) reads.setLive(true);
+    onNewConnection(sub, () => {
+      // A reconnect re-subscribes before 'ready'; after a failover (Sentinel) the
+      // subscription moves to the new primary on its own, soon after: the cache waits a
+      // second more (what it keeps is at most a second old anyway).
+      reads.setLive(false);
+      if (!subscribed) return;
+      if ('acquire' in sub) setTimeout(() => reads.setLive(true), 1000).unref();
+      else reads.setLive(true);
     });
     subscribing = sub
       .connect()
@@ -129,7 +146,7 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
       })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
-        log('error', 'store change subscription failed', { error: err instanceof Error ? err.message : String(err) });
+        log('error', 'store change subscription failed', { error: errorText(err) });
       });
   }
 
@@ -189,7 +206,10 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
         const { keys, args, etags } = commitArgs(ops, channel);
         const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
-        if (reply[0] === 1) return { ok: true, etags, revision: Number(reply[1]) };
+        if (reply[0] === 1) {
+          await replicated();
+          return { ok: true, etags, revision: Number(reply[1]) };
+        }
         const reason = reply[2];
         if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch')
           throw new Error(`unexpected commit reason ${String(reason)}`);
@@ -208,11 +228,13 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
 
     kvGet: (key) => guarded(async () => (await client.get(kvKey(key))) ?? undefined),
 
-    kvSet: (key, value, ttlMs) =>
+    kvSet: (key, value, ttlMs, opts) =>
       guarded(async () => {
         if (ttlMs !== undefined)
           await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
         else await client.set(kvKey(key), value);
+        // A durable value (a token issued) must survive a failover like a configuration write.
+        if (opts?.durable) await replicated();
       }),
 
     kvDel: (key) =>
@@ -230,14 +252,8 @@ export async function openRedisStore(target: RedisTarget | string): Promise<Stor
 
     kvKeys: (prefix) =>
       guarded(async () => {
-        const out: string[] = [];
-        for await (const batch of client.scanIterator({
-          MATCH: globLiteral(layout.kvPrefix + prefix) + '*',
-          COUNT: 500,
-        })) {
-          for (const k of batch) out.push(k.slice(layout.kvPrefix.length));
-        }
-        return [...new Set(out)].sort();
+        const keys = await scanKeys(client, globLiteral(layout.kvPrefix + prefix) + '*');
+        return [...new Set(keys.map((k) => k.slice(layout.kvPrefix.length)))].sort();
       }),
 
     async close() {

@@ -6,9 +6,12 @@
  * first request (build-page.ts, needs the esbuild dev dependency).
  */
 import { createHash } from 'node:crypto';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { log } from '../lib/log.js';
 import type { Asset } from './build-page.js';
+import { routes } from '../api/route-table.js';
+import { allowRoutes, on } from '../api/routing.js';
+import { errorText } from '../lib/error-text.js';
 
 declare const __EDGEPLANE_UI__: Record<string, Asset> | undefined;
 
@@ -41,14 +44,14 @@ const security = {
 
 export function uiRoutes(): Hono {
   const app = new Hono();
-  app.get('/ui', (c) => c.redirect('/ui/', 301));
-  app.get('/ui/*', async (c) => {
+  on(app, routes.ui, (c) => c.redirect('/ui/', 301));
+  const file = async (c: Context) => {
     const file = c.req.path === '/ui/' ? 'index.html' : c.req.path.slice('/ui/'.length);
     let assets: Map<string, Served>;
     try {
       assets = await load();
     } catch (err) {
-      log('error', 'status page: cannot build its files', { error: String(err) });
+      log('error', 'status page: cannot build its files', { error: errorText(err) });
       return c.text('The status page is not built: run npm run build', 503);
     }
     const asset = assets.get(file);
@@ -56,6 +59,10 @@ export function uiRoutes(): Hono {
     if (c.req.header('if-none-match') === asset.etag)
       return new Response(null, { status: 304, headers: { etag: asset.etag, ...security } });
     return new Response(asset.body, { headers: { 'content-type': asset.type, etag: asset.etag, ...security } });
-  });
+  };
+  on(app, routes.uiIndex, file);
+  on(app, routes.uiFile, file);
+  // OPTIONS and 405 on the page's paths too (public, as the files are).
+  allowRoutes(app);
   return app;
 }

@@ -9,6 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { problemOf, wireErrors } from '../helpers/assert.js';
 
 type ErrorInfo = {
   code?: string;
@@ -19,10 +20,7 @@ type ErrorInfo = {
 };
 
 function infosOf(body: unknown): ErrorInfo[] {
-  const b = body as { errors?: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
-  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
-  for (const e of b.errors ?? []) assert.type(e['error-message'], 'string');
-  return (b.errors ?? []).map((e) => e['error-info'] ?? {});
+  return wireErrors(body).map((e) => problemOf(e) as ErrorInfo);
 }
 
 const LIMIT = 4096;

@@ -7,17 +7,13 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { firstProblem } from '../helpers/assert.js';
 
 type ErrorInfo = { code?: string; path?: string; 'x-path'?: string };
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
 
-/** The error-info of the first entry of an error body (asserting the body has that shape). */
+/** The code and details of the first entry of an error body (asserting the body has that shape). */
 function infoOf(body: unknown): ErrorInfo {
-  const b = body as ErrorBody;
-  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
-  const first = b.errors[0];
-  assert.type(first?.['error-message'], 'string');
-  return first?.['error-info'] ?? {};
+  return firstProblem(body) as ErrorInfo;
 }
 
 const hook = (name: string) => ({

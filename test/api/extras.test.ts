@@ -6,9 +6,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { wireErrors } from '../helpers/assert.js';
 
-type Errors = { errors: Array<{ 'error-info'?: { code?: string; parameter?: string } }> };
-const code = (body: unknown) => (body as Errors).errors[0]?.['error-info']?.code;
+const code = (body: unknown) => wireErrors(body)[0]?.['error-info'];
 
 function extras(backend: Backend): void {
   const t = suite(`API extras (${backend})`);

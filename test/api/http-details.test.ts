@@ -10,8 +10,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
+import type { WireError } from '../helpers/assert.js';
 
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: Record<string, unknown> }> };
+type ErrorBody = { errors: WireError[] };
 
 const t = suite('http-details');
 let api: TestApi;
@@ -32,7 +33,7 @@ t('OPTIONS /v1/login → 204 with Allow, no token needed; other methods → 405 
     const r = await api.json(method, '/v1/login', { headers: { authorization: '' } });
     assert.is(r.status, 405, method);
     assert.is(r.headers.get('allow'), 'POST, OPTIONS');
-    assert.is((r.body as ErrorBody).errors[0]?.['error-info']?.code, 'method-not-allowed');
+    assert.is((r.body as ErrorBody).errors[0]?.['error-info'], 'method-not-allowed');
   }
 });
 
@@ -81,8 +82,8 @@ t('fields=name=url,url → 400 naming the output field', async () => {
     const r = await api.json('GET', `/v1/config/sites/d2?fields=${encodeURIComponent(fields)}`);
     assert.is(r.status, 400, fields);
     const e = (r.body as ErrorBody).errors[0];
-    assert.is(e?.['error-info']?.code, 'duplicate-output');
-    assert.is(e?.['error-info']?.position, position);
+    assert.is(e?.['error-info'], 'duplicate-output');
+    assert.is(e?.['error-details']?.position, position);
     assert.ok(e?.['error-message'].includes('type'), e?.['error-message']);
   }
 });

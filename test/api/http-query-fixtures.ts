@@ -5,6 +5,7 @@
  */
 import * as assert from 'uvu/assert';
 import type { TestApi } from '../helpers/api.js';
+import { firstProblem } from '../helpers/assert.js';
 
 export type Info = { code?: string; parameter?: string; position?: number; path?: string; [k: string]: unknown };
 
@@ -74,14 +75,11 @@ export async function names(api: TestApi, path: string): Promise<unknown[]> {
   return body.map((o: { name?: unknown }) => o.name);
 }
 
-/** GET expecting a 400; returns the first error-info (after checking the body's shape). */
+/** GET expecting a 400; returns the first error's code and details (after checking the body's shape). */
 export async function bad(api: TestApi, path: string, status = 400): Promise<Info> {
   const res = await api.json('GET', path);
   assert.is(res.status, status, `GET ${path}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
-  const body = res.body as { errors?: Array<{ 'error-message'?: unknown; 'error-info'?: Info }> };
-  const first = body.errors?.[0];
-  assert.type(first?.['error-message'], 'string');
-  return first?.['error-info'] ?? {};
+  return firstProblem(res.body) as Info;
 }
 
 /** Asserts a 400's error-info names `parameter` with `code` (and `position` when given). */

@@ -70,7 +70,10 @@ function whereSuite(backend: Backend): void {
   });
 
   t('webhooks (state): runtime status and counters', async () => {
-    const hooks = (expr: string) => names(api, `/v1/state/volga/webhooks?where=${q(expr)}`);
+    // This site's own view (site=): at a control plane the plain read is the fleet's (CONTRACT §11),
+    // where hook-a, placed on every site, is `starting` until the other sites report it.
+    const own = api.instance.deps.settings.site;
+    const hooks = (expr: string) => names(api, `/v1/state/volga/webhooks?site=${own}&where=${q(expr)}`);
     assert.equal(await hooks("status = 'starting'"), ['hook-a', 'hook-b']);
     // What an exporter process records for hook-a (the state an API process reads back).
     await api.instance.deps.store.kvSet(

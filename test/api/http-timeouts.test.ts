@@ -71,6 +71,7 @@ test('headers sent byte by byte: the server answers 408 and closes', async () =>
   assert.ok(r.closedByServer, 'the server closed the socket');
   assert.ok(r.sent < head.length, `closed before the headers were complete (${r.sent} of ${head.length} bytes)`);
   assert.match(r.received, /^HTTP\/1\.1 408/);
+  assert.match(r.received, /"error-info":"request-timeout"/); // the error body, not Node's empty reply
 });
 
 test('a body that stalls half way: the server closes the socket', async () => {

@@ -8,8 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
-
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: Record<string, unknown> }> };
+import { wireErrors } from '../helpers/assert.js';
 
 const SITE = '/v1/config/sites/s1';
 const site = {
@@ -39,12 +38,12 @@ const hook = {
 /** A 400 whose message names both positions, with the object left as it was. */
 function duplicateRefused(res: { status: number; body: unknown }, first: string, second: string): void {
   assert.is(res.status, 400, JSON.stringify(res.body));
-  const errors = (res.body as ErrorBody).errors;
-  const e = errors.find((x) => x['error-info']?.code === 'duplicate-key');
+  const errors = wireErrors(res.body);
+  const e = errors.find((x) => x['error-info'] === 'duplicate-key');
   assert.ok(e, `no duplicate-key error in ${JSON.stringify(res.body)}`);
   assert.ok(e['error-message'].includes(first), e['error-message']);
   assert.ok(e['error-message'].includes(second), e['error-message']);
-  assert.equal(e['error-info']?.positions, [first, second]);
+  assert.equal(e['error-details']?.positions, [first, second]);
 }
 
 function keyedSuite(backend: Backend): void {

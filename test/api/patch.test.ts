@@ -8,13 +8,12 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { problemOf, wireErrors } from '../helpers/assert.js';
 
 type ErrorInfo = { code?: string; path?: string; 'op-index'?: number; [k: string]: unknown };
 
 function infosOf(body: unknown): ErrorInfo[] {
-  const b = body as { errors?: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
-  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
-  return b.errors.map((e) => e['error-info'] ?? {});
+  return wireErrors(body).map((e) => problemOf(e) as ErrorInfo);
 }
 
 const PATH = '/v1/config/volga/webhooks/p1';

@@ -14,6 +14,7 @@ import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { wireErrors } from '../helpers/assert.js';
 
 const PLAIN = 'very-secret-plaintext-4711';
 const VAULT = '/v1/config/strongbox/vaults/v';
@@ -21,9 +22,7 @@ const SECRET = `${VAULT}/secrets/s`;
 const KEY = randomBytes(32).toString('base64');
 
 function codeOf(body: unknown): string | undefined {
-  const b = body as { errors?: Array<{ 'error-message': string; 'error-info'?: { code?: string } }> };
-  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
-  return b.errors?.[0]?.['error-info']?.code;
+  return wireErrors(body)[0]?.['error-info'];
 }
 
 /** A second process on the same data (same DATA_DIR / Redis DB), without flushing it, logged in as admin. */

@@ -356,8 +356,14 @@ expiry('event: expired, then the end of the stream', async () => {
     });
     assert.is(res.status, 200);
     const seen: string[] = [];
-    for await (const e of readEvents(res.body as ReadableStream<Uint8Array>)) seen.push(e.event);
+    let expired: unknown;
+    for await (const e of readEvents(res.body as ReadableStream<Uint8Array>)) {
+      seen.push(e.event);
+      if (e.event === 'expired') expired = JSON.parse(e.data);
+    }
     assert.equal(seen, ['synced', 'expired']);
+    // The event's data is an entry of an error body: the code as a string.
+    assert.is((expired as { 'error-info'?: unknown })['error-info'], 'invalid-token');
   } finally {
     await api.close();
     await new Promise<void>((resolve) => server.s.close(() => resolve()));

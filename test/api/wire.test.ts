@@ -9,14 +9,10 @@ import * as assert from 'uvu/assert';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { useApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { firstProblem } from '../helpers/assert.js';
 
-type ErrorInfo = { code?: string; path?: string; position?: number; line?: number; column?: number };
-
-function infoOf(body: unknown): ErrorInfo {
-  const b = body as { errors?: Array<{ 'error-message': string; 'error-info'?: ErrorInfo }> };
-  assert.ok(Array.isArray(b?.errors) && b.errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
-  assert.type(b.errors?.[0]?.['error-message'], 'string');
-  return b.errors?.[0]?.['error-info'] ?? {};
+function infoOf(body: unknown) {
+  return firstProblem(body);
 }
 
 const APP = '/v1/config/applications/w1';

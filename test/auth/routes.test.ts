@@ -18,6 +18,7 @@ import { createGuard, guardRoutes } from '../../src/api/auth-middleware.js';
 import { authRoutes } from '../../src/api/auth-routes.js';
 import { ApiError } from '../../src/lib/errors.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { wireErrors, type WireError } from '../helpers/assert.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeplane-auth-routes-'));
 process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -59,12 +60,10 @@ async function loginToken(): Promise<string> {
   return body.token;
 }
 
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: { code?: string; path?: string } }> };
-
-async function errorOf(res: Response): Promise<ErrorBody['errors'][number]> {
-  const body = (await res.json()) as ErrorBody;
-  assert.is(body.errors.length, 1);
-  const first = body.errors[0];
+async function errorOf(res: Response): Promise<WireError> {
+  const errors = wireErrors(await res.json());
+  assert.is(errors.length, 1);
+  const first = errors[0];
   if (!first) throw new Error('no error entry');
   return first;
 }
@@ -99,12 +98,12 @@ test('POST /v1/login: bad bodies are 400 naming the field; wrong password 401', 
     const res = await post('/v1/login', body);
     assert.is(res.status, status, body);
     const e = await errorOf(res);
-    if (path !== undefined) assert.is(e['error-info']?.path, path, body);
+    if (path !== undefined) assert.is(e['error-details']?.path, path, body);
   }
   const big = await post('/v1/login', JSON.stringify({ username: 'admin', password: 'x'.repeat(20_000) }));
   assert.is(big.status, 413);
   // One code for one rule: a body over the limit is body-too-large here as on every route.
-  assert.is((await errorOf(big))['error-info']?.code, 'body-too-large');
+  assert.is((await errorOf(big))['error-info'], 'body-too-large');
 });
 
 test('every other path needs a valid bearer token: 401 body with WWW-Authenticate', async () => {
@@ -118,7 +117,7 @@ test('every other path needs a valid bearer token: 401 body with WWW-Authenticat
     assert.is(res.status, 401);
     assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
     const e = await errorOf(res);
-    assert.ok(e['error-message'].length > 0 && typeof e['error-info']?.code === 'string');
+    assert.ok(e['error-message'].length > 0 && typeof e['error-info'] === 'string');
   }
   const token = await loginToken();
   const ok = await app.request('/v1/config/sites', { headers: { authorization: `Bearer ${token}` } });
@@ -164,7 +163,7 @@ test('an unknown path: 401 without a token, 404 with one; a write there is audit
   assert.is((await app.request('/v1/nowhere')).status, 401);
   const missing = await app.request('/v1/nowhere', { headers: { authorization: `Bearer ${token}` } });
   assert.is(missing.status, 404);
-  assert.is((await errorOf(missing))['error-info']?.code, 'unknown-path');
+  assert.is((await errorOf(missing))['error-info'], 'unknown-path');
   assert.is(
     (await app.request('/v1/nowhere', { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status,
     404,

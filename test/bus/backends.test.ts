@@ -13,11 +13,11 @@ import { BusError, type Bus } from '../../src/bus/bus.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
 import { rejects } from '../helpers/assert.js';
-import { forEachBackend, openTestBus, tempDir } from '../helpers/backends.js';
+import { forEachDeployment, openTestBus, tempDir } from '../helpers/backends.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
 
-forEachBackend((backend) => {
+forEachDeployment((backend) => {
   const t = (label: string, fn: (bus: Bus) => Promise<void>) =>
     test(`${backend}: ${label}`, async () => {
       const bus = await openTestBus(backend);

@@ -190,6 +190,7 @@ test('create, get (yaml, json, table, where, fields), replace, merge, delete', a
   const dup = await ctl(['create', 'sites', '-f', site]);
   assert.is(dup.code, 1);
   assert.match(dup.stderr, /409/);
+  assert.match(dup.stderr, /\[exists\]/); // the error's code (error-info) beside its message
   const y = await ctl(['get', 'sites/s1']);
   assert.is(y.code, 0);
   assert.equal(parse(y.stdout), { name: 's1', type: 'edge', labels: { zone: 'a' } });
@@ -217,6 +218,7 @@ test('create, get (yaml, json, table, where, fields), replace, merge, delete', a
   const bad = await ctl(['merge', 'sites/s1', '-f', file('bad.yaml', 'labels: 3\n')]);
   assert.is(bad.code, 1);
   assert.match(bad.stderr, /400/);
+  assert.match(bad.stderr, /\[schema-type at labels\]/); // error-info and error-details' path
   assert.is((await ctl(['delete', 'sites/s2'])).code, 0);
   const gone = await ctl(['get', 'sites/s2']);
   assert.is(gone.code, 1);
@@ -262,7 +264,9 @@ test('produce, restart and watch of an exporter state', async () => {
     [
       'name: h1',
       'topics: [cli-t]',
-      'site-placement: {all-sites: true}',
+      // This site only: placed on s1 too (never connected), the control plane's fleet view would
+      // say `starting` (CONTRACT §11).
+      'site-placement: {sites: [local]}',
       'start-position: beginning',
       `url: ${sink.url}/h1`,
       'data: ${MSG_PAYLOAD}',

@@ -54,6 +54,38 @@ test('REDIS_URL=nonsense: one line naming REDIS_URL and the expected shape', asy
   assert.match(r.msg, /redis:\/\//);
 });
 
+test('two Redis deployments named at once: one line naming both, exit 1 (CONTRACT §10)', async () => {
+  const r = await failsWithOneLine({
+    PORT: '0',
+    REDIS_URL: 'redis://127.0.0.1:1',
+    REDIS_CLUSTER: '127.0.0.1:2,127.0.0.1:3',
+    DATA_DIR: tmp('two'),
+  });
+  assert.is(r.setting, 'REDIS_URL, REDIS_CLUSTER');
+  assert.match(r.msg, /REDIS_URL and REDIS_CLUSTER both name a Redis deployment/);
+  const s = await failsWithOneLine({
+    PORT: '0',
+    REDIS_SENTINELS: '127.0.0.1:2',
+    REDIS_SENTINEL_MASTER: 'm',
+    REDIS_CLUSTER: '127.0.0.1:3',
+    DATA_DIR: tmp('two2'),
+  });
+  assert.is(s.setting, 'REDIS_SENTINELS, REDIS_CLUSTER');
+});
+
+test('REDIS_SENTINELS without REDIS_SENTINEL_MASTER, or not host:port: one line naming the setting', async () => {
+  const r = await failsWithOneLine({ PORT: '0', REDIS_SENTINELS: '127.0.0.1:2', DATA_DIR: tmp('s1') });
+  assert.is(r.setting, 'REDIS_SENTINEL_MASTER');
+  const s = await failsWithOneLine({
+    PORT: '0',
+    REDIS_SENTINELS: '127.0.0.1:2,nonsense',
+    REDIS_SENTINEL_MASTER: 'm',
+    DATA_DIR: tmp('s2'),
+  });
+  assert.is(s.setting, 'REDIS_SENTINELS');
+  assert.match(s.msg, /host:port/);
+});
+
 test('REDIS_URL with another scheme never repeats its password', async () => {
   const r = await failsWithOneLine({ PORT: '0', REDIS_URL: 'http://user:hunter2secret@h:1', DATA_DIR: tmp('url2') });
   assert.is(r.setting, 'REDIS_URL');

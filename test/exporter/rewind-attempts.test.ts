@@ -10,8 +10,9 @@ import { openRedisStore } from '../../src/store/redis.js';
 import { readAttempts } from '../../src/exporter/attempts.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
+import type { WireError } from '../helpers/assert.js';
 
-type Errors = { errors: Array<{ 'error-message': string; 'error-info'?: { code?: string; path?: string } }> };
+type Errors = { errors: WireError[] };
 
 function run(backend: Backend): void {
   const t = suite(`rewind and attempts (${backend})`);
@@ -87,7 +88,7 @@ function run(backend: Backend): void {
     for (const to of ['yesterday', '12-ab', '', 5, null]) {
       const r = await rewind('rw2', to);
       assert.is(r.status, 400, String(to));
-      assert.is((r.body as Errors).errors[0]!['error-info']?.path, 'to');
+      assert.is((r.body as Errors).errors[0]!['error-details']?.path, 'to');
     }
     const extra = await api.json('POST', '/v1/state/volga/webhooks/rw2/rewind', { body: { to: 'end', at: 1 } });
     assert.is(extra.status, 400);

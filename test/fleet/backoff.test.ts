@@ -10,37 +10,42 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManagedKeys } from '../../src/fleet/site/managed.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
-import { reconnectDelay, startSiteSync, storeTarget } from '../../src/fleet/site/sync-loop.js';
+import { startSiteSync, storeTarget } from '../../src/fleet/site/sync-loop.js';
+import { backoffDelay } from '../../src/lib/backoff.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { tempDir } from '../helpers/backends.js';
 import { setLogLevel } from '../../src/lib/log.js';
 
 setLogLevel('error');
 
-test('reconnectDelay: half to all of the capped exponential ceiling, by the random draw', () => {
+/** The site loop's back-off with base 100 ms and max 1 s. */
+const reconnectDelay = (attempt: number, random: () => number) =>
+  backoffDelay(attempt, { baseMs: 100, maxMs: 1000, jitter: 'equal' }, random);
+
+test("the site's reconnection back-off (lib/backoff.ts, equal jitter): half to all of the capped exponential ceiling, by the random draw", () => {
   assert.is(
-    reconnectDelay(0, 100, 1000, () => 0),
+    reconnectDelay(0, () => 0),
     50,
   );
   assert.is(
-    reconnectDelay(0, 100, 1000, () => 0.5),
+    reconnectDelay(0, () => 0.5),
     75,
   );
   assert.is(
-    reconnectDelay(3, 100, 1000, () => 0),
+    reconnectDelay(3, () => 0),
     400,
   );
   assert.is(
-    reconnectDelay(3, 100, 1000, () => 1),
+    reconnectDelay(3, () => 1),
     800,
   );
   assert.is(
-    reconnectDelay(4, 100, 1000, () => 0),
+    reconnectDelay(4, () => 0),
     500,
     'capped at max',
   );
   assert.is(
-    reconnectDelay(50, 100, 1000, () => 1),
+    reconnectDelay(50, () => 1),
     1000,
     'a huge attempt count stays capped',
   );
@@ -49,7 +54,9 @@ test('reconnectDelay: half to all of the capped exponential ceiling, by the rand
 test('jitter: sites that lose the control plane together spread their reconnections', () => {
   let seed = 7;
   const lcg = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  const delays = Array.from({ length: 1000 }, () => reconnectDelay(2, 500, 30_000, lcg));
+  const delays = Array.from({ length: 1000 }, () =>
+    backoffDelay(2, { baseMs: 500, maxMs: 30_000, jitter: 'equal' }, lcg),
+  );
   for (const d of delays) assert.ok(d >= 1000 && d <= 2000, `within [ceiling/2, ceiling]: ${d}`);
   const buckets = new Set(delays.map((d) => Math.floor(d / 100)));
   assert.is(buckets.size, 10, 'spread over the whole jitter window, not one instant');

@@ -1,6 +1,6 @@
 /**
- * The fleet change log, one suite for both implementations (in memory, and Redis with two
- * connections standing for two control-plane processes): compare-and-set appends, entries
+ * The fleet change log, one suite for every implementation (in memory, and Redis — one server
+ * and Sentinel — with two connections standing for two control-plane processes): compare-and-set appends, entries
  * after a version, reset outside the history, trimming by age, snapshots, and the append
  * notification reaching the other process.
  */
@@ -13,7 +13,7 @@ import {
   type FleetLog,
 } from '../../src/fleet/control/change-log.js';
 import type { FleetChange } from '../../src/fleet/common/protocol.js';
-import { freshRedisDb } from '../helpers/redis.js';
+import { freshTarget } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 import { SITE_WAIT } from '../helpers/fleet.js';
 
@@ -144,16 +144,17 @@ logSuite('memory', async () => {
   return { a: log, b: log, close: () => log.close() };
 });
 
-logSuite('redis', async () => {
-  const url = await freshRedisDb(5);
-  const a = await openRedisFleetLog(url);
-  const b = await openRedisFleetLog(url);
-  return {
-    a,
-    b,
-    close: async () => {
-      await a.close();
-      await b.close();
-    },
-  };
-});
+for (const deployment of ['redis', 'sentinel'] as const)
+  logSuite(deployment, async () => {
+    const target = await freshTarget(deployment, 5);
+    const a = await openRedisFleetLog(target);
+    const b = await openRedisFleetLog(target);
+    return {
+      a,
+      b,
+      close: async () => {
+        await a.close();
+        await b.close();
+      },
+    };
+  });

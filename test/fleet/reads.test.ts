@@ -20,7 +20,7 @@ import { generateSiteKey } from '../../src/secrets/sealed.js';
 const password = 'fleet-reads-password';
 const tmp = () => tempDir('edgeplane-fleet-reads-');
 
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info': { code?: string } }> };
+type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info': string }> };
 /** The events of a Server-Sent Events text: {event, id, data} each. */
 function sseEvents(text: string): Array<{ event?: string; id?: string; data: string }> {
   return text
@@ -38,7 +38,7 @@ function sseEvents(text: string): Array<{ event?: string; id?: string; data: str
 }
 
 const ready = encodeURIComponent('status = "ready"');
-const codeOf = (body: unknown) => (body as ErrorBody).errors?.[0]?.['error-info']?.code;
+const codeOf = (body: unknown) => (body as ErrorBody).errors?.[0]?.['error-info'];
 
 let redisUrl = '';
 let cpA: ApiProc;

@@ -183,8 +183,8 @@ test('an exporter placed by label reaches the site, delivers there, and is read-
   // Synced objects are read-only at the site; local objects are not.
   const write = await siteAdmin.call('PUT', '/v1/config/volga/webhooks/to-sink', { ...hook, url: `${sink.url}/x` });
   assert.is(write.status, 409, write.text);
-  const errors = (write.body as { errors: Array<{ 'error-info': { code: string } }> }).errors;
-  assert.is(errors[0]!['error-info'].code, 'managed-by-control-plane');
+  const errors = (write.body as { errors: Array<{ 'error-info': string }> }).errors;
+  assert.is(errors[0]!['error-info'], 'managed-by-control-plane');
   assert.is((await siteAdmin.call('DELETE', '/v1/config/sites/edge-1')).status, 409);
   const local = await siteAdmin.call('PUT', '/v1/config/applications/local-app', { name: 'local-app', version: '1' });
   assert.is(local.status, 201, local.text);

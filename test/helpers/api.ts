@@ -1,13 +1,15 @@
 /**
  * An edgeplane instance for HTTP tests: the real app on the embedded store (temp dir) or on
  * the test Redis (a database of its own, emptied: helpers/redis.ts), logged in as admin. Requests go
- * through app.fetch, the same handler the server runs.
+ * through app.fetch, the same handler the server runs; with EDGEPLANE_RECORD_REPLIES=<dir> each
+ * reply is recorded there (helpers/openapi-check.ts) to be checked against the OpenAPI document.
  */
 import type { Test } from 'uvu';
 import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
 import { tempDir, type Backend } from './backends.js';
 import { freshRedisDb } from './redis.js';
+import { recordReply } from './openapi-check.js';
 
 export type TestApi = {
   instance: Instance;
@@ -53,9 +55,12 @@ export async function startApi(backend: Backend, opts: StartOptions = {}): Promi
     if (o.raw !== undefined) body = o.raw;
     else if (o.body !== undefined) body = JSON.stringify(o.body);
     if (body !== undefined) headers['content-type'] = o.type ?? 'application/json';
-    return instance.app.fetch(
+    const res = await instance.app.fetch(
       new Request(`http://edgeplane.test${path}`, { method, headers, ...(body !== undefined ? { body } : {}) }),
     );
+    // EDGEPLANE_RECORD_REPLIES=<dir>: kept for the check against the OpenAPI document (openapi-check.ts).
+    await recordReply(method, path, res);
+    return res;
   };
   const api: TestApi = {
     instance,

@@ -31,3 +31,31 @@ export function expectApiError(fn: () => unknown, code: ErrorCode, info: Record<
   assert.unreachable('expected an ApiError');
   throw new Error('unreachable');
 }
+
+/** One entry of an error body as the wire has it (CONTRACT §5): the code as a string, details apart. */
+export type WireError = { 'error-message': string; 'error-info': string; 'error-details'?: Record<string, unknown> };
+
+/** The entries of an error body, each checked to have the contract's shape. */
+export function wireErrors(body: unknown): WireError[] {
+  const errors = (body as { errors?: unknown } | null | undefined)?.errors;
+  assert.ok(Array.isArray(errors) && errors.length > 0, `not an error body: ${JSON.stringify(body)}`);
+  for (const e of errors as Array<Record<string, unknown>>) {
+    assert.type(e['error-message'], 'string', `error-message of ${JSON.stringify(e)}`);
+    assert.type(e['error-info'], 'string', `error-info of ${JSON.stringify(e)}`);
+    const d = e['error-details'];
+    if (d !== undefined) assert.ok(d !== null && typeof d === 'object' && !Array.isArray(d), 'error-details');
+    for (const k of Object.keys(e))
+      assert.ok(['error-message', 'error-info', 'error-details'].includes(k), `unexpected member ${k}`);
+  }
+  return errors as WireError[];
+}
+
+/** An entry's code and details as one record `{code, ...details}`, to assert on both at once. */
+export function problemOf(e: WireError | undefined): { code?: string; [key: string]: unknown } {
+  return e ? { ...e['error-details'], code: e['error-info'] } : {};
+}
+
+/** The first problem of an error body as `{code, ...details}` (the body's shape checked). */
+export function firstProblem(body: unknown): { code?: string; [key: string]: unknown } {
+  return problemOf(wireErrors(body)[0]);
+}

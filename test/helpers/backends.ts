@@ -4,6 +4,11 @@
  * open a fresh store or bus of a backend (embedded: a new temporary directory, removed when the
  * process exits; Redis: a database of the runner's redis-server, emptied first). `startApi`
  * (./api.ts) takes the same `Backend`.
+ *
+ * `forEachDeployment` adds the Redis deployments beyond one server (CONTRACT §10) for the shared
+ * store, bus and fleet-log suites only: 'sentinel' (a primary, a replica, three sentinels:
+ * ./redis-deployments.ts), started once per test process on first use and emptied (FLUSHALL on
+ * the primary) before each store or bus it opens.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +19,9 @@ import { openRedisBus } from '../../src/bus/redis-bus.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
+import type { RedisTarget } from '../../src/lib/redis.js';
 import { freshRedisDb } from './redis.js';
+import { ask, startSentinelSet, type SentinelSet } from './redis-deployments.js';
 
 export type Backend = 'embedded' | 'redis';
 
@@ -23,6 +30,32 @@ export const BACKENDS: readonly Backend[] = ['embedded', 'redis'];
 /** Calls `define` once per backend, embedded first: each call defines (and runs) that backend's suite. */
 export function forEachBackend(define: (backend: Backend) => void): void {
   for (const backend of BACKENDS) define(backend);
+}
+
+/** The store backends plus the Redis deployments beyond one server. */
+export type Deployment = Backend | 'sentinel';
+
+export const DEPLOYMENTS: readonly Deployment[] = ['embedded', 'redis', 'sentinel'];
+
+/** Like forEachBackend, over every deployment: the shared store, bus and fleet-log suites. */
+export function forEachDeployment(define: (deployment: Deployment) => void): void {
+  for (const d of DEPLOYMENTS) define(d);
+}
+
+let sentinels: Promise<SentinelSet> | undefined;
+
+/** This process's Sentinel set (started on first use; killed at exit). */
+export function testSentinelSet(): Promise<SentinelSet> {
+  sentinels ??= startSentinelSet();
+  return sentinels;
+}
+
+/** The target of `deployment` (a Redis one), emptied first. */
+export async function freshTarget(deployment: Exclude<Deployment, 'embedded'>, db?: number): Promise<RedisTarget> {
+  if (deployment === 'redis') return { kind: 'standalone', url: await freshRedisDb(db) };
+  const set = await testSentinelSet();
+  await ask(await set.primaryPort(), ['FLUSHALL']);
+  return { kind: 'sentinel', sentinels: set.sentinels, master: set.master };
 }
 
 const dirs: string[] = [];
@@ -38,15 +71,15 @@ export function tempDir(prefix = 'edgeplane-test-'): string {
 }
 
 /** A fresh, empty store of `backend` (Redis: database `db`, or the next unused one). */
-export async function openTestStore(backend: Backend, opts: { db?: number } = {}): Promise<Store> {
+export async function openTestStore(backend: Deployment, opts: { db?: number } = {}): Promise<Store> {
   return backend === 'embedded'
     ? openEmbeddedStore(tempDir('edgeplane-store-'))
-    : openRedisStore(await freshRedisDb(opts.db));
+    : openRedisStore(await freshTarget(backend, opts.db));
 }
 
 /** A fresh, empty bus of `backend` (Redis: database `db`, or the next unused one). */
-export async function openTestBus(backend: Backend, opts: { db?: number } = {}): Promise<Bus> {
+export async function openTestBus(backend: Deployment, opts: { db?: number } = {}): Promise<Bus> {
   return backend === 'embedded'
     ? openEmbeddedBus(tempDir('edgeplane-bus-'))
-    : openRedisBus(await freshRedisDb(opts.db));
+    : openRedisBus(await freshTarget(backend, opts.db));
 }

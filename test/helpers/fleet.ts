@@ -1,11 +1,13 @@
 /**
  * Fleet test helpers: an HTTP client for an API process that logs in again when its token
  * stops working (a site's users change when it syncs), how to wait on such processes, and a
- * TCP proxy that a test can cut to take a site off the network.
+ * TCP proxy that a test can cut to take a site off the network. The client's replies are recorded
+ * with EDGEPLANE_RECORD_REPLIES=<dir>, to be checked against the OpenAPI document (openapi-check.ts).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { EventuallyOptions } from './wait.js';
+import { recordRead } from './openapi-check.js';
 
 export type Reply = { status: number; body: unknown; headers: Headers; text: string };
 
@@ -40,6 +42,7 @@ export function client(url: string, password: string, user = 'admin'): Client {
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         });
         const text = await res.text();
+        recordRead({ method, path, status: res.status, contentType: res.headers.get('content-type'), body: text });
         if (res.status === 401 && attempt === 0 && !('authorization' in headers)) {
           token = undefined;
           continue;

@@ -96,7 +96,14 @@ process.once('exit', () => {
   for (const kill of live.values()) kill();
 });
 
-export async function startRedis(opts: { persist?: boolean; port?: number } = {}): Promise<RedisServer> {
+/**
+ * `args`: more redis-server arguments (a replica's --replicaof, a Cluster node's settings).
+ * `unref`: the server does not keep the test process alive (a deployment shared by a file's
+ * suites, killed at exit).
+ */
+export async function startRedis(
+  opts: { persist?: boolean; port?: number; args?: string[]; unref?: boolean } = {},
+): Promise<RedisServer> {
   ensureRedisInstalled();
   const port = opts.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), 'edgeplane-redis-'));
@@ -118,7 +125,9 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
     ];
     args.push('--appendonly', opts.persist ? 'yes' : 'no');
     if (opts.persist) args.push('--appendfsync', 'always');
+    args.push(...(opts.args ?? []));
     child = spawn('redis-server', args, { stdio: 'ignore' });
+    if (opts.unref) child.unref();
     await eventually(() => portOpen(port), `redis-server listening on ${port}`, 10_000);
   };
   await launch();
@@ -130,6 +139,7 @@ export async function startRedis(opts: { persist?: boolean; port?: number } = {}
       const c = child;
       child = undefined;
       if (!c || c.exitCode !== null) return;
+      c.ref(); // an unreferenced server (opts.unref) must still be waited for here
       await new Promise<void>((resolve) => {
         c.once('exit', () => resolve());
         c.kill(o?.hard ? 'SIGKILL' : 'SIGTERM');

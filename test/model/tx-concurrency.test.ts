@@ -55,7 +55,7 @@ async function readSites(s: Server): Promise<SiteDoc[]> {
 
 const counterOf = (d: SiteDoc): number => Number(d.labels?.n);
 const errorCode = (body: unknown): string | undefined =>
-  (body as { errors?: Array<{ 'error-info'?: { code?: string } }> } | undefined)?.errors?.[0]?.['error-info']?.code;
+  (body as { errors?: Array<{ 'error-info'?: string }> } | undefined)?.errors?.[0]?.['error-info'];
 const refused = { 'x-etag': 0, 'json-patch': 0, contention: 0 };
 const pause = () => new Promise((r) => setTimeout(r, Math.random() * 5));
 

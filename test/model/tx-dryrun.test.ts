@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend } from '../helpers/backends.js';
+import { problemOf, wireErrors } from '../helpers/assert.js';
 
 const C = '/v1/config';
 const hook = (name: string, extra: Record<string, unknown>) => ({
@@ -37,7 +38,6 @@ const seedBody = [
 ];
 
 type Impacted = { path: string; fields: Array<{ field: string; added: string[]; deleted: string[] }> };
-type Info = { code?: string; 'x-path'?: string; path?: string; position?: number; parameter?: string };
 
 async function snapshot(api: TestApi): Promise<unknown> {
   const r = await api.json('GET', `${C}?send-etag=true`);
@@ -51,8 +51,7 @@ async function dryRun(api: TestApi, body: unknown[]): Promise<Impacted[]> {
   return (r.body as { 'impacted-resources': Impacted[] })['impacted-resources'];
 }
 
-const infos = (body: unknown): Info[] =>
-  ((body as { errors?: Array<{ 'error-info'?: Info }> }).errors ?? []).map((e) => e['error-info'] ?? {});
+const infos = (body: unknown) => wireErrors(body).map(problemOf);
 
 forEachBackend((backend) => {
   const t = (name: string, fn: (api: TestApi) => Promise<void>) =>

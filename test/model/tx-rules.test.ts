@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend } from '../helpers/backends.js';
+import { firstProblem } from '../helpers/assert.js';
 
 type Item = Record<string, unknown>;
 type Case = {
@@ -264,9 +265,7 @@ const failing: Case[] = [
   },
 ];
 
-type Info = { code?: string; 'x-path'?: string };
-const firstInfo = (body: unknown): Info | undefined =>
-  (body as { errors?: Array<{ 'error-info'?: Info }> }).errors?.[0]?.['error-info'];
+const firstInfo = (body: unknown) => firstProblem(body);
 
 async function snapshot(api: TestApi): Promise<unknown> {
   const r = await api.json('GET', '/v1/config?send-etag=true');

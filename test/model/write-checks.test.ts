@@ -10,6 +10,7 @@ import { compileTemplate, knownVariable } from '../../src/expand/template.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { schemaErrors } from '../../src/model/validate.js';
 import { resolvePath } from '../../src/model/resources.js';
+import { firstProblem } from '../helpers/assert.js';
 
 const isDefined = (n: string) => knownVariable(n, new Set(['V']));
 
@@ -45,7 +46,7 @@ const hook = (fields: Record<string, unknown>) => ({
   ...fields,
 });
 
-type ErrorBody = { errors: Array<{ 'error-message': string; 'error-info'?: Record<string, unknown> }> };
+type ErrorBody = { errors: Array<{ 'error-message': string }> };
 
 const api = suite('write-time checks (API)');
 let client: TestApi;
@@ -62,7 +63,7 @@ const create = (fields: Record<string, unknown>) =>
 
 function refused(res: { status: number; body: unknown }, path: string, code: string) {
   assert.is(res.status, 400, JSON.stringify(res.body));
-  const info = (res.body as ErrorBody).errors[0]?.['error-info'] ?? {};
+  const info = firstProblem(res.body);
   assert.is(info.path, path, JSON.stringify(res.body));
   assert.is(info.code, code, JSON.stringify(res.body));
   return info;

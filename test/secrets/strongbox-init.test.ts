@@ -13,9 +13,10 @@ import { createClient } from 'redis';
 import { createInstance } from '../../src/main/server.js';
 import { startApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
+import { wireErrors } from '../helpers/assert.js';
 
 function codeOf(body: unknown): string | undefined {
-  return (body as { errors?: Array<{ 'error-info'?: { code?: string } }> }).errors?.[0]?.['error-info']?.code;
+  return wireErrors(body)[0]?.['error-info'];
 }
 
 function initSuite(backend: Backend, db: number): void {

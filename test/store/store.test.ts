@@ -17,7 +17,7 @@ import { changesChannel } from '../../src/store/redis-lua.js';
 import type { Store } from '../../src/store/store.js';
 import { rejects } from '../helpers/assert.js';
 import { freshRedisDb, redisTestUrl, startRedis } from '../helpers/redis.js';
-import { forEachBackend, openTestStore, tempDir } from '../helpers/backends.js';
+import { forEachDeployment, openTestStore, tempDir } from '../helpers/backends.js';
 import { storeSuite } from '../helpers/store-suite.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -27,7 +27,7 @@ async function freshRedis(): Promise<Store> {
 }
 const redisUrl = `${redisTestUrl()}/5`;
 
-forEachBackend((backend) => storeSuite(backend, () => openTestStore(backend, { db: 5 })).run());
+forEachDeployment((deployment) => storeSuite(deployment, () => openTestStore(deployment, { db: 5 })).run());
 
 // ---- embedded only --------------------------------------------------------------------
 
@@ -171,7 +171,7 @@ embedded('open compacts a file much larger than its live data, keeping the state
 
 embedded('openStore picks embedded without a Redis URL', async () => {
   const dir = tempDir();
-  const s = await openStore({ redisUrl: undefined, dataDir: join(dir, 'nested') });
+  const s = await openStore({ redis: undefined, dataDir: join(dir, 'nested') });
   assert.is(s.kind, 'embedded');
   await s.commit([{ op: 'put', key: 'x', value: {} }]);
   await s.close();
@@ -301,7 +301,7 @@ redis('commit scripts are re-sent after SCRIPT FLUSH', async () => {
 
 redis('Redis down: calls reject with unavailable, and work again after it restarts', async () => {
   const server = await startRedis();
-  const store = await openStore({ redisUrl: server.url, dataDir: tempDir() });
+  const store = await openStore({ redis: { kind: 'standalone', url: server.url }, dataDir: tempDir() });
   assert.is(store.kind, 'redis');
   try {
     await store.commit([{ op: 'put', key: 'a', value: { n: 1 } }]);

@@ -212,6 +212,8 @@ test('the page in chromium: login, live exporter numbers, plot, sites; screensho
     await page.fill('input[name=password]', 'wrong-password');
     await page.click('button[type=submit]');
     await page.waitForFunction(() => (document.getElementById('login-error')?.textContent ?? '').length > 0);
+    // The error's message and its code (error-info, a string).
+    assert.match((await page.textContent('#login-error')) ?? '', /\[bad-credentials\]$/);
     problems.length = 0; // the refused login's 401 is expected
     await page.fill('input[name=password]', 'ui-admin-password');
     await page.click('button[type=submit]');

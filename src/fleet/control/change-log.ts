@@ -28,6 +28,7 @@ import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import { channelOf, closeClients, luaScript, redisClient, type RedisTarget } from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
+import { errorText } from '../../lib/error-text.js';
 
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
 export type Appended = FleetEntry & { prev: string };
@@ -185,13 +186,9 @@ return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
 
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
-  throw new ApiError(
-    'unavailable',
-    `The fleet log on Redis is unavailable: ${err instanceof Error ? err.message : String(err)}`,
-    {
-      code: 'store-unavailable',
-    },
-  );
+  throw new ApiError('unavailable', `The fleet log on Redis is unavailable: ${errorText(err)}`, {
+    code: 'store-unavailable',
+  });
 }
 
 export async function openRedisFleetLog(target: RedisTarget | string): Promise<FleetLog> {
@@ -279,9 +276,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         sub = s;
         s.connect()
           .then(() => s.subscribe(channel, deliver))
-          .catch((err: unknown) =>
-            log('warn', 'fleet log subscription failed', { error: err instanceof Error ? err.message : String(err) }),
-          );
+          .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
       }
       return () => listeners.delete(listener);
     },

@@ -35,6 +35,7 @@ import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './app
 import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
+import { errorText } from '../../lib/error-text.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -189,7 +190,7 @@ export function startProjector(o: ProjectorOptions): Projector {
         log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
           site,
           key,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         });
         redo.add(site);
         return;
@@ -268,7 +269,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       await Promise.all(Array.from({ length: Math.min(trimsAtOnce, sites.length) }, worker));
     } catch (err) {
       log('warn', 'fleet: trimming the change logs failed; trying again in a minute', {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
     }
   }
@@ -307,7 +308,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       } catch (err) {
         wantFull = true;
         log('warn', 'fleet projection failed; retrying at the next change or resync', {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         });
         settle(Infinity); // every caller hears of it now; the next change or resync tries again
         return;

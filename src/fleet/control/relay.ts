@@ -17,6 +17,7 @@ import { log } from '../../lib/log.js';
 import { channelOf, closeClients, redisClient, type RedisTarget } from '../../lib/redis.js';
 
 import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
+import { errorText } from '../../lib/error-text.js';
 
 export type { ForwardedAnswer, ForwardedRead };
 
@@ -103,7 +104,7 @@ export async function openRedisRelay(target: RedisTarget | string): Promise<Flee
   const onError = (err: unknown) =>
     log('warn', 'redis connection error', {
       role: 'fleet-relay',
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
   const readChannel = channelOf(target, 'ep:fleet:read');
   const answerChannel = channelOf(target, 'ep:fleet:answer');

@@ -33,7 +33,9 @@
 import { Hono, type Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, searchParams } from '../../api/http.js';
+import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
+import { routes } from '../../api/route-table.js';
+import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
 import { configKey } from '../../store/keys.js';
 import { parseQuery } from '../../query/params.js';
@@ -47,14 +49,14 @@ import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
 import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
+import { bearerToken } from '../../lib/bearer.js';
 
 /** Routes that run inside the app's guard (user tokens and policies). */
 export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const path = '/v1/state/sites/:name/issue-token';
-  app.post(path, async (c) => {
+  on(app, routes.issueToken, async (c) => {
     const p = principalOf(c);
-    parseQuery(searchParams(c), []);
+    parseQuery(searchParams(c), routes.issueToken.query);
     deps.auth.authorize(p, c.req.path, 'execute');
     const name = c.req.param('name');
     const root = deps.settings.tenant;
@@ -74,10 +76,7 @@ export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
     await deps.store.kvDel(recordedKeyOf(name));
     return reply(c, 201, { token }, { headers: { 'cache-control': 'no-store' } });
   });
-  app.options(path, () => options(['POST', 'OPTIONS'], false));
-  app.all(path, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['POST', 'OPTIONS']);
-  });
+  allowRoutes(app);
   return app;
 }
 
@@ -93,10 +92,11 @@ function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site
 /** The sync routes' guard: the current site token of `site`, nothing else. */
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
   const h = c.req.header('authorization') ?? '';
-  const m = /^Bearer (\S+)$/.exec(h);
-  if (!m) throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
-  if (await isTokenOf(deps.store, site, m[1]!)) return;
-  const owner = await siteOfToken(deps.store, m[1]!);
+  const token = bearerToken(h);
+  if (token === undefined)
+    throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
+  if (await isTokenOf(deps.store, site, token)) return;
+  const owner = await siteOfToken(deps.store, token);
   if (owner === undefined)
     throw siteUnauthorized(
       'Not a valid site token (issue one with POST /v1/state/sites/<name>/issue-token)',
@@ -166,13 +166,12 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const inboxOf = createInboxes(o.fleetLog);
   const batch = o.batch ?? 500;
-  const path = '/v1/fleet/sites/:name/sync';
-  app.get(path, async (c) => {
+  on(app, routes.sync, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     const params = onlyParameter(c, 'after', 'sync');
     const publicKey = presentedKey(c);
-    const bearer = /^Bearer (\S+)$/.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    const bearer = bearerToken(c.req.header('authorization')) ?? '';
     const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
     let start = resumeFrom;
     if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
@@ -220,13 +219,9 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       },
     );
   });
-  app.all(path, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['GET']);
-  });
 
   // The site acknowledges each version it applied: ?version=<id> (or {"version": "<id>"}) → 204.
-  const ackPath = '/v1/fleet/sites/:name/ack';
-  app.post(ackPath, async (c) => {
+  on(app, routes.ack, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     // `?version=` (what sites send: no body to stream in, on the busiest route) or {"version"}.
@@ -248,13 +243,9 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.presence.applied(site, version);
     return new Response(null, { status: 204 });
   });
-  app.all(ackPath, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
-  });
 
   // The site's state, in full: {"tenants": {"<tenant>": [{path, value, config}]}} → 204.
-  const reportPath = '/v1/fleet/sites/:name/report';
-  app.post(reportPath, async (c) => {
+  on(app, routes.report, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     const doc = await siteDocument(c, 'state report');
@@ -267,13 +258,9 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.presence.reported(site, tenants as Record<string, unknown[]>);
     return new Response(null, { status: 204 });
   });
-  app.all(reportPath, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
-  });
 
   // The site's answer to a request event: {"id", "status", "body"} → 204.
-  const answerPath = '/v1/fleet/sites/:name/answer';
-  app.post(answerPath, async (c) => {
+  on(app, routes.answer, async (c) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     const doc = await siteDocument(c, 'answer');
@@ -291,9 +278,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.relay.answer(site, doc.id, { status, body: (doc.body ?? null) as Json });
     return new Response(null, { status: 204 });
   });
-  app.all(answerPath, (c) => {
-    throw methodNotAllowed(c.req.method, c.req.path, ['POST']);
-  });
+  // OPTIONS and 405 before the site's token is checked, as for every route (nothing is read).
+  allowRoutes(app);
 
   async function serve(
     stream: SSEStreamingApi,

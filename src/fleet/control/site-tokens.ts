@@ -22,7 +22,7 @@ export async function issueSiteToken(store: Store, site: string): Promise<string
   const id = tokenId(token);
   const previous = await store.kvGet(bySite + site);
   await store.kvSet(byId + id, site);
-  await store.kvSet(bySite + site, id);
+  await store.kvSet(bySite + site, id, undefined, { durable: true }); // WAIT for a replica (CONTRACT §10)
   if (previous && previous !== id) await store.kvDel(byId + previous);
   return token;
 }

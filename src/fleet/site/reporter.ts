@@ -6,6 +6,7 @@
  */
 import { canonicalJson, type JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
+import { errorText } from '../../lib/error-text.js';
 
 export type ReporterOptions = {
   /** Builds the whole report (the site's state). */
@@ -69,7 +70,7 @@ export function startReporter(o: ReporterOptions): Reporter {
       }
     } catch (err) {
       log('warn', 'fleet: could not build or send the state report', {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       lastSent = undefined;
     } finally {

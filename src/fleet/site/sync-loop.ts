@@ -27,6 +27,8 @@ import { compareVersions, siteKeyHeader, type FleetChange } from '../common/prot
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
 import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 import { startReporter, type Reporter } from './reporter.js';
+import { backoffDelay } from '../../lib/backoff.js';
+import { errorChainText } from '../../lib/error-text.js';
 
 /** What the rest of the site gives the sync loop (server.ts builds them once the app exists). */
 export type SiteHooks = {
@@ -167,26 +169,6 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
-/** An error and its causes (undici's `fetch failed` keeps the TLS or socket reason in `cause`). */
-function describe(err: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = err, depth = 0; e !== undefined && depth < 4; depth++) {
-    parts.push(e instanceof Error ? e.message : String(e));
-    e = e instanceof Error ? e.cause : undefined;
-  }
-  return parts.join(': ');
-}
-
-/**
- * The wait before reconnection attempt `attempt` (0 after a stream that delivered events):
- * exponential back-off with jitter, half to all of min(max, base × 2^attempt), so sites cut off
- * together (a control-plane restart) do not all dial back at the same instant.
- */
-export function reconnectDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
-  return ceiling / 2 + (random() * ceiling) / 2;
-}
-
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -260,7 +242,10 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       await res.body?.cancel();
     })().catch((err: unknown) =>
       // The control plane answers from the last report after its wait.
-      log('warn', 'fleet: could not answer a read from the control plane', { site: o.site, error: describe(err) }),
+      log('warn', 'fleet: could not answer a read from the control plane', {
+        site: o.site,
+        error: errorChainText(err),
+      }),
     );
   };
 
@@ -339,12 +324,14 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         if (stopped) break;
         log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
           site: o.site,
-          error: describe(err),
+          error: errorChainText(err),
         });
       }
       connected = false;
       if (stopped) break;
-      await (o.sleep ?? realSleep)(reconnectDelay(attempt, base, max, random));
+      // Half to all of min(max, base × 2^attempt) (attempt is 0 after a stream that delivered
+      // events), so sites cut off together (a control-plane restart) do not dial back at one instant.
+      await (o.sleep ?? realSleep)(backoffDelay(attempt, { baseMs: base, maxMs: max, jitter: 'equal' }, random));
       attempt++;
     }
   })();

@@ -11,6 +11,15 @@ import { compileTemplate, type Template } from '../../expand/template.js';
 /** Secret variable names of the client certificate: not valid template names, so no clash. */
 export const clientCertVar = 'client-certificate.cert';
 export const clientKeyVar = 'client-certificate.key';
+export const oauthSecretVar = 'oauth2.client-secret';
+
+export type OAuth2Spec = {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: SecretRef;
+  scope: string | undefined;
+  audience: string | undefined;
+};
 
 /** A vault value read with the secret variables (spec.ts SecretVar has this shape). */
 type SecretRef = { name: string; tenant: string; vault: string; secret: string; key: string };
@@ -20,6 +29,7 @@ export type ExtensionsSpec = {
   clientCert: { cert: SecretRef; key: SecretRef } | undefined;
   orderingKey: Template | undefined;
   rateLimit: { perSecond: number; burst: number } | undefined;
+  oauth2: OAuth2Spec | undefined;
 };
 
 function bad(path: string, message: string): ApiError {
@@ -58,7 +68,27 @@ export function extensionsOf(cfg: JsonObject, tenant: string, isDefined: (name: 
       throw bad('rate-limit/burst', 'Cannot use rate-limit: burst must be a whole number of at least 1');
     rateLimit = { perSecond, burst };
   }
+  const o = cfg.oauth2;
+  let oauth2: OAuth2Spec | undefined;
+  if (o !== undefined) {
+    const cs = isObject(o) ? o['client-secret'] : undefined;
+    const url = isObject(o) && typeof o['token-url'] === 'string' ? URL.parse(o['token-url']) : null;
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw bad('oauth2/token-url', 'Cannot use oauth2: token-url must be an absolute http or https URL');
+    if (!isObject(o) || typeof o['client-id'] !== 'string' || !o['client-id'])
+      throw bad('oauth2/client-id', 'Cannot use oauth2: it needs client-id');
+    if (!isObject(cs) || typeof cs.vault !== 'string' || typeof cs.secret !== 'string' || typeof cs.key !== 'string')
+      throw bad('oauth2/client-secret', 'Cannot use oauth2: client-secret needs vault, secret and key');
+    oauth2 = {
+      tokenUrl: url.href,
+      clientId: o['client-id'],
+      clientSecret: { name: oauthSecretVar, tenant, vault: cs.vault, secret: cs.secret, key: cs.key },
+      scope: typeof o.scope === 'string' ? o.scope : undefined,
+      audience: typeof o.audience === 'string' ? o.audience : undefined,
+    };
+  }
   return {
+    oauth2,
     clientCert,
     orderingKey: typeof ok === 'string' ? compileTemplate(ok, { field: 'ordering-key', isDefined }) : undefined,
     rateLimit,

@@ -234,6 +234,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   if (controls.signing) secretVars.push(controls.signing);
   const ext = extensionsOf(cfg, tenant, isDefined);
   if (ext.clientCert) secretVars.push(ext.clientCert.cert, ext.clientCert.key);
+  if (ext.oauth2) secretVars.push(ext.oauth2.clientSecret);
   return {
     tenant,
     name,

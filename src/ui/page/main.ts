@@ -8,6 +8,7 @@
  */
 import uPlot from 'uplot';
 import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { errorText } from '../../lib/error-text.js';
 
 type State = Record<string, unknown>;
 type Sample = { time: number; delivered: number };
@@ -29,13 +30,25 @@ const historyLoaded = new Set<string>();
 
 class Unauthorized extends Error {}
 
+type WireError = { 'error-message'?: string; 'error-info'?: string };
+
+/** An error reply as one line: the first error's message and its code (error-info). */
+function errorLine(body: { errors?: WireError[] } | undefined, fallback: string): string {
+  const e = body?.errors?.[0];
+  if (!e?.['error-message']) return fallback;
+  return e['error-info'] ? `${e['error-message']} [${e['error-info']}]` : e['error-message'];
+}
+
 async function api(path: string, init: RequestInit = {}): Promise<unknown> {
   const res = await fetch(path, {
     ...init,
     headers: { accept: 'application/json', authorization: `Bearer ${token}`, ...(init.headers ?? {}) },
   });
   if (res.status === 401) throw new Unauthorized();
-  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  if (!res.ok) {
+    const body = (await res.json().catch(() => undefined)) as { errors?: WireError[] } | undefined;
+    throw new Error(`${path}: ${res.status} ${errorLine(body, res.statusText)}`);
+  }
   return res.json();
 }
 
@@ -259,7 +272,7 @@ async function refresh(): Promise<void> {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (err) {
     if (err instanceof Unauthorized) return showLogin('Your session ended: log in again.');
-    $('updated').textContent = `cannot refresh: ${err instanceof Error ? err.message : String(err)}`;
+    $('updated').textContent = `cannot refresh: ${errorText(err)}`;
   }
 }
 
@@ -293,14 +306,17 @@ $('login').addEventListener('submit', (ev) => {
     });
     const body = (await res.json().catch(() => ({}))) as {
       token?: string;
-      errors?: Array<{ 'error-message'?: string }>;
+      errors?: WireError[];
     };
     if (res.ok && body.token) {
       token = body.token;
       sessionStorage.setItem('edgeplane-token', token);
       showDashboard();
-    } else $('login-error').textContent = body.errors?.[0]?.['error-message'] ?? `Login failed (${res.status})`;
-  })();
+    } else $('login-error').textContent = errorLine(body, `Login failed (${res.status})`);
+  })().catch((err: unknown) => {
+    // The server did not answer (stopped, network gone): say so instead of doing nothing.
+    $('login-error').textContent = `cannot log in: ${errorText(err)}`;
+  });
 });
 $('logout').addEventListener('click', () => showLogin());
 $('server').textContent = location.host;

@@ -1,0 +1,32 @@
+/**
+ * The one place a failed request becomes its reply: an ApiError is its error body
+ * (`{errors: [{error-message, error-info, error-details?}]}`, lib/errors.ts) in the negotiated
+ * encoding; anything else is a fault of ours, logged with its stack and answered 500 without
+ * internals. The app (main/app.ts), the guard and the inner app of forwarded site reads
+ * (site-reads.ts) all answer through it.
+ */
+import type { Context } from 'hono';
+import { ApiError } from '../lib/errors.js';
+import { log } from '../lib/log.js';
+import { header } from './headers.js';
+import { errorResponse, negotiate, type ReplyFormat } from './reply.js';
+
+/** The error encoding: as negotiated, JSON when the Accept header itself is unusable. */
+export function errorFormat(accept: string | undefined): ReplyFormat {
+  try {
+    return negotiate(accept);
+  } catch {
+    return 'json';
+  }
+}
+
+export function renderError(err: unknown, c: Context): Response {
+  const format = errorFormat(header(c, 'accept'));
+  if (err instanceof ApiError) return errorResponse(err, format);
+  const e = err instanceof Error ? err : new Error(String(err));
+  log('error', 'request failed', { method: c.req.method, path: c.req.path, error: e.message, stack: e.stack });
+  return errorResponse(
+    new ApiError('internal', 'Internal error: the request was not completed; see the server log'),
+    format,
+  );
+}

@@ -1,0 +1,167 @@
+/**
+ * Real Redis deployments beyond one server, started by the tests on free loopback ports in
+ * temporary directories (never a mock), every wait bounded, everything killed and removed when
+ * the process exits:
+ * - `startSentinelSet()`: a primary, a replica and three sentinels watching them (quorum 2,
+ *   down-after 1 s, so a killed primary is replaced within a few seconds);
+ * It offers `killPrimary()` (kill -9 of the current primary) and `waitPromoted()` (a replica
+ * has taken over), for the failover tests.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from 'redis';
+import { freePort, portOpen, startRedis, type RedisServer } from './redis.js';
+import { eventually } from './wait.js';
+
+export const sentinelMaster = 'edgeplane';
+
+/** One command to 127.0.0.1:port on a short-lived connection; undefined when it cannot be sent. */
+export async function ask(port: number, args: string[]): Promise<unknown> {
+  return (await askAll(port, [args]))?.at(-1);
+}
+
+/** Commands in order on one short-lived connection (WAIT counts its connection's writes). */
+async function askAll(port: number, commands: string[][]): Promise<unknown[] | undefined> {
+  const c = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false, connectTimeout: 2000 } });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    const out: unknown[] = [];
+    for (const args of commands) out.push(await c.sendCommand(args));
+    return out;
+  } catch {
+    return undefined;
+  } finally {
+    if (c.isOpen) c.destroy();
+  }
+}
+
+const children = new Set<ChildProcess>();
+const dirs: string[] = [];
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+export type SentinelSet = {
+  /** The environment that names this deployment to edgeplane (CONTRACT §10). */
+  env: { REDIS_SENTINELS: string; REDIS_SENTINEL_MASTER: string };
+  sentinels: { host: string; port: number }[];
+  master: string;
+  servers: RedisServer[];
+  /** The port of the current primary, as the sentinels name it. */
+  primaryPort(): Promise<number>;
+  /** kill -9 of the current primary; resolves with its port. */
+  killPrimary(): Promise<number>;
+  /** Waits until the sentinels name a primary other than `oldPort` and it answers as primary. */
+  waitPromoted(oldPort: number, timeoutMs?: number): Promise<number>;
+  dispose(): Promise<void>;
+};
+
+async function masterAddr(port: number): Promise<number | undefined> {
+  const r = await ask(port, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', sentinelMaster]);
+  return Array.isArray(r) && r.length === 2 ? Number(r[1]) : undefined;
+}
+
+async function role(port: number): Promise<string | undefined> {
+  const r = await ask(port, ['ROLE']);
+  return Array.isArray(r) ? String(r[0]) : undefined;
+}
+
+export async function startSentinelSet(): Promise<SentinelSet> {
+  // Unreferenced: a set shared by a file's suites must not keep the process alive (killed at exit).
+  const primary = await startRedis({ unref: true });
+  const replica = await startRedis({ unref: true, args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  const servers = [primary, replica];
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-sentinel-'));
+  dirs.push(dir);
+  const ports: number[] = [];
+  const procs: ChildProcess[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const conf = join(dir, `sentinel-${i}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${sentinelMaster} 127.0.0.1 ${primary.port} 2`,
+        `sentinel down-after-milliseconds ${sentinelMaster} 1000`,
+        `sentinel failover-timeout ${sentinelMaster} 5000`,
+        `sentinel parallel-syncs ${sentinelMaster} 1`,
+        '',
+      ].join('\n'),
+    );
+    const child = spawn('redis-server', [conf, '--sentinel', '--loglevel', 'warning'], { stdio: 'ignore' });
+    child.unref();
+    children.add(child);
+    procs.push(child);
+    ports.push(port);
+    await eventually(() => portOpen(port), `sentinel listening on ${port}`, 10_000);
+  }
+  await eventually(
+    async () => {
+      // The replica is online when it confirms a write (WAIT), not merely connected.
+      const acked = await askAll(primary.port, [
+        ['SET', 'edgeplane-test:replication', String(Date.now())],
+        ['WAIT', '1', '500'],
+      ]);
+      if (Number(acked?.[1]) !== 1) return false;
+      for (const p of ports) {
+        const others = await ask(p, ['SENTINEL', 'SENTINELS', sentinelMaster]);
+        const replicas = await ask(p, ['SENTINEL', 'REPLICAS', sentinelMaster]);
+        if (!Array.isArray(others) || others.length !== 2 || !Array.isArray(replicas) || replicas.length !== 1)
+          return false;
+      }
+      return true;
+    },
+    'sentinels that know each other and the replica',
+    20_000,
+  );
+  const set: SentinelSet = {
+    env: { REDIS_SENTINELS: ports.map((p) => `127.0.0.1:${p}`).join(','), REDIS_SENTINEL_MASTER: sentinelMaster },
+    sentinels: ports.map((port) => ({ host: '127.0.0.1', port })),
+    master: sentinelMaster,
+    servers,
+    async primaryPort() {
+      for (const p of ports) {
+        const m = await masterAddr(p);
+        if (m) return m;
+      }
+      throw new Error('no sentinel names a primary');
+    },
+    async killPrimary() {
+      const port = await set.primaryPort();
+      const s = servers.find((x) => x.port === port);
+      if (!s) throw new Error(`the primary ${port} is not one of this set's servers`);
+      await s.stop({ hard: true });
+      return port;
+    },
+    async waitPromoted(oldPort, timeoutMs = 30_000) {
+      let found = 0;
+      await eventually(
+        async () => {
+          const m = await masterAddr(ports[0]!);
+          if (!m || m === oldPort || (await role(m)) !== 'master') return false;
+          found = m;
+          return true;
+        },
+        `a replica promoted in place of ${oldPort}`,
+        timeoutMs,
+      );
+      return found;
+    },
+    async dispose() {
+      for (const c of procs) {
+        c.kill('SIGKILL');
+        children.delete(c);
+      }
+      await Promise.all(servers.map((s) => s.dispose()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return set;
+}

@@ -1,0 +1,99 @@
+/**
+ * CONTRACT §10: a write answered 2xx waits for one replica (WAIT 1 <REDIS_REPLICA_TIMEOUT>)
+ * when the primary has one; when none confirms in time the write fails with 503
+ * `not-replicated` (and is on the primary). A real primary and replica; the replica is made
+ * unresponsive with DEBUG SLEEP (its link stays up, so the primary still counts it).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { openRedisBus } from '../../src/bus/redis-bus.js';
+import { ApiError } from '../../src/lib/errors.js';
+import type { RedisTarget } from '../../src/lib/redis.js';
+import { openRedisStore } from '../../src/store/redis.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { ask } from '../helpers/redis-deployments.js';
+import { eventually } from '../helpers/wait.js';
+
+async function pair(): Promise<{ primary: RedisServer; replica: RedisServer; target: RedisTarget }> {
+  const primary = await startRedis();
+  const replica = await startRedis({
+    args: ['--replicaof', '127.0.0.1', String(primary.port), '--enable-debug-command', 'yes'],
+  });
+  await eventually(
+    async () => /master_link_status:up/.test(String(await ask(replica.port, ['INFO', 'replication']))),
+    'the replica in sync',
+    20_000,
+  );
+  return { primary, replica, target: { kind: 'standalone', url: primary.url, replicaTimeoutMs: 300 } };
+}
+
+/** The replica stops answering for `seconds` (the command is not awaited: it blocks the server). */
+function freeze(replica: RedisServer, seconds: number): void {
+  void ask(replica.port, ['DEBUG', 'SLEEP', String(seconds)]);
+}
+
+async function notReplicated(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.instance(err, ApiError);
+    const e = err as ApiError;
+    assert.is(e.info?.code, 'not-replicated');
+    assert.match(e.message, /on the Redis primary/);
+    assert.match(e.message, /may be lost at a failover/);
+    return e;
+  }
+  throw new Error('the write was answered although no replica confirmed it');
+}
+
+test('store: commits and durable kv wait for the replica; none in time → not-replicated, kept on the primary', async () => {
+  const { primary, replica, target } = await pair();
+  const store = await openRedisStore(target);
+  try {
+    const ok = await store.commit([{ op: 'put', key: 't/a', value: { n: 1 } }]);
+    assert.ok(ok.ok);
+    assert.is(await ask(replica.port, ['HGET', 'ep:cfg:t/a', 'e']), ok.ok ? ok.etags['t/a'] : '', 'on the replica');
+    freeze(replica, 2);
+    await new Promise((r) => setTimeout(r, 100));
+    await notReplicated(store.commit([{ op: 'put', key: 't/b', value: { n: 2 } }]));
+    assert.equal((await store.get('t/b', { fresh: true }))?.value, { n: 2 }, 'the change is on the primary');
+    await notReplicated(store.kvSet('token', 'x', 60_000, { durable: true }));
+    await store.kvSet('heartbeat', 'y', 60_000); // not durable: no wait
+    await eventually(async () => (await ask(replica.port, ['PING'])) === 'PONG', 'the replica awake', 20_000);
+    assert.ok((await store.commit([{ op: 'put', key: 't/c', value: { n: 3 } }])).ok, 'confirmed again');
+  } finally {
+    await store.close();
+    await replica.dispose();
+    await primary.dispose();
+  }
+});
+
+test('bus: produce and a group position wait for the replica; none in time → not-replicated', async () => {
+  const { primary, replica, target } = await pair();
+  const bus = await openRedisBus(target);
+  try {
+    const id = await bus.produce('t', { payload: '1' });
+    assert.ok(/^\d+-\d+$/.test(id));
+    freeze(replica, 2);
+    await new Promise((r) => setTimeout(r, 100));
+    await notReplicated(bus.produce('t', { payload: '2' }));
+    await notReplicated(bus.setGroupPosition('t', 'g', { at: 'beginning' }));
+  } finally {
+    await bus.close();
+    await replica.dispose();
+    await primary.dispose();
+  }
+});
+
+test('without a replica nothing waits', async () => {
+  const primary = await startRedis();
+  const store = await openRedisStore({ kind: 'standalone', url: primary.url, replicaTimeoutMs: 60_000 });
+  try {
+    assert.ok((await store.commit([{ op: 'put', key: 't/a', value: { n: 1 } }])).ok);
+  } finally {
+    await store.close();
+    await primary.dispose();
+  }
+});
+
+test.run();
