@@ -8,9 +8,8 @@ import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey } from '../store/keys.js';
 import { resolvePath, type Resolved } from '../model/resources.js';
-import { runTransaction, type Change, type Op, type TxContext, type TxMode } from '../model/transaction.js';
+import { runTransaction, type Change, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
-import type { Operation } from '../auth/index.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
 import { resourceQuery, routes } from './route-table.js';
@@ -19,7 +18,6 @@ import { knownIn, redact, shape } from './present.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import type { Entry } from '../store/store.js';
 import { multiObjectChanges } from './multi-object.js';
-import { tenantChecks } from './tenant-checks.js';
 import { watchResponse, type WatchedObject } from './watch.js';
 
 const PREFIX = routes.configAll.path;
@@ -33,17 +31,6 @@ function modeOf(q: ParsedQuery): TxMode {
   return q.dryRun ? 'dry-run' : q.validate ? 'validate' : 'commit';
 }
 
-const opToAuth = (op: Op, exists: boolean): Operation =>
-  op === 'delete' || op === 'remove'
-    ? 'delete'
-    : op === 'update'
-      ? 'update'
-      : op === 'create'
-        ? 'create'
-        : exists
-          ? 'update'
-          : 'create';
-
 export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
@@ -54,16 +41,11 @@ export function configRoutes(deps: AppDeps): Hono<AppEnv> {
       strongbox: deps.strongbox,
       tenant: p.tenant,
       rootTenant: deps.settings.tenant,
-      authorize: (change) => {
-        // replace may create or update: both must be allowed unless one clearly applies.
-        const path = `${PREFIX}/${change.path}`;
-        const t = change.tenant;
-        if (change.op === 'replace') {
-          if (!deps.auth.allows(p, path, 'create', t) || !deps.auth.allows(p, path, 'update', t))
-            deps.auth.authorize(p, path, deps.auth.allows(p, path, 'create', t) ? 'update' : 'create', t);
-        } else deps.auth.authorize(p, path, opToAuth(change.op, true), t);
+      permissions: {
+        allows: (path, op, t) => deps.auth.allows(p, path, op, t),
+        authorize: (path, op, t) => deps.auth.authorize(p, path, op, t),
       },
-      checkAsync: (r, before, after, tenant) => tenantChecks(deps, tenant, r, before, after),
+      tenants: deps.auth.tenants,
       committed: (keys) => deps.auth.invalidate(keys),
     };
   };

@@ -23,7 +23,6 @@ import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { guardRoutes } from './auth-middleware.js';
 import { adminPolicy, adminPolicyName, compilePolicies } from '../auth/policies.js';
 import type { Principal } from '../auth/index.js';
-import { configKey } from '../store/keys.js';
 import { resolvePath } from '../model/resources.js';
 import type { AppDeps, AppEnv, ForwardedAnswer, ForwardedRead } from './deps.js';
 import { pathAfter, principalOf, reply, searchParams } from './http.js';
@@ -32,6 +31,7 @@ import { renderError } from './render-error.js';
 import { reportSource, stateReport, stateRoutes, type ReportedItem } from './state.js';
 import { historyRoutes } from './history-routes.js';
 import { webhookOpRoutes } from './webhook-ops.js';
+import { site as siteResource } from '../resources/site.js';
 
 type Handler = (c: Context<AppEnv>) => Response | Promise<Response>;
 type Env = { principal: Principal };
@@ -165,8 +165,8 @@ export function withSiteReads(deps: AppDeps, source: Hono<AppEnv>): Hono<AppEnv>
     const path = c.req.path;
     const rel = path === '/v1/state' ? '' : pathAfter(c, '/v1/state');
     const resolved = rel ? resolvePath(rel) : undefined;
-    if (!(await deps.store.get(configKey(deps.settings.tenant, `sites/${site}`))))
-      throw new ApiError('not-found', `No site ${site} (GET /v1/config/sites lists them)`, {
+    if (!(await deps.store.get(siteResource.keyOf(deps.settings.tenant, site))))
+      throw new ApiError('not-found', `No site ${site} (GET /v1/config/${siteResource.pathOf()} lists them)`, {
         code: 'unknown-site',
         parameter: 'site',
       });

@@ -18,6 +18,7 @@ import { knownInState, redact, shape } from './present.js';
 import { topicRoutes, topicStateObjects } from './topics.js';
 import { noWatchWith } from './config.js';
 import { watchResponse, type WatchedObject } from './watch.js';
+import { webhook } from '../resources/webhook/index.js';
 
 const PREFIX = routes.stateAll.path;
 
@@ -216,10 +217,10 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
     deps.auth.authorize(p, c.req.path, 'execute');
     if (deps.strongbox.sealed)
       throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
-    if (!(await deps.store.get(configKey(p.tenant, `volga/webhooks/${name}`))))
+    if (!(await deps.store.get(webhook.keyOf(p.tenant, name))))
       throw new ApiError('not-found', `No webhook exporter ${name}`, {
         code: 'missing',
-        'x-path': `/v1/config/volga/webhooks/${name}`,
+        'x-path': `/v1/config/${webhook.pathOf(name)}`,
       });
     if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name)))
       throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });

@@ -6,7 +6,6 @@
  */
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { configKey } from '../store/keys.js';
 import { readAttempts } from '../exporter/attempts.js';
 import { groupName } from '../exporter/supervisor.js';
 import { consumedTopics, parseRewindTo } from '../exporter/rewind.js';
@@ -16,15 +15,16 @@ import { checkSite, principalOf, readBody, reply, searchParams } from './http.js
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
+import { webhook } from '../resources/webhook/index.js';
 
 export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const exporterConfig = async (tenant: string, name: string) => {
-    const entry = await deps.store.get(configKey(tenant, `volga/webhooks/${name}`));
+    const entry = await deps.store.get(webhook.keyOf(tenant, name));
     if (!entry)
       throw new ApiError('not-found', `No webhook exporter ${name}`, {
         code: 'missing',
-        'x-path': `/v1/config/volga/webhooks/${name}`,
+        'x-path': `/v1/config/${webhook.pathOf(name)}`,
       });
     return entry.value;
   };

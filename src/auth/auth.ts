@@ -10,8 +10,8 @@ import type { Store } from '../store/store.js';
 import { record, type AuditEvent, type AuditSink } from './audit.js';
 import { bootstrapAdmin } from './bootstrap.js';
 import { verifyPassword } from '../secrets/passwords.js';
-import { isProblem, matches, parsePattern, splitPath, type PathPattern } from '../resources/policy/patterns.js';
-import { decide, type Operation } from './policies.js';
+import type { Operation } from './policies.js';
+import { createDecisions } from './decisions.js';
 import { createDirectory, type Principal } from './principal.js';
 import { createTenantTree, type TenantTree } from './tenants.js';
 import { createThrottle, defaultThrottle, type ThrottleOptions } from './throttle.js';
@@ -24,7 +24,9 @@ import {
   tokenId,
   type TokenReply,
 } from './tokens.js';
-import { prepareUserForStore } from '../resources/user.js';
+import { prepareUserForStore, user } from '../resources/user.js';
+import { policy } from '../resources/policy/index.js';
+import { tenant as tenantResource } from '../resources/tenant.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 import { bearerToken } from '../lib/bearer.js';
 
@@ -69,17 +71,6 @@ export type Auth = {
 
 /** `name` or `name@tenant`: no '/', '|', spaces or control characters can reach a store key. */
 const usernameForm = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})(?:@([A-Za-z0-9][A-Za-z0-9._-]{0,127}))?$/;
-
-/**
- * Resources shared by every tenant of the process — the secret store's seal — are reached
- * only by principals of the root tenant, whatever a subtenant's own policies say. (Bus topics
- * are each tenant's own: the topics API shows a caller its tenant's only, bus/tenant-topics.ts.)
- */
-export const rootOnlyPatterns: readonly PathPattern[] = ['/v1/strongbox/**'].map((src) => {
-  const p = parsePattern(src);
-  if (isProblem(p)) throw new Error(`bad built-in pattern ${src}`);
-  return p;
-});
 
 const PRINCIPAL_CACHE_MS = 1000;
 
@@ -153,9 +144,9 @@ export function createAuth(opts: AuthOptions): Auth {
    */
   const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
   const forgetPrincipals = () => principals.clear();
-  const identityKey = /^[^/]+\/system\/(users|policies|tenants)(\/|$)/;
+  const identityKey = (k: string) => [user, policy, tenantResource].some((r) => r.parseKey(k));
   const unsubscribe = store.onChange((keys) => {
-    if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+    if (keys.some(identityKey)) forgetPrincipals();
   });
 
   function cachedPrincipal(header: string | undefined): Principal | undefined {
@@ -218,75 +209,7 @@ export function createAuth(opts: AuthOptions): Auth {
     return reply;
   }
 
-  /**
-   * Decisions per principal object (cached above), so repeated requests skip pattern matching:
-   * path → (operation and tenant) → refusal, null when allowed. Keyed by the path first, a
-   * string the caller usually keeps (model/resources.ts xPath), so no key is built per request.
-   */
-  const decisions = new WeakMap<Principal, { size: number; byPath: Map<string, Map<string, ApiError | null>> }>();
-
-  function check(
-    principal: Principal,
-    absolutePath: string,
-    op: Operation,
-    tenant: string | undefined,
-  ): ApiError | undefined {
-    let memo = decisions.get(principal);
-    if (!memo) {
-      memo = { size: 0, byPath: new Map() };
-      decisions.set(principal, memo);
-    }
-    const key = tenant === undefined ? op : `${op} ${tenant}`;
-    let forPath = memo.byPath.get(absolutePath);
-    const hit = forPath?.get(key);
-    if (hit !== undefined) return hit ?? undefined;
-    const result = checkUncached(principal, absolutePath, op, tenant);
-    if (memo.size < 1000) {
-      if (!forPath) {
-        forPath = new Map();
-        memo.byPath.set(absolutePath, forPath);
-      }
-      forPath.set(key, result ?? null);
-      memo.size++;
-    }
-    return result;
-  }
-
-  function checkUncached(
-    principal: Principal,
-    absolutePath: string,
-    op: Operation,
-    tenant: string | undefined,
-  ): ApiError | undefined {
-    if (tenant !== undefined && !principal.tenants.has(tenant)) {
-      return new ApiError('not-found', `Cannot find ${absolutePath}`, { code: 'not-found', path: absolutePath });
-    }
-    if (principal.tenant !== root) {
-      const segments = splitPath(absolutePath.split('?')[0] ?? '');
-      if (rootOnlyPatterns.some((p) => matches(p, segments))) {
-        return new ApiError(
-          'forbidden',
-          `Cannot ${op} ${absolutePath}: it is shared by all tenants, so only users of the root tenant may`,
-          { code: 'root-tenant-only', path: absolutePath, operation: op },
-        );
-      }
-    }
-    const d = decide(principal.policies, absolutePath, op);
-    if (d.allowed) return undefined;
-    const why =
-      d.invalidPolicy !== undefined
-        ? `policy ${d.invalidPolicy} of this user is not valid, so everything is denied until it is fixed`
-        : d.rule
-          ? `a deny rule of policy ${d.rule.origin.split('#')[0]} (path ${d.rule.pattern.source})`
-          : 'no policy of this user allows it';
-    return new ApiError('forbidden', `Cannot ${op} ${absolutePath}: ${why}`, {
-      code: 'forbidden',
-      path: absolutePath,
-      operation: op,
-      ...(d.rule ? { rule: d.rule.origin } : {}),
-      ...(d.invalidPolicy !== undefined ? { 'invalid-policy': d.invalidPolicy } : {}),
-    });
-  }
+  const check = createDecisions(root);
 
   return {
     tenants,
@@ -311,7 +234,7 @@ export function createAuth(opts: AuthOptions): Auth {
     audit,
     invalidate(keys) {
       directory.invalidate(keys);
-      if (keys.some((k) => identityKey.test(k))) forgetPrincipals();
+      if (keys.some(identityKey)) forgetPrincipals();
     },
     close() {
       unsubscribe();

@@ -11,8 +11,9 @@ import { ApiError } from '../lib/errors.js';
 import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { authCacheMaxAgeMs } from './cache.js';
+import { tenant as tenantResource } from '../resources/tenant.js';
 
-export const tenantsPath = 'system/tenants';
+export const tenantsPath = tenantResource.pathOf();
 
 type Node = { parent: string | undefined; sharedVaults: readonly string[]; children: string[] };
 

@@ -7,10 +7,11 @@
  */
 import { isObject } from '../lib/json.js';
 import { isPasswordHash } from '../secrets/passwords.js';
-import { passwordHashField } from '../resources/user.js';
+import { passwordHashField, user } from '../resources/user.js';
+import { policy } from '../resources/policy/index.js';
 
-export const usersPath = 'system/users';
-export const policiesPath = 'system/policies';
+export const usersPath = user.pathOf();
+export const policiesPath = policy.pathOf();
 
 export type UserRecord = { name: string; passwordHash: string | undefined; policies: string[] };
 

@@ -2,6 +2,7 @@
 import { parse } from 'yaml';
 import { CliError, ok } from './client.js';
 import { readInput, type Verb } from './verb.js';
+import { webhook } from '../resources/webhook/index.js';
 import { errorText } from '../lib/error-text.js';
 
 export async function produce(v: Verb): Promise<number> {
@@ -29,7 +30,7 @@ export async function produce(v: Verb): Promise<number> {
 export async function restart(v: Verb): Promise<number> {
   const name = v.args[0] as string;
   await ok(
-    await v.client.request('POST', `/v1/state/volga/webhooks/${encodeURIComponent(name)}/restart`),
+    await v.client.request('POST', `/v1/state/${webhook.pathOf(encodeURIComponent(name))}/restart`),
     `restart ${name}`,
   );
   v.err(`restarted webhook exporter ${name}\n`);

@@ -9,6 +9,7 @@ import { CliError, failure } from './client.js';
 import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
+import { webhook } from '../resources/webhook/index.js';
 import { lastErrorWords, retryWords } from '../lib/exporter-words.js';
 import { errorText } from '../lib/error-text.js';
 
@@ -88,7 +89,7 @@ export function frame(
 }
 
 export async function top(v: Verb): Promise<number> {
-  const path = withQuery('/v1/state/volga/webhooks', { site: v.flags.site });
+  const path = withQuery(`/v1/state/${webhook.pathOf()}`, { site: v.flags.site });
   const tty = process.stdout.isTTY === true;
   let previous = new Map<string, Sample>();
   let stop: (code: number) => void = () => {};

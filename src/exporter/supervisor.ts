@@ -9,13 +9,22 @@ import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
-import { configKey } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
 import { countAs, Exporter } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
+import { deployment } from '../resources/deployment.js';
+import { dnsZone } from '../resources/dns-zone.js';
+import { policy } from '../resources/policy/index.js';
+import { secret } from '../resources/secret.js';
+import { settings } from '../resources/settings.js';
+import { site } from '../resources/site.js';
+import { tenant } from '../resources/tenant.js';
+import { user } from '../resources/user.js';
+import { vault } from '../resources/vault.js';
+import { webhook } from '../resources/webhook/index.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import type { Agent } from 'undici';
 import type { AgentPool } from './send.js';
@@ -64,9 +73,8 @@ type Slot = {
   pausedLag: LagMonitor | undefined;
 };
 
-const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
-const relevant = /^[^/]+\/(volga\/webhooks|sites|application-deployments|system|strongbox)(\/|$)/;
-const anySite = /^[^/]+\/sites\/([^/]+)$/;
+/** The resources whose objects change what runs here (every one but applications). */
+const relevant = [webhook, site, deployment, settings, dnsZone, user, policy, tenant, vault, secret];
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
@@ -112,13 +120,14 @@ export class Supervisor {
 
   onStoreChange(keys: string[]): void {
     // Another site's object (a control plane holds a fleet of them) places nothing here.
-    const concerns = (k: string) => relevant.test(k) && (anySite.exec(k)?.[1] ?? this.o.site) === this.o.site;
+    const concerns = (k: string) =>
+      relevant.some((r) => r.parseKey(k)) && (site.parseKey(k)?.name ?? this.o.site) === this.o.site;
     if (keys.some(concerns)) void this.reconcile();
   }
 
   /** Re-reads configuration and secrets of one exporter, keeping offsets. False when unknown. */
   async restart(tenant: string, name: string): Promise<boolean> {
-    const entry = await this.o.store.get(configKey(tenant, `volga/webhooks/${name}`));
+    const entry = await this.o.store.get(webhook.keyOf(tenant, name));
     if (!entry) return false;
     this.forced.add(slotId(tenant, name));
     await this.reconcile();
@@ -165,8 +174,8 @@ export class Supervisor {
       : await this.o.store.list('');
     const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject; etag: string }>();
     for (const e of all) {
-      const m = webhookKey.exec(e.key);
-      if (m) desired.set(slotId(m[1]!, m[2]!), { tenant: m[1]!, name: m[2]!, cfg: e.value, etag: e.etag });
+      const w = webhook.parseKey(e.key);
+      if (w) desired.set(slotId(w.tenant, w.name!), { tenant: w.tenant, name: w.name!, cfg: e.value, etag: e.etag });
     }
     const contexts = new Map<string, { ctx: SiteContext; text: string }>();
     for (const { tenant } of desired.values()) {
@@ -226,7 +235,7 @@ export class Supervisor {
     let spec: ExporterSpec;
     try {
       // Compiled at write time when this process committed this revision; else compiled now.
-      spec = specOf(configKey(tenant, `volga/webhooks/${name}`), etag, tenant, cfg, this.o.rootTenant);
+      spec = specOf(webhook.keyOf(tenant, name), etag, tenant, cfg, this.o.rootTenant);
     } catch (err) {
       state.error(`invalid configuration: ${errorText(err)}`, this.o.clock.now());
       state.setStatus('error');

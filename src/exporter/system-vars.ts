@@ -4,9 +4,12 @@
  * change to sites, deployments or system/ triggers one), never per message.
  */
 import { isObject } from '../lib/json.js';
-import { configKey } from '../store/keys.js';
 import { deploymentSelector, siteLabelRecord, siteLabels, type PlacementContext } from '../resources/placement.js';
 import type { Store } from '../store/store.js';
+import { deployment } from '../resources/deployment.js';
+import { dnsZone } from '../resources/dns-zone.js';
+import { settings } from '../resources/settings.js';
+import { site as siteResource } from '../resources/site.js';
 
 /** Where `tenant`'s exporters run (placement) and what they see (SYS_* variables). */
 export type SiteContext = PlacementContext & {
@@ -22,10 +25,10 @@ export async function loadSiteContext(
   globalDomain: string,
 ): Promise<SiteContext> {
   const [siteEntry, settingsEntry, zones, deployments] = await Promise.all([
-    store.get(configKey(tenant, `sites/${site}`)),
-    store.get(configKey(tenant, 'system/settings')),
-    store.list(configKey(tenant, 'system/dns-zones')),
-    store.list(configKey(tenant, 'application-deployments')),
+    store.get(siteResource.keyOf(tenant, site)),
+    store.get(settings.keyOf(tenant)),
+    store.list(dnsZone.keyOf(tenant)),
+    store.list(deployment.keyOf(tenant)),
   ]);
   const labelMap = siteLabels(site, siteEntry?.value);
   const vars = new Map<string, string>([

@@ -20,7 +20,6 @@ import type { Hono } from 'hono';
 import type { AppDeps, AppEnv, FleetSample, FleetView, ProbeCheck } from '../api/deps.js';
 import { fleetMetricsSource } from './control/metrics-source.js';
 import { adminUser } from '../auth/bootstrap.js';
-import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import type { Strongbox } from '../secrets/strongbox.js';
@@ -33,6 +32,7 @@ import { createPresence, type Presence } from './control/presence.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
+import { user } from '../resources/user.js';
 import { createExporterView } from './control/exporter-view.js';
 import { errorText } from '../lib/error-text.js';
 
@@ -95,8 +95,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     return {
       role: 'edge-site',
       store: readOnlySynced(store, managed),
-      authSettings: (s) =>
-        managed.has(configKey(s.tenant, `system/users/${adminUser}`)) ? { ...s, adminPassword: undefined } : s,
+      authSettings: (s) => (managed.has(user.keyOf(s.tenant, adminUser)) ? { ...s, adminPassword: undefined } : s),
       userRoutes: () => [],
       siteRoutes: () => [],
       siteState: async () => undefined,

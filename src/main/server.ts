@@ -11,7 +11,6 @@ import { tenantBus } from '../bus/tenant-topics.js';
 import { isObject } from '../lib/json.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget } from '../lib/redis.js';
-import { configKey } from '../store/keys.js';
 import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
 import { decryptSecret } from '../secrets/secrets.js';
@@ -23,6 +22,7 @@ import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
 import { openFleet } from '../fleet/role.js';
 import { siteHooks } from '../api/site-reads.js';
+import { secret as secretResource } from '../resources/secret.js';
 
 export type Instance = {
   app: Hono<AppEnv>;
@@ -83,7 +83,7 @@ export async function createInstance(
             vault,
             'value-from-vault-secret/from-tenant',
           );
-          const key = configKey(tenant, `strongbox/vaults/${vault}/secrets/${secret}`);
+          const key = secretResource.keyOf(tenant, vault, secret);
           const entry = await store.get(key);
           if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
           const plain = decryptSecret(strongbox, key, entry.value);

@@ -25,6 +25,8 @@ import { impactedResources, type Impacted } from './impact.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
 import { ops, type Change, type Op, type TxContext } from './tx-types.js';
+import { authorizeChange } from './permissions.js';
+import { tenantChecks } from './tenant-checks.js';
 import { backoffDelay } from '../lib/backoff.js';
 
 export { ops, type Change, type Op, type TxContext };
@@ -255,12 +257,16 @@ async function runOnce(
   for (const slot of slots.values()) {
     if (slot.lastOp === undefined && childListsOf(slot.resolved).length === 0) continue;
     errors.push(...checkObject(ctx, slot, xPathOf(slot.resolved.path), slots));
-    if (slot.lastOp !== undefined && slot.after && ctx.checkAsync) {
-      for (const e of await ctx.checkAsync(slot.resolved, slot.before, slot.after, slot.tenant))
+    if (slot.lastOp !== undefined && slot.after && ctx.tenants) {
+      const rootTenant = ctx.rootTenant ?? ctx.tenant;
+      for (const e of await tenantChecks(ctx.tenants, rootTenant, slot.tenant, slot.resolved, slot.before, slot.after))
         errors.push(prefix(e, xPathOf(slot.resolved.path)));
     }
   }
   if (errors.length > 0) throw combine(errors);
+  for (const slot of slots.values())
+    if (slot.lastOp !== undefined && slot.after && slot.resolved.def.settle)
+      slot.after = await slot.resolved.def.settle(slot.after, slot.before);
   const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
   if (mode === 'validate') return { created, etags: {} };
   if (mode === 'dry-run')
@@ -301,7 +307,7 @@ export async function runTransaction(ctx: TxContext, changes: Change[], mode: Tx
   for (const change of changes) {
     try {
       const r = resolveChange(change);
-      ctx.authorize?.(change, r);
+      if (ctx.permissions) authorizeChange(ctx.permissions, change);
       if (r.def.needsUnsealed && ctx.strongbox.sealed)
         throw new ApiError('sealed', `Cannot ${change.op} ${xPathOf(change.path)}: the secret store is sealed`, {
           code: 'sealed',

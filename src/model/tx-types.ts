@@ -1,9 +1,9 @@
 /** The words of a transaction (model/transaction.ts): its operations, changes and context. */
-import type { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
 import type { Strongbox } from '../secrets/strongbox.js';
 import type { Store } from '../store/store.js';
-import type { Resolved } from './resources.js';
+import type { Operation } from '../resources/policy/rules.js';
+import type { TenantLookup } from './tenant-checks.js';
 
 export type Op = 'create' | 'replace' | 'update' | 'delete' | 'remove';
 export const ops: readonly Op[] = ['create', 'replace', 'update', 'delete', 'remove'];
@@ -24,19 +24,24 @@ export type Change = {
   ifNoneMatch?: string;
 };
 
+/** One caller's permissions: what its policies allow on an absolute path, in a tenant (model/permissions.ts asks them). */
+export type Permissions = {
+  allows(absolutePath: string, op: Operation, tenant?: string): boolean;
+  /** Throws the ApiError (403) that refuses `op` on the path, naming what is missing; returns when allowed. */
+  authorize(absolutePath: string, op: Operation, tenant?: string): void;
+};
+
 export type TxContext = {
   store: Store;
   strongbox: Strongbox;
   tenant: string;
-  /** Called per change before anything is read (policies); throws ApiError to refuse. */
-  authorize?: (change: Change, resolved: Resolved) => void;
-  /** Checks that need the store or the tenant tree (new tenants, shared vaults); problems, not throws. */
-  checkAsync?: (
-    resolved: Resolved,
-    before: JsonObject | undefined,
-    after: JsonObject,
-    tenant: string,
-  ) => Promise<ApiError[]>;
+  /**
+   * The caller's permissions, asked per change before anything is read (model/permissions.ts
+   * says which operation a change needs); absent: no policy applies (the config file at start).
+   */
+  permissions?: Permissions;
+  /** The tenant tree the resources' `checkInTenant` checks against (model/tenant-checks.ts); absent: no such checks. */
+  tenants?: TenantLookup;
   /** The root tenant, when known: resources compile with it at write time (resources/module.ts). */
   rootTenant?: string;
   /** Told the keys of a successful commit before the reply goes out (caches of this process). */

@@ -13,11 +13,6 @@ import { ApiError } from '../lib/errors.js';
 import type { AppDeps } from '../api/deps.js';
 import { parseBody } from '../api/body.js';
 import { multiObjectChanges } from '../api/multi-object.js';
-import { tenantChecks } from '../api/tenant-checks.js';
-import { isObject } from '../lib/json.js';
-import { verifyPassword } from '../secrets/passwords.js';
-import { usersPath } from '../auth/users.js';
-import { passwordHashField } from '../resources/user.js';
 import { configKey } from '../store/keys.js';
 import { runTransaction } from '../model/transaction.js';
 import { errorText } from '../lib/error-text.js';
@@ -60,20 +55,6 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
       const e = await deps.store.get(configKey(c.tenant ?? deps.settings.tenant, c.path));
       if (!e) continue;
       before.set(c.path, e.etag);
-      // A user whose password in the file is the one already stored keeps its stored hash, so
-      // applying the same file again writes nothing (a new hash would change the ETag).
-      const password = c.value?.password;
-      const hash = e.value[passwordHashField];
-      if (
-        c.path.startsWith(`${usersPath}/`) &&
-        isObject(c.value) &&
-        typeof password === 'string' &&
-        typeof hash === 'string' &&
-        (await verifyPassword(password, hash))
-      ) {
-        const { password: _omit, ...rest } = c.value;
-        c.value = { ...rest, [passwordHashField]: hash };
-      }
     }
     const result = await runTransaction(
       {
@@ -81,7 +62,7 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
         strongbox: deps.strongbox,
         tenant: deps.settings.tenant,
         rootTenant: deps.settings.tenant,
-        checkAsync: (r, b, a, tenant) => tenantChecks(deps, tenant, r, b, a),
+        tenants: deps.auth.tenants,
         committed: (keys) => deps.auth.invalidate(keys),
       },
       changes,

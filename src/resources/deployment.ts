@@ -6,12 +6,12 @@ import { isObject } from '../lib/json.js';
 import type { ApiError } from '../lib/errors.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { deploymentSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 import { attempt } from './problems.js';
 import { selectedSites } from './placement.js';
 import { site } from './site.js';
 
-export const deployment: ResourceModule = {
+export const deployment: ResourceModule = resource({
   id: 'deployment',
   segments: ['application-deployments'],
   shape: 'list',
@@ -33,10 +33,10 @@ export const deployment: ResourceModule = {
     return typeof app === 'string' ? [`application:${app}`] : [];
   },
   async derivedState(value, ctx) {
-    const sites = await ctx.listConfig(site.segments.join('/'));
+    const sites = await ctx.listConfig(site.pathOf());
     return { status: { 'selected-sites': selectedSites(value, sites) } };
   },
   stateMembers: {
     status: { type: 'object', properties: { 'selected-sites': { type: 'array', items: { type: 'string' } } } },
   },
-};
+});

@@ -3,9 +3,9 @@
  * configured: its domain is the settings' `default-domain`, else `<site>.local`.
  */
 import { dnsZoneSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
-export const dnsZone: ResourceModule = {
+export const dnsZone: ResourceModule = resource({
   id: 'dns-zone',
   segments: ['system', 'dns-zones'],
   shape: 'list',
@@ -19,4 +19,4 @@ export const dnsZone: ResourceModule = {
     const domain = settings?.['default-domain'] ?? `${ctx.site}.local`;
     return [{ path: 'system/dns-zones/default', value: { name: 'default', domain }, config: new Set() }, ...items];
   },
-};
+});

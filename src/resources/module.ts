@@ -7,6 +7,7 @@
 import type { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
 import type { Strongbox } from '../secrets/strongbox.js';
+import { pathsOf, type ResourcePaths } from './paths.js';
 import type { Schema } from './schemas.js';
 
 /** What a write-time check knows besides the object. */
@@ -47,7 +48,8 @@ export type StateContext = {
   listConfig(path: string): Promise<JsonObject[]>;
 };
 
-export type ResourceModule = {
+/** What a resource module declares; `resource()` adds what derives from it (its paths and keys). */
+export type ResourceSpec = {
   readonly id: string;
   /** Path segments of the list (or object); ':x' marks the key of an enclosing list. */
   readonly segments: readonly string[];
@@ -82,6 +84,12 @@ export type ResourceModule = {
     ctx: TenantContext,
   ): Promise<ApiError[]>;
 
+  /**
+   * A written object as the transaction compares it with the one it replaces: write-only
+   * members that say what `before` already holds take its stored form (a user's password that
+   * is the current one becomes the current hash), so an unchanged object writes nothing.
+   */
+  settle?(after: JsonObject, before: JsonObject | undefined): Promise<JsonObject>;
   /** Stored form → working (plaintext) form. */
   fromStored?(stored: JsonObject, ctx: { strongbox: Strongbox; key: string }): JsonObject;
   /** Working form → stored form (encrypt, hash). */
@@ -117,3 +125,11 @@ export type ResourceModule = {
   /** OpenAPI: the reply of a state read of one item, when it is not the object. */
   readonly itemStateSchema?: Schema;
 };
+
+/** A resource: what its module declares, and its paths and store keys derived from its segments. */
+export type ResourceModule = ResourceSpec & ResourcePaths;
+
+/** Makes a resource module from its declaration. */
+export function resource(spec: ResourceSpec): ResourceModule {
+  return { ...spec, ...pathsOf(spec.segments, spec.shape) };
+}

@@ -6,9 +6,9 @@
 import { isObject, type JsonObject } from '../lib/json.js';
 import { decryptSecret, encryptSecret, redactSecret, unredact } from '../secrets/secrets.js';
 import { secretSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
-export const secret: ResourceModule = {
+export const secret: ResourceModule = resource({
   id: 'secret',
   segments: ['strongbox', 'vaults', ':vault', 'secrets'],
   shape: 'list',
@@ -33,4 +33,4 @@ export const secret: ResourceModule = {
     type: 'object',
     properties: { name: { type: 'string' }, dict: { type: 'object', additionalProperties: { type: 'string' } } },
   },
-};
+});

@@ -3,9 +3,9 @@
  * written, and its state always has a `default-domain` (`<site>.local` unless configured).
  */
 import { settingsSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
-export const settings: ResourceModule = {
+export const settings: ResourceModule = resource({
   id: 'settings',
   segments: ['system', 'settings'],
   shape: 'object',
@@ -19,4 +19,4 @@ export const settings: ResourceModule = {
     if (first.value['default-domain'] !== undefined) return items;
     return [{ ...first, value: { ...first.value, 'default-domain': domain } }, ...items.slice(1)];
   },
-};
+});

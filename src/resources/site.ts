@@ -3,9 +3,9 @@
  * state adds the site's link (connection, last-seen, config-version, in-sync).
  */
 import { siteSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
-export const site: ResourceModule = {
+export const site: ResourceModule = resource({
   id: 'site',
   segments: ['sites'],
   shape: 'list',
@@ -25,4 +25,4 @@ export const site: ResourceModule = {
     'config-version': { type: 'string' },
     'in-sync': { type: 'boolean' },
   },
-};
+});

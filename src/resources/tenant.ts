@@ -1,9 +1,9 @@
 /** A subtenant (`system/tenants/<name>`): a new one needs a free name. */
 import { tenantSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 import { collectProblems } from './problems.js';
 
-export const tenant: ResourceModule = {
+export const tenant: ResourceModule = resource({
   id: 'tenant',
   segments: ['system', 'tenants'],
   shape: 'list',
@@ -14,4 +14,4 @@ export const tenant: ResourceModule = {
     if (before || !name) return [];
     return await collectProblems(() => ctx.checkNewTenant(name));
   },
-};
+});

@@ -4,10 +4,10 @@
  */
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
-import { hashPassword, isPasswordHash, maxPasswordLength } from '../secrets/passwords.js';
+import { hashPassword, isPasswordHash, maxPasswordLength, verifyPassword } from '../secrets/passwords.js';
 import type { Schema } from './schemas.js';
 import { userSchema } from './schemas.js';
-import type { ResourceModule } from './module.js';
+import { resource, type ResourceModule } from './module.js';
 
 export const passwordHashField = 'password-hash';
 
@@ -48,6 +48,20 @@ export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject
   return out;
 }
 
+/**
+ * The password rule of a write that names a password: when it is the user's current one
+ * (it verifies against the stored hash), the object keeps that hash instead, so writing the
+ * same user again (EDGEPLANE_CONFIG at every start, `ctl apply` of the same file) changes
+ * nothing, ETag included; any other password is hashed anew when stored (`prepareUserForStore`).
+ */
+export async function settleUser(after: JsonObject, before: JsonObject | undefined): Promise<JsonObject> {
+  const password = after.password;
+  const hash = before?.[passwordHashField];
+  if (typeof password !== 'string' || typeof hash !== 'string' || !(await verifyPassword(password, hash))) return after;
+  const { password: _omit, ...rest } = after;
+  return { ...rest, [passwordHashField]: hash };
+}
+
 /** A user object as clients may see it: without password-hash (and never a password). */
 export function redactUser(obj: JsonObject): JsonObject {
   const out: JsonObject = { ...obj };
@@ -56,13 +70,14 @@ export function redactUser(obj: JsonObject): JsonObject {
   return out;
 }
 
-export const user: ResourceModule = {
+export const user: ResourceModule = resource({
   id: 'user',
   segments: ['system', 'users'],
   shape: 'list',
   schema: userSchema,
   ordered: new Set(),
   needsUnsealed: false,
+  settle: settleUser,
   toStored: (after, { before }) => prepareUserForStore(after, before),
   redact: redactUser,
   masked(obj, hide) {
@@ -76,4 +91,4 @@ export const user: ResourceModule = {
     props.password = { ...props.password, writeOnly: true };
     return { ...schema, properties: props };
   },
-};
+});

@@ -1,7 +1,8 @@
 /**
  * EDGEPLANE_CONFIG: a YAML or JSON file in the shape of GET /v1/config applied at start as one
  * transaction, idempotent (a second start with the same file changes nothing: same ETags, same
- * store revision), on both stores; the output of GET /v1/config applies as is; a bad file stops
+ * store revision), on both stores; the output of GET /v1/config applies as is; `ctl apply` of
+ * the same file (its dry-run and PATCH) changes nothing either; a bad file stops
  * the real program with exit 1 and one error line naming the file and the problem, and
  * nothing of it is applied.
  */
@@ -133,6 +134,49 @@ test('the JSON output of GET /v1/config applies as is, changing nothing', async 
     assert.equal(await applyConfigFile(json, second.deps), { changed: 0, objects: exported.length });
   } finally {
     await second.close(1000);
+  }
+});
+
+test('EDGEPLANE_CONFIG and ctl apply of the same file give the same result: the unchanged password keeps its hash', async () => {
+  const dir = tempDir('edgeplane-config-file-');
+  const file = join(dir, 'edgeplane.yaml');
+  writeFileSync(file, yamlFile);
+  const inst = await start({ DATA_DIR: dir, EDGEPLANE_CONFIG: file });
+  try {
+    const before = etags(await getConfig(inst));
+    const headers = { authorization: `Bearer ${await login(inst)}`, 'content-type': 'application/yaml' };
+    // What `ctl apply -f` sends: the server's dry-run of the file, then the file as a PATCH.
+    const dry = await inst.app.request('/v1/config?default-operation=replace&dry-run', {
+      method: 'PATCH',
+      headers,
+      body: yamlFile,
+    });
+    assert.is(dry.status, 200);
+    const impacted = ((await dry.json()) as { 'impacted-resources': Array<{ path: string; fields: unknown[] }> })[
+      'impacted-resources'
+    ];
+    assert.equal(
+      impacted.filter((i) => i.fields.length > 0).map((i) => i.path),
+      [],
+      'ctl apply says every object of the file is unchanged',
+    );
+    const res = await inst.app.request('/v1/config?default-operation=replace', {
+      method: 'PATCH',
+      headers,
+      body: yamlFile,
+    });
+    assert.is(res.status, 204);
+    assert.equal(etags(await getConfig(inst)), before);
+    // And back: the config file applied after it changes nothing either.
+    assert.equal(await applyConfigFile(file, inst.deps), { changed: 0, objects: 6 });
+    const login2 = await inst.app.request('/v1/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'operator', password: 'operator-password-1' }),
+    });
+    assert.is(login2.status, 200);
+  } finally {
+    await inst.close(1000);
   }
 });
 

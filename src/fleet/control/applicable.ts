@@ -6,7 +6,7 @@
  *
  * A site receives: its own site object, `system/settings` and `system/dns-zones` (root tenant
  * and every tenant owning an exporter placed there), the webhook exporters placed on it
- * (exporter/placement.ts, evaluated exactly as the site's own supervisor will: labels of the
+ * (resources/placement.ts, evaluated exactly as the site's own supervisor will: labels of the
  * owning tenant's site object, that tenant's deployments), the application deployments that
  * select the site for an `application-deployments` placement and their applications, the
  * vaults and secrets those exporters' `value-from-vault-secret` variables name, and the users
@@ -15,7 +15,17 @@
  * Nothing else.
  */
 import { isObject, type JsonObject } from '../../lib/json.js';
-import { configKey } from '../../store/keys.js';
+import { application } from '../../resources/application.js';
+import { deployment } from '../../resources/deployment.js';
+import { dnsZone } from '../../resources/dns-zone.js';
+import { policy } from '../../resources/policy/index.js';
+import { secret } from '../../resources/secret.js';
+import { settings } from '../../resources/settings.js';
+import { site as siteResource } from '../../resources/site.js';
+import { tenant as tenantResource } from '../../resources/tenant.js';
+import { user } from '../../resources/user.js';
+import { vault } from '../../resources/vault.js';
+import { webhook } from '../../resources/webhook/index.js';
 import type { Labels } from '../../query/labels.js';
 import {
   deploymentSelector,
@@ -43,33 +53,34 @@ export type ViewIndex = {
   parents: Map<string, string>;
 };
 
-const basicFolders = ['system/dns-zones/', 'system/users/', 'system/policies/'];
+/** The resources every tenant concerned sends whole, in this order. */
+const basicResources = [dnsZone, user, policy];
 
 export function indexView(view: ConfigView): ViewIndex {
   const index: ViewIndex = { webhooks: [], deployments: new Map(), basics: new Map(), parents: new Map() };
   const folders = new Map<string, Map<string, Array<[string, JsonObject]>>>(); // tenant → folder → objects
   for (const [key, value] of view) {
-    let m = webhookKey.exec(key);
-    if (m) {
-      index.webhooks.push({ key, tenant: m[1]!, cfg: value });
+    const w = webhook.parseKey(key);
+    if (w) {
+      index.webhooks.push({ key, tenant: w.tenant, cfg: value });
       continue;
     }
-    m = deploymentKey.exec(key);
-    if (m) {
+    const d = deployment.parseKey(key);
+    if (d) {
       const selector = deploymentSelector(value);
       if (selector !== undefined) {
-        let d = index.deployments.get(m[1]!);
-        if (!d) index.deployments.set(m[1]!, (d = new Map()));
-        d.set(m[2]!, selector);
+        let byName = index.deployments.get(d.tenant);
+        if (!byName) index.deployments.set(d.tenant, (byName = new Map()));
+        byName.set(d.name!, selector);
       }
       continue;
     }
-    m = tenantKey.exec(key);
-    if (m && !index.parents.has(m[2]!)) index.parents.set(m[2]!, m[1]!);
-    const slash = key.indexOf('/');
-    const folder = basicFolders.find((f) => key.startsWith(f, slash + 1));
-    if (slash < 0 || folder === undefined) continue;
-    const tenant = key.slice(0, slash);
+    const t = tenantResource.parseKey(key);
+    if (t && !index.parents.has(t.name!)) index.parents.set(t.name!, t.tenant);
+    const basic = basicResources.find((r) => r.parseKey(key));
+    if (basic === undefined) continue;
+    const { tenant } = basic.parseKey(key)!;
+    const folder = basic.id;
     let byFolder = folders.get(tenant);
     if (!byFolder) folders.set(tenant, (byFolder = new Map()));
     let list = byFolder.get(folder);
@@ -80,14 +91,10 @@ export function indexView(view: ConfigView): ViewIndex {
   for (const [tenant, byFolder] of folders)
     index.basics.set(
       tenant,
-      basicFolders.flatMap((f) => byFolder.get(f) ?? []),
+      basicResources.flatMap((r) => byFolder.get(r.id) ?? []),
     );
   return index;
 }
-
-const webhookKey = /^([^/]+)\/volga\/webhooks\/([^/]+)$/;
-const deploymentKey = /^([^/]+)\/application-deployments\/([^/]+)$/;
-const tenantKey = /^([^/]+)\/system\/tenants\/([^/]+)$/;
 
 function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boolean {
   const v = view.get(key);
@@ -102,7 +109,7 @@ function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boo
 const labelsOf = new WeakMap<JsonObject, Labels>();
 /** Placement context of `tenant`'s exporters at `site`, from the view (as loadSiteContext reads the store). */
 function contextOf(view: ConfigView, index: ViewIndex, tenant: string, site: string): PlacementContext {
-  const obj = view.get(configKey(tenant, `sites/${site}`));
+  const obj = view.get(siteResource.keyOf(tenant, site));
   let labels = obj && labelsOf.get(obj);
   if (!labels) {
     labels = siteLabelRecord(siteLabels(site, obj));
@@ -124,13 +131,13 @@ function tenantChain(
   for (let depth = 0; t !== root && depth < 64; depth++) {
     const parent = parents.get(t);
     if (parent === undefined) return;
-    copy(view, configKey(parent, `system/tenants/${t}`), into);
+    copy(view, tenantResource.keyOf(parent, t), into);
     t = parent;
   }
 }
 
 function tenantBasics(view: ConfigView, index: ViewIndex, tenant: string, into: Map<string, JsonObject>): void {
-  copy(view, configKey(tenant, 'system/settings'), into);
+  copy(view, settings.keyOf(tenant), into);
   for (const [k, v] of index.basics.get(tenant) ?? []) into.set(k, v);
 }
 
@@ -153,7 +160,7 @@ export function applicableTo(
   index: ViewIndex = indexView(view),
 ): Map<string, JsonObject> {
   const out = new Map<string, JsonObject>();
-  copy(view, configKey(root, `sites/${site}`), out);
+  copy(view, siteResource.keyOf(root, site), out);
   tenantBasics(view, index, root, out);
   const contexts = new Map<string, PlacementContext>();
   const owners = new Set<string>();
@@ -164,24 +171,24 @@ export function applicableTo(
     if (placeHere(placement, ctx).placed !== true) continue;
     out.set(key, cfg);
     owners.add(tenant);
-    copy(view, configKey(tenant, `sites/${site}`), out);
+    copy(view, siteResource.keyOf(tenant, site), out);
     if (isObject(placement) && Array.isArray(placement['application-deployments'])) {
       for (const name of placement['application-deployments']) {
         if (typeof name !== 'string') continue;
         const expr = ctx.deployments.get(name);
         if (expr === undefined || !selects(expr, ctx.labels)) continue;
-        const dKey = configKey(tenant, `application-deployments/${name}`);
+        const dKey = deployment.keyOf(tenant, name);
         copy(view, dKey, out);
         const app = view.get(dKey)?.['application-name'];
-        if (typeof app === 'string') copy(view, configKey(tenant, `applications/${app}`), out);
+        if (typeof app === 'string') copy(view, application.keyOf(tenant, app), out);
       }
     }
     for (const v of Array.isArray(cfg.variables) ? cfg.variables : []) {
       const ref = isObject(v) ? v['value-from-vault-secret'] : undefined;
       if (!isObject(ref) || typeof ref.vault !== 'string' || typeof ref.secret !== 'string') continue;
       const vaultTenant = typeof ref['from-tenant'] === 'string' ? ref['from-tenant'] : tenant;
-      if (copy(view, configKey(vaultTenant, `strongbox/vaults/${ref.vault}`), out))
-        copy(view, configKey(vaultTenant, `strongbox/vaults/${ref.vault}/secrets/${ref.secret}`), out);
+      if (copy(view, vault.keyOf(vaultTenant, ref.vault), out))
+        copy(view, secret.keyOf(vaultTenant, ref.vault, ref.secret), out);
     }
   }
   for (const tenant of owners) {

@@ -20,7 +20,9 @@
  * the sites of the root tenant plus this control plane's own site.
  */
 import { isObject, type Json, type JsonObject } from '../../lib/json.js';
-import { configKey } from '../../store/keys.js';
+import { deployment } from '../../resources/deployment.js';
+import { site } from '../../resources/site.js';
+import { webhook } from '../../resources/webhook/index.js';
 import type { Store } from '../../store/store.js';
 import type { SiteReport } from '../../api/deps.js';
 import { indexView, webhookPlacement } from './applicable.js';
@@ -114,14 +116,14 @@ async function listed(store: Store, prefix: string): Promise<Array<{ key: string
 
 /** The sites (root tenant's, plus the control plane's own) where exporter `tenant/name` is placed. */
 export async function placedSites(store: Store, root: string, ownSite: string, tenant: string, name: string) {
-  const key = configKey(tenant, `volga/webhooks/${name}`);
+  const key = webhook.keyOf(tenant, name);
   const hook = await store.get(key);
   if (!hook) return undefined;
   const view = new Map<string, JsonObject>([[key, hook.value]]);
-  const rootSites = await listed(store, configKey(root, 'sites'));
+  const rootSites = await listed(store, site.keyOf(root));
   for (const e of rootSites) view.set(e.key, e.value);
-  if (tenant !== root) for (const e of await listed(store, configKey(tenant, 'sites'))) view.set(e.key, e.value);
-  for (const e of await listed(store, configKey(tenant, 'application-deployments'))) view.set(e.key, e.value);
+  if (tenant !== root) for (const e of await listed(store, site.keyOf(tenant))) view.set(e.key, e.value);
+  for (const e of await listed(store, deployment.keyOf(tenant))) view.set(e.key, e.value);
   const placed = webhookPlacement(view, indexView(view), key);
   const names = [...new Set([ownSite, ...rootSites.map((e) => e.key.slice(e.key.lastIndexOf('/') + 1))])].sort();
   return names.filter(placed);
@@ -131,7 +133,7 @@ export async function placedSites(store: Store, root: string, ownSite: string, t
 function reportedState(report: SiteReport | undefined, tenant: string, name: string): JsonObject | undefined {
   const items = report?.tenants[tenant];
   if (!Array.isArray(items)) return undefined;
-  const path = `volga/webhooks/${name}`;
+  const path = webhook.pathOf(name);
   for (const i of items) if (isObject(i) && i.path === path && isObject(i.value)) return i.value;
   return undefined;
 }

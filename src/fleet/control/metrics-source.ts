@@ -15,7 +15,7 @@
  * a site behind its head has its log read (up to `lagCap` entries).
  */
 import type { FleetSample } from '../../api/deps.js';
-import { configKey } from '../../store/keys.js';
+import { site } from '../../resources/site.js';
 import type { Store } from '../../store/store.js';
 import type { FleetLog } from './change-log.js';
 import { linkOf } from './presence.js';
@@ -33,10 +33,11 @@ export function fleetMetricsSource(o: {
 }): () => Promise<FleetSample> {
   const now = o.now ?? Date.now;
   return async () => {
-    const prefix = configKey(o.root, 'sites') + '/';
-    const names = (await o.store.list(configKey(o.root, 'sites')))
-      .map((e) => e.key.slice(prefix.length))
-      .filter((n) => n !== '' && !n.includes('/') && n !== o.ownSite);
+    const names = (await o.store.list(site.keyOf(o.root)))
+      .map((e) => site.parseKey(e.key))
+      .filter((p) => p?.tenant === o.root)
+      .map((p) => p!.name!)
+      .filter((n) => n !== o.ownSite);
     const heads = await o.fleetLog.heads(names);
     const out: FleetSample = { connections: { connected: 0, disconnected: 0, 'never-connected': 0 }, sites: [] };
     for (let i = 0; i < names.length; i += atOnce) {

@@ -31,9 +31,12 @@ import { snapshotReader } from '../../store/snapshot.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import type { Strongbox } from '../../secrets/strongbox.js';
+import { site as siteResource } from '../../resources/site.js';
+import { webhook } from '../../resources/webhook/index.js';
 import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './applicable.js';
 import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
+import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
 
@@ -62,26 +65,146 @@ export type Projector = {
 
 type Known = { version: string; rev: number; etags: Map<string, string> };
 
+/** The whole configuration at one revision, as a pass reads it. */
+type Read = {
+  rev: number;
+  view: ReadonlyMap<string, JsonObject>;
+  etags: ReadonlyMap<string, string>;
+  index: ViewIndex;
+};
+
 /** Sites projected at once in a pass (their appends in flight together). */
 const appendsAtOnce = 64;
 /** Logs trimmed at once (a few, so trims never crowd out the appends of a pass). */
 const trimsAtOnce = 8;
 
-const anySiteKey = /^([^/]+)\/sites\/([^/]+)$/;
-const webhookKey = /^[^/]+\/volga\/webhooks\/[^/]+$/;
+/**
+ * The sites whose set a change of `changed` may alter, or 'all'. A site object concerns its
+ * own site only (its labels place exporters there, for every tenant); a webhook exporter
+ * concerns the sites that hold it and those where it is placed now; anything else (settings,
+ * users, deployments, vaults, tenants...) may concern any site.
+ */
+function concerned(
+  read: Read,
+  changed: ReadonlySet<string>,
+  sites: Set<string>,
+  known: ReadonlyMap<string, Known>,
+): Set<string> | 'all' {
+  const out = new Set<string>();
+  for (const key of changed) {
+    const named = siteResource.parseKey(key)?.name;
+    if (named !== undefined) {
+      out.add(named);
+      continue;
+    }
+    if (!webhook.parseKey(key)) return 'all';
+    const placed = webhookPlacement(read.view, read.index, key);
+    for (const s of sites) if (known.get(s)?.etags.has(key) || placed(s)) out.add(s);
+  }
+  return out;
+}
 
-const siteKey = (root: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/sites/([^/]+)$`);
+/**
+ * What `site`'s log must append to go from what it holds (`k`) to `desired`: the puts, with
+ * every object's ETag as the site will hold it (a secret sealed for the key the site
+ * presented, compared by fingerprint), and the deletes. 'sealed': a secret needs sealing while
+ * the secret store is sealed; 'unsealable': a secret could not be sealed (both leave the site
+ * as it is until a later pass).
+ */
+async function siteChanges(
+  o: ProjectorOptions,
+  site: string,
+  k: Known,
+  read: Read,
+  desired: Map<string, JsonObject>,
+): Promise<{ changes: FleetChange[]; etags: Map<string, string> } | 'sealed' | 'unsealable'> {
+  const { view } = read;
+  const changes: FleetChange[] = [];
+  const etags = new Map<string, string>();
+  let publicKey: string | undefined;
+  let keyRead = false;
+  for (const [key, value] of desired) {
+    if (!isSecretKey(key)) {
+      // The store's ETag when the site gets the stored object itself (not a copy made for it).
+      const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
+      etags.set(key, etag);
+      if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
+      continue;
+    }
+    // A secret leaves the control plane only sealed for the key the site presented.
+    if (!keyRead) {
+      publicKey = await o.store.kvGet(recordedKeyOf(site));
+      keyRead = true;
+    }
+    if (publicKey === undefined || !o.strongbox) {
+      desired.delete(key);
+      continue;
+    }
+    const etag = etagOf(sourceFingerprint(value, kidOf(publicKey)));
+    if (k.etags.get(key) === etag) {
+      etags.set(key, etag);
+      continue;
+    }
+    if (o.strongbox.sealed) return 'sealed';
+    let sealed: JsonObject;
+    try {
+      sealed = sealSecretFor(o.strongbox, site, publicKey, key, value);
+    } catch (err) {
+      // One unreadable secret holds back its site only (the next pass tries again), not the fleet.
+      log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
+        site,
+        key,
+        error: errorText(err),
+      });
+      return 'unsealable';
+    }
+    etags.set(key, etag);
+    changes.push({ op: 'put', key, value: sealed });
+  }
+  for (const key of k.etags.keys()) if (!desired.has(key)) changes.push({ op: 'delete', key });
+  return { changes, etags };
+}
+
+/** What `site`'s log holds, as the projector compares it: its head, revision and the ETag of each object. */
+async function loadKnown(fleetLog: FleetLog, site: string): Promise<Known> {
+  const snap = await fleetLog.snapshot(site);
+  return {
+    version: snap.version,
+    rev: snap.rev,
+    etags: new Map([...snap.objects].map(([key, v]) => [key, etagOf(isSecretKey(key) ? sentFingerprint(v) : v)])),
+  };
+}
+
+/**
+ * Drops history older than `cutoff` from the logs of `sites`, beside the passes (a trim of a thousand logs takes as
+ * long as a thousand round trips: inside a pass it would hold up every change behind it).
+ * Each trim is atomic on its own log, so it can run while appends go on.
+ */
+async function trimLogs(fleetLog: FleetLog, sites: string[], cutoff: number, stopped: () => boolean): Promise<void> {
+  const worker = async () => {
+    for (let site = sites.shift(); site !== undefined && !stopped(); site = sites.shift())
+      await fleetLog.trim(site, cutoff);
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(trimsAtOnce, sites.length) }, worker));
+  } catch (err) {
+    log('warn', 'fleet: trimming the change logs failed; trying again in a minute', {
+      error: errorText(err),
+    });
+  }
+}
 
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
   const known = new Map<string, Known>();
-  const sitePattern = siteKey(o.root);
-  let running: Promise<void> | undefined;
+  /** The name of the root tenant's site whose object is at `key`, if it is one. */
+  const rootSite = (key: string) => {
+    const p = siteResource.parseKey(key);
+    return p?.tenant === o.root ? p.name : undefined;
+  };
   /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
   let again = false;
-  let requested = 0;
-  const waiters: Array<{ ticket: number; resolve: () => void }> = [];
-  let stopped = false;
+  let againFull = false;
   let lastTrim = 0;
   let trimming: Promise<void> | undefined;
   const sealedSkips = new Set<string>();
@@ -90,14 +213,13 @@ export function startProjector(o: ProjectorOptions): Projector {
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
   const reader = snapshotReader(o.store);
-  let wantFull = true;
-
-  type Read = {
-    rev: number;
-    view: ReadonlyMap<string, JsonObject>;
-    etags: ReadonlyMap<string, string>;
-    index: ViewIndex;
-  };
+  const scheduler = createPassScheduler(async (full) => {
+    again = false;
+    againFull = false;
+    await pass(full);
+    return againFull ? 'again-full' : again ? 'again' : 'done';
+  });
+  const project = (full = true) => scheduler.request(full);
 
   /** The whole configuration at one revision, and what changed since the previous pass. */
   async function readView(): Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
@@ -108,38 +230,9 @@ export function startProjector(o: ProjectorOptions): Projector {
     return { read: last, changed: snap.changed };
   }
 
-  /**
-   * The sites whose set a change of `changed` may alter, or 'all'. A site object concerns its
-   * own site only (its labels place exporters there, for every tenant); a webhook exporter
-   * concerns the sites that hold it and those where it is placed now; anything else (settings,
-   * users, deployments, vaults, tenants...) may concern any site.
-   */
-  function concerned(read: Read, changed: ReadonlySet<string>, sites: Set<string>): Set<string> | 'all' {
-    const out = new Set<string>();
-    for (const key of changed) {
-      const site = anySiteKey.exec(key)?.[2];
-      if (site !== undefined) {
-        out.add(site);
-        continue;
-      }
-      if (!webhookKey.test(key)) return 'all';
-      const placed = webhookPlacement(read.view, read.index, key);
-      for (const s of sites) if (known.get(s)?.etags.has(key) || placed(s)) out.add(s);
-    }
-    return out;
-  }
-
   async function knownOf(site: string): Promise<Known> {
     let k = known.get(site);
-    if (!k) {
-      const snap = await o.fleetLog.snapshot(site);
-      k = {
-        version: snap.version,
-        rev: snap.rev,
-        etags: new Map([...snap.objects].map(([key, v]) => [key, etagOf(isSecretKey(key) ? sentFingerprint(v) : v)])),
-      };
-      known.set(site, k);
-    }
+    if (!k) known.set(site, (k = await loadKnown(o.fleetLog, site)));
     return k;
   }
 
@@ -148,57 +241,20 @@ export function startProjector(o: ProjectorOptions): Projector {
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
     // A site whose object was deleted receives nothing more: its synced set empties.
-    const desired = view.has(`${o.root}/sites/${site}`)
+    const desired = view.has(siteResource.keyOf(o.root, site))
       ? applicableTo(view, site, o.root, read.index)
       : new Map<string, JsonObject>();
-    const changes: FleetChange[] = [];
-    const etags = new Map<string, string>();
-    let publicKey: string | undefined;
-    let keyRead = false;
-    for (const [key, value] of desired) {
-      if (!isSecretKey(key)) {
-        // The store's ETag when the site gets the stored object itself (not a copy made for it).
-        const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
-        etags.set(key, etag);
-        if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
-        continue;
-      }
-      // A secret leaves the control plane only sealed for the key the site presented.
-      if (!keyRead) {
-        publicKey = await o.store.kvGet(recordedKeyOf(site));
-        keyRead = true;
-      }
-      if (publicKey === undefined || !o.strongbox) {
-        desired.delete(key);
-        continue;
-      }
-      const etag = etagOf(sourceFingerprint(value, kidOf(publicKey)));
-      if (k.etags.get(key) === etag) {
-        etags.set(key, etag);
-        continue;
-      }
-      if (o.strongbox.sealed) {
-        sealedSkips.add(site);
-        redo.add(site);
-        return;
-      }
-      let sealed: JsonObject;
-      try {
-        sealed = sealSecretFor(o.strongbox, site, publicKey, key, value);
-      } catch (err) {
-        // One unreadable secret holds back its site only (the next pass tries again), not the fleet.
-        log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
-          site,
-          key,
-          error: errorText(err),
-        });
-        redo.add(site);
-        return;
-      }
-      etags.set(key, etag);
-      changes.push({ op: 'put', key, value: sealed });
+    const diff = await siteChanges(o, site, k, read, desired);
+    if (diff === 'sealed') {
+      sealedSkips.add(site);
+      redo.add(site);
+      return;
     }
-    for (const key of k.etags.keys()) if (!desired.has(key)) changes.push({ op: 'delete', key });
+    if (diff === 'unsealable') {
+      redo.add(site);
+      return;
+    }
+    const { changes, etags } = diff;
     if (changes.length === 0) return;
     const version = await o.fleetLog.append(site, k.version, rev, changes);
     if (version === undefined) {
@@ -215,24 +271,34 @@ export function startProjector(o: ProjectorOptions): Projector {
     const logged = await o.fleetLog.sites();
     // (Looked for only while no site has a log: afterwards the full read below finds them.)
     const named = async () =>
-      (await o.store.list(`${o.root}/sites`)).some((e) => sitePattern.exec(e.key)?.[1] !== o.ownSite);
+      (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSite(e.key) !== o.ownSite);
     if (logged.every((s) => s === o.ownSite) && !(await named())) return;
     const got = await readView();
     if (!got) {
       again = true;
-      if (full) wantFull = true;
+      if (full) againFull = true;
       return;
     }
     const { read, changed } = got;
     const sites = new Set(logged);
     for (const key of read.view.keys()) {
-      const m = sitePattern.exec(key);
-      if (m) sites.add(m[1]!);
+      const s = rootSite(key);
+      if (s !== undefined) sites.add(s);
     }
     sites.delete(o.ownSite);
+    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known));
+    if (now() - lastTrim >= 60_000 && !trimming) {
+      lastTrim = now();
+      trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(
+        () => (trimming = undefined),
+      );
+    }
+  }
+
+  /** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
+  async function projectSites(sites: Set<string>, read: Read, scope: Set<string> | 'all'): Promise<void> {
     // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
     // sites this process knows nothing of yet, and at those a previous pass had to leave.
-    const scope = full ? 'all' : concerned(read, changed, sites);
     const todo = scope === 'all' ? [...sites] : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s));
     redo.clear();
     sealedSkips.clear();
@@ -248,74 +314,6 @@ export function startProjector(o: ProjectorOptions): Projector {
         sites: [...sealedSkips].slice(0, 20).join(', '),
         count: sealedSkips.size,
       });
-    if (now() - lastTrim >= 60_000 && !trimming) {
-      lastTrim = now();
-      trimming = trimLogs([...sites]).finally(() => (trimming = undefined));
-    }
-  }
-
-  /**
-   * Drops history older than historyMs, beside the passes (a trim of a thousand logs takes as
-   * long as a thousand round trips: inside a pass it would hold up every change behind it).
-   * Each trim is atomic on its own log, so it can run while appends go on.
-   */
-  async function trimLogs(sites: string[]): Promise<void> {
-    const cutoff = now() - o.historyMs;
-    const worker = async () => {
-      for (let site = sites.shift(); site !== undefined && !stopped; site = sites.shift())
-        await o.fleetLog.trim(site, cutoff);
-    };
-    try {
-      await Promise.all(Array.from({ length: Math.min(trimsAtOnce, sites.length) }, worker));
-    } catch (err) {
-      log('warn', 'fleet: trimming the change logs failed; trying again in a minute', {
-        error: errorText(err),
-      });
-    }
-  }
-
-  /**
-   * Asks for a pass; resolves once a pass that started after the call has finished (a call
-   * while one runs is served by the next, which every call made meanwhile shares).
-   * `full`: look at every site (else only at those the commits since the last pass concern).
-   */
-  function project(full = true): Promise<void> {
-    if (stopped) return Promise.resolve();
-    if (full) wantFull = true;
-    const ticket = ++requested;
-    const done = new Promise<void>((resolve) => waiters.push({ ticket, resolve }));
-    if (!running) running = drain().finally(() => (running = undefined));
-    return done;
-  }
-
-  function settle(upTo: number): void {
-    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ticket <= upTo) waiters.splice(i, 1)[0]!.resolve();
-  }
-
-  async function drain(): Promise<void> {
-    for (let rounds = 0; waiters.length > 0 && !stopped; rounds++) {
-      if (rounds >= 20) {
-        // Twenty passes in a row each asking for another: go on shortly, not in a tight loop.
-        setTimeout(() => void (running ??= drain().finally(() => (running = undefined))), 50).unref();
-        return;
-      }
-      const upTo = requested;
-      again = false;
-      const f = wantFull;
-      wantFull = false;
-      try {
-        await pass(f);
-      } catch (err) {
-        wantFull = true;
-        log('warn', 'fleet projection failed; retrying at the next change or resync', {
-          error: errorText(err),
-        });
-        settle(Infinity); // every caller hears of it now; the next change or resync tries again
-        return;
-      }
-      // A pass that lost a race or could not read at one revision asks for another first.
-      if (!again) settle(upTo);
-    }
   }
 
   /** Forgets what this process knows of the sites whose log another process appended to. */
@@ -338,12 +336,10 @@ export function startProjector(o: ProjectorOptions): Projector {
   return {
     project,
     async stop() {
-      stopped = true;
       clearInterval(timer);
       unsubscribe();
-      await running;
+      await scheduler.stop();
       await trimming;
-      settle(Infinity);
     },
   };
 }

@@ -37,7 +37,6 @@ import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
-import { configKey } from '../../store/keys.js';
 import { parseQuery } from '../../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../../lib/json.js';
@@ -49,6 +48,7 @@ import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
 import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
+import { site } from '../../resources/site.js';
 import { bearerToken } from '../../lib/bearer.js';
 
 /** Routes that run inside the app's guard (user tokens and policies). */
@@ -65,10 +65,10 @@ export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
         code: 'root-tenant-only',
         path: c.req.path,
       });
-    if (!(await deps.store.get(configKey(root, `sites/${name}`))))
-      throw new ApiError('not-found', `No site ${name}: create /v1/config/sites/${name} first`, {
+    if (!(await deps.store.get(site.keyOf(root, name))))
+      throw new ApiError('not-found', `No site ${name}: create /v1/config/${site.pathOf(name)} first`, {
         code: 'missing',
-        'x-path': `/v1/config/sites/${name}`,
+        'x-path': `/v1/config/${site.pathOf(name)}`,
       });
     const token = await issueSiteToken(deps.store, name);
     // Whoever held the old token may have presented a key of its own: forget it, so secrets are

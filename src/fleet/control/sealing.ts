@@ -21,14 +21,13 @@ import { createHash } from 'node:crypto';
 import { isObject, type JsonObject } from '../../lib/json.js';
 import { keyId, seal, sealedFingerprint } from '../../secrets/sealed.js';
 import { sealedContext, type Strongbox } from '../../secrets/strongbox.js';
+import { secret } from '../../resources/secret.js';
 
 /** At the control plane: kv key of the public key a site presented last. */
 export const recordedKeyOf = (site: string) => `fleet:site-public-key:${site}`;
 
-const secretKey = /^[^/]+\/strongbox\/vaults\/[^/]+\/secrets\/[^/]+$/;
-
 export function isSecretKey(key: string): boolean {
-  return secretKey.test(key);
+  return secret.parseKey(key) !== undefined;
 }
 
 const sourceTag = (stored: string) => createHash('sha256').update(stored).digest('base64url').slice(0, 22);

@@ -4,10 +4,10 @@
  * compiled by auth/policies.ts.
  */
 import { policySchema } from '../schemas.js';
-import type { ResourceModule } from '../module.js';
+import { resource, type ResourceModule } from '../module.js';
 import { policyProblems } from './rules.js';
 
-export const policy: ResourceModule = {
+export const policy: ResourceModule = resource({
   id: 'policy',
   segments: ['system', 'policies'],
   shape: 'list',
@@ -15,4 +15,4 @@ export const policy: ResourceModule = {
   ordered: new Set(['rules']),
   needsUnsealed: false,
   check: (obj, xPath) => policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath })),
-};
+});

@@ -7,7 +7,7 @@ import { ApiError } from '../../lib/errors.js';
 import { isObject } from '../../lib/json.js';
 import { reservedTopicPrefix, topicAllowed } from '../../bus/topics.js';
 import { webhookSchema } from '../schemas.js';
-import type { ResourceModule } from '../module.js';
+import { resource, type ResourceModule } from '../module.js';
 import { collectProblems } from '../problems.js';
 import { checkWebhook } from './check.js';
 import { keepSpec } from './compiled.js';
@@ -17,7 +17,7 @@ function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
-export const webhook: ResourceModule = {
+export const webhook: ResourceModule = resource({
   id: 'webhook',
   segments: ['volga', 'webhooks'],
   shape: 'list',
@@ -84,4 +84,4 @@ export const webhook: ResourceModule = {
     return (await ctx.exporterState(value.name)) ?? { status: 'starting' };
   },
   stateMembers: 'any',
-};
+});

@@ -1,0 +1,77 @@
+/**
+ * When the projector runs its passes: on request, one at a time, coalesced. A request made
+ * while a pass runs is served by the next one, which every request made meanwhile shares; a
+ * request resolves once a pass that started after it has finished. A pass that lost a race
+ * (or could not read at one revision) asks for another before its requests resolve; twenty in
+ * a row go on after a short pause instead of in a tight loop. A failed pass resolves every
+ * request at once (the next change or resync tries again) and makes the next pass a full one.
+ */
+import { errorText } from '../../lib/error-text.js';
+import { log } from '../../lib/log.js';
+
+/** What a pass asks of the next: nothing, another, or another that looks at every site. */
+export type PassOutcome = 'done' | 'again' | 'again-full';
+
+export type PassScheduler = {
+  /** Asks for a pass (`full`: one that looks at every site); resolves once one that started after the call finished. */
+  request(full?: boolean): Promise<void>;
+  readonly stopped: boolean;
+  /** No more passes; resolves once the running one finished and every request is resolved. */
+  stop(): Promise<void>;
+};
+
+export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome>): PassScheduler {
+  let running: Promise<void> | undefined;
+  let requested = 0;
+  const waiters: Array<{ ticket: number; resolve: () => void }> = [];
+  let stopped = false;
+  let wantFull = true;
+
+  function settle(upTo: number): void {
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ticket <= upTo) waiters.splice(i, 1)[0]!.resolve();
+  }
+
+  async function drain(): Promise<void> {
+    for (let rounds = 0; waiters.length > 0 && !stopped; rounds++) {
+      if (rounds >= 20) {
+        // Twenty passes in a row each asking for another: go on shortly, not in a tight loop.
+        setTimeout(() => void (running ??= drain().finally(() => (running = undefined))), 50).unref();
+        return;
+      }
+      const upTo = requested;
+      const f = wantFull;
+      wantFull = false;
+      let outcome: PassOutcome;
+      try {
+        outcome = await pass(f);
+      } catch (err) {
+        wantFull = true;
+        log('warn', 'fleet projection failed; retrying at the next change or resync', { error: errorText(err) });
+        settle(Infinity); // every caller hears of it now; the next change or resync tries again
+        return;
+      }
+      if (outcome === 'again-full') wantFull = true;
+      // A pass that lost a race or could not read at one revision asks for another first.
+      if (outcome === 'done') settle(upTo);
+    }
+  }
+
+  return {
+    request(full = true) {
+      if (stopped) return Promise.resolve();
+      if (full) wantFull = true;
+      const ticket = ++requested;
+      const done = new Promise<void>((resolve) => waiters.push({ ticket, resolve }));
+      if (!running) running = drain().finally(() => (running = undefined));
+      return done;
+    },
+    get stopped() {
+      return stopped;
+    },
+    async stop() {
+      stopped = true;
+      await running;
+      settle(Infinity);
+    },
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * A resource's paths and store keys, derived from its segments (module.ts): the one place
+ * that knows that a webhook lives at `volga/webhooks/<name>` and a secret at
+ * `strongbox/vaults/<vault>/secrets/<name>`, so no other layer writes a resource path or a
+ * store-key regex of its own.
+ *
+ * `names` fill the segments' `:x` holes in order, then (for a list) name the item: for the
+ * secrets list, `pathOf('hooks', 'sink')` is `strongbox/vaults/hooks/secrets/sink` and
+ * `pathOf('hooks')` the list `strongbox/vaults/hooks/secrets`. A hole without a name stays as
+ * written (`:vault`), which makes a route template: `pathOf(':name')`.
+ */
+import { configKey } from '../store/keys.js';
+
+/** The parts of a store key of a resource's object: its tenant, the names that fill the holes, then its own. */
+export type KeyParts = {
+  tenant: string;
+  /** The enclosing keys, then the item's name (list resources); empty for a singleton. */
+  names: string[];
+  /** The item's name (the last of `names`); undefined for a singleton. */
+  name: string | undefined;
+};
+
+export type ResourcePaths = {
+  /** The configuration path (below /v1/config/, no leading slash) of the object or list `names` address. */
+  pathOf(...names: string[]): string;
+  /** The store key of the same in `tenant`'s tree. */
+  keyOf(tenant: string, ...names: string[]): string;
+  /** The parts of a store key of one of this resource's objects; undefined for any other key. */
+  parseKey(key: string): KeyParts | undefined;
+};
+
+export function pathsOf(segments: readonly string[], shape: 'list' | 'object'): ResourcePaths {
+  const pathOf = (...names: string[]): string => {
+    let i = 0;
+    const parts = segments.map((s) => (s.startsWith(':') && i < names.length ? (names[i++] as string) : s));
+    return [...parts, ...names.slice(i)].join('/');
+  };
+  const length = segments.length + (shape === 'list' ? 1 : 0);
+  return {
+    pathOf,
+    keyOf: (tenant, ...names) => configKey(tenant, pathOf(...names)),
+    parseKey(key) {
+      const [tenant, ...parts] = key.split('/');
+      if (!tenant || parts.length !== length) return undefined;
+      const names: string[] = [];
+      for (const [i, part] of parts.entries()) {
+        const s = segments[i];
+        if (s === undefined || s.startsWith(':')) {
+          if (part === '') return undefined;
+          names.push(part);
+        } else if (part !== s) return undefined;
+      }
+      return { tenant, names, name: shape === 'list' ? names.at(-1) : undefined };
+    },
+  };
+}
