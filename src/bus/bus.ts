@@ -86,6 +86,14 @@ export interface Bus {
    * topic after it.
    */
   ack(topic: string, group: string, ids: readonly string[], count?: AckCount): Promise<OutcomeCounts | undefined>;
+  /**
+   * `rate-limit` (CONTRACT §12): takes one token of the bucket `name` (an exporter's name, of
+   * the tenant like a topic name) at `site`, refilled at `perSecond` up to `burst`; returns 0
+   * when taken, else the milliseconds until one is there. Redis: one Lua script on the hash
+   * `edgeplane:rate:<site>:<name>` with the server's clock, so every process of the site shares
+   * it; the embedded bus keeps it in memory.
+   */
+  rateToken(name: string, site: string, perSecond: number, burst: number): Promise<number>;
   /** The counted outcomes of counter name `as` on the topic (all 0 when none). */
   counts(topic: string, as: string): Promise<OutcomeCounts>;
   /**

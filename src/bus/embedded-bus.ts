@@ -91,6 +91,8 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
   const streams = new Map<string, Stream>();
   const watchers = new Map<string, Set<() => void>>();
   const alive = new Set<string>();
+  /** rate-limit token buckets (in memory: one process per DATA_DIR). */
+  const buckets = new Map<string, { tokens: number; ts: number }>();
   const file = dataDir ? join(dataDir, 'bus.jsonl') : undefined;
 
   const stream = (topic: string): Stream => {
@@ -258,6 +260,20 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
       if (!count) return undefined;
       if (!g) throw new BusError('no-group', `NOGROUP no group ${name} on topic ${topic}`);
       return { ...(g.counts[count.as] ?? noCounts()) };
+    },
+
+    async rateToken(name: string, site: string, perSecond: number, burst: number): Promise<number> {
+      const key = `${site}:${name}`;
+      const now = Date.now();
+      const b = buckets.get(key) ?? { tokens: burst, ts: now };
+      b.tokens = Math.min(burst, b.tokens + (Math.max(0, now - b.ts) * perSecond) / 1000);
+      b.ts = now;
+      buckets.set(key, b);
+      if (b.tokens >= 1) {
+        b.tokens -= 1;
+        return 0;
+      }
+      return Math.ceil(((1 - b.tokens) * 1000) / perSecond);
     },
 
     async counts(topic: string, as: string): Promise<OutcomeCounts> {

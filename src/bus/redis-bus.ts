@@ -91,6 +91,21 @@ for i = 3, #ARGV, 2 do
 end
 return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`);
 
+/** A token bucket (bus.ts rateToken): 0 when a token was taken, else the ms until one is there. */
+const rateTokenScript = luaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(b[1]) or burst
+local ts = tonumber(b[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) * 1000 / rate) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return wait`);
+
 /** Deletes the counts fields of a group (every counter name starting with `<group>|`). */
 const dropCountsScript = luaScript(`
 local prefix = ARGV[1] .. '|'
@@ -115,7 +130,12 @@ function countsOf(raw: unknown): OutcomeCounts {
 export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
   const cmd = redisClient(target, 'bus-command', {
     offlineQueue: true,
-    scripts: { busSetId: setIdScript, busCountedAck: countedAckScript, busDropCounts: dropCountsScript },
+    scripts: {
+      busSetId: setIdScript,
+      busCountedAck: countedAckScript,
+      busDropCounts: dropCountsScript,
+      busRateToken: rateTokenScript,
+    },
   });
   const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
   await Promise.all([cmd.connect(), blocking.connect()]);
@@ -225,9 +245,14 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       }
     },
 
-    async counts(topic: string, group: string): Promise<OutcomeCounts> {
+    async counts(topic: string, as: string): Promise<OutcomeCounts> {
       const key = streamPrefix + topic;
-      return countsOf(await send(cmd, ['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${group}|${o}`)]));
+      return countsOf(await send(cmd, ['HMGET', countsKey(key), ...countedOutcomes.map((o) => `${as}|${o}`)]));
+    },
+
+    async rateToken(name: string, site: string, perSecond: number, burst: number): Promise<number> {
+      const r = await cmd.busRateToken([`edgeplane:rate:${site}:${name}`], [String(perSecond), String(burst)]);
+      return Number(r) || 0;
     },
 
     async backlog(topic: string, group: string): Promise<number | undefined> {

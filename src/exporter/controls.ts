@@ -15,6 +15,7 @@ import type { RetryOn } from '../resources/webhook/retry-on.js';
 import { signingVar } from '../resources/webhook/spec.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { Signer } from './signing.js';
+import { RateLimit } from './rate-limit.js';
 import type { ExporterState } from './state.js';
 
 export type RunControls = {
@@ -24,6 +25,8 @@ export type RunControls = {
   breakers: Breakers;
   attempts: AttemptLog;
   limiter: AdaptiveLimit | undefined;
+  /** rate-limit (CONTRACT §12): a token per attempt. */
+  rate: RateLimit | undefined;
   close(): Promise<void>;
 };
 
@@ -34,7 +37,9 @@ export function startControls(o: {
   clock: Clock;
   state: ExporterState;
   secrets: ReadonlyMap<string, string>;
+  site: string;
 }): RunControls {
+  const rl = o.spec.ext.rateLimit;
   const c = o.spec.controls;
   const secret = c.signing ? o.secrets.get(signingVar) : undefined;
   const breakers = new Breakers(o.clock, o.spec.policy.baseMs, o.spec.policy.maxMs, {
@@ -53,6 +58,7 @@ export function startControls(o: {
     breakers,
     attempts,
     limiter,
+    rate: rl ? new RateLimit(o.bus, o.spec.name, o.site, rl.perSecond, rl.burst, o.clock) : undefined,
     async close() {
       breakers.close();
       await attempts.close();

@@ -11,8 +11,9 @@ import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
 import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
-import { postOnce } from './send.js';
-import { minRetryMs, parseTarget, type ExporterSpec } from '../resources/webhook/spec.js';
+import { postOnce, type PostOutcome } from './send.js';
+import type { TokenSource } from './oauth2.js';
+import { minRetryMs, parseTarget, type ExporterSpec, type Target } from '../resources/webhook/spec.js';
 import type { ExporterState } from './state.js';
 import type { RunControls } from './controls.js';
 import { webhookId } from './signing.js';
@@ -22,7 +23,8 @@ export type Outcome = 'delivered' | 'dropped' | 'ignored' | 'filtered' | 'aborte
 
 export type DeliverContext = {
   spec: ExporterSpec;
-  agent: Agent;
+  /** The Agent of the next attempt (mutual TLS: the client certificate held now). */
+  agent: () => Agent;
   clock: Clock;
   /** SYS_* variables of this site and tenant. */
   sys: ReadonlyMap<string, string>;
@@ -33,6 +35,8 @@ export type DeliverContext = {
   stopping: AbortSignal;
   /** Delivery controls (controls.ts). */
   controls: RunControls;
+  /** oauth2: the access tokens of this exporter. */
+  oauth?: TokenSource | undefined;
   /** Before waiting for an open circuit breaker: the exporter frees the slot (false: it keeps it). */
   park(): boolean;
   /** After that wait: takes a slot again. */
@@ -60,6 +64,44 @@ function lookupIn(
   fromMessage: Map<string, string> | undefined,
 ): (name: string) => string | undefined {
   return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+}
+
+/**
+ * The `ordering-key` of a message: its template expanded with the message's variables. A key
+ * that cannot be expanded (a variable without value) is the empty key: such messages keep
+ * their topic order among themselves, and deliver() then deals with the variable as usual.
+ */
+async function postWithToken(
+  ctx: DeliverContext,
+  oauth: TokenSource,
+  target: Target,
+  headers: string[],
+  body: string,
+): Promise<PostOutcome> {
+  for (let round = 0; ; round++) {
+    const t = await oauth.token();
+    if (!t.ok) return { ok: false, error: t.error, retryAfter: undefined };
+    const r = await postOnce({
+      target,
+      headers: headers.concat('authorization', `Bearer ${t.token}`),
+      body,
+      agent: ctx.agent(),
+    });
+    if (r.ok || r.status !== 401 || round > 0) return r;
+    oauth.invalidate(t.token);
+  }
+}
+
+export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
+  const t = ctx.spec.ext.orderingKey;
+  if (!t) return '';
+  let fromMessage: Map<string, string> | undefined;
+  for (const v of ctx.spec.messageVars) {
+    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
+    if (value !== undefined) (fromMessage ??= new Map()).set(v.name, value);
+  }
+  const r = t.render(lookupIn(ctx, msg, fromMessage));
+  return r.ok ? r.value : '';
 }
 
 /** A message that failed before (attempt > 1) counted as failing: every way out ends that. */
@@ -127,9 +169,15 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
       if (admitted === 'stopped') return finish(ctx, attempt, 'aborted');
       probe = admitted === 'probe';
     }
-    const sent = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
+    // rate-limit: a token of the site's bucket per attempt.
+    if (controls.rate && !(await controls.rate.take(ctx.stopping))) return finish(ctx, attempt, 'aborted');
+    const signed = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
     const t0 = performance.now();
-    const r = await postOnce({ target, headers: sent, body: data.value, agent: ctx.agent });
+    let r: PostOutcome;
+    if (ctx.oauth) {
+      // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
+      r = await postWithToken(ctx, ctx.oauth, target, signed, data.value);
+    } else r = await postOnce({ target, headers: signed, body: data.value, agent: ctx.agent() });
     const ms = performance.now() - t0;
     controls.attempts.record({
       time: ctx.clock.now(),

@@ -11,7 +11,9 @@ import type { Agent } from 'undici';
 import type { Bus, StartAt } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
-import { deliver, type DeliverContext } from './deliver.js';
+import { deliver, orderingKeyOf, type DeliverContext } from './deliver.js';
+import { KeyQueues } from './ordering.js';
+import type { TokenSource } from './oauth2.js';
 import { Message } from './message.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import type { RunControls } from './controls.js';
@@ -24,7 +26,8 @@ export type ExporterDeps = {
   spec: ExporterSpec;
   bus: Bus;
   clock: Clock;
-  agent: Agent;
+  /** The Agent of the next attempt (mutual TLS: the client certificate held now). */
+  agent: () => Agent;
   group: string;
   /** The site of this process: its counts are its own (bus.ts AckCount). */
   site: string;
@@ -36,6 +39,8 @@ export type ExporterDeps = {
   /** Told the seconds from dispatch to delivery (retries included) of each delivered message. */
   observeDelivery?: (seconds: number) => void;
   controls: RunControls;
+  /** oauth2 (CONTRACT §12): the exporter's access tokens. */
+  oauth?: TokenSource | undefined;
 };
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -61,10 +66,13 @@ export class Exporter {
   private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private readonly lag: LagMonitor;
+  /** ordering-key: the messages waiting behind a busy key. */
+  private readonly keys: KeyQueues<{ reader: TopicReader; msg: Message }> | undefined;
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
     setMaxListeners(0, this.stopCtl.signal);
+    this.keys = d.spec.ext.orderingKey ? new KeyQueues() : undefined;
     this.lag = new LagMonitor(d.bus, d.group, d.state, () => this.readers.keys());
     this.ctx = {
       spec: d.spec,
@@ -75,6 +83,7 @@ export class Exporter {
       state: d.state,
       stopping: this.stopCtl.signal,
       controls: d.controls,
+      oauth: d.oauth,
       park: this.park,
       unpark: this.unpark,
     };
@@ -219,9 +228,22 @@ export class Exporter {
       // Entries not dispatched stay in our pending list and are read again at the next start.
       if (this.stopCtl.signal.aborted) break;
       const msg = new Message(reader.topic, batch.entries[i]!, n - 1 - i + lagAfter);
-      void this.handle(reader, msg);
+      if (this.keys) {
+        const key = orderingKeyOf(this.ctx, msg);
+        if (!this.keys.admit(key, { reader, msg })) {
+          // Waiting behind its key without a slot; the number waiting is bounded.
+          while (this.keys.waiting > this.maxWaiting() && !this.stopCtl.signal.aborted) await this.waitSlot();
+          continue;
+        }
+        void this.handle(reader, msg, key);
+      } else void this.handle(reader, msg);
     }
     return n;
+  }
+
+  /** ordering-key: messages read and waiting behind their key, at most this many. */
+  private maxWaiting(): number {
+    return Math.max(1000, 16 * this.d.spec.maxInFlight);
   }
 
   private async slot(): Promise<void> {
@@ -242,7 +264,7 @@ export class Exporter {
     freed?.();
   }
 
-  private async handle(reader: TopicReader, msg: Message): Promise<void> {
+  private async handle(reader: TopicReader, msg: Message, key?: string): Promise<void> {
     const { state } = this.d;
     this.inFlight++;
     state.inFlight = this.inFlight;
@@ -260,6 +282,9 @@ export class Exporter {
       }
     } finally {
       this.inFlight--;
+      // ordering-key: the next message of this key takes over the slot (handle counts it again).
+      const next = key !== undefined && !this.stopCtl.signal.aborted ? this.keys?.next(key) : undefined;
+      if (next) void this.handle(next.reader, next.msg, key);
       state.inFlight = this.inFlight;
       state.version++;
       this.freeSlot();
@@ -293,6 +318,7 @@ export class Exporter {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
+    this.keys?.clear();
     this.lag.stop();
     for (const c of this.cleanups) c();
     this.wakeLoop?.();

@@ -15,7 +15,7 @@ import type { Settings } from '../lib/settings.js';
 import type { Store } from '../store/store.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { SecretReader } from './secret-vars.js';
-import { closeAgents } from './send.js';
+import { AgentPool } from './send.js';
 import { Supervisor } from './supervisor.js';
 import { errorText } from '../lib/error-text.js';
 
@@ -70,7 +70,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
   // Alive before the first read, so no other process takes our entries for a dead one's.
   await opts.bus.heartbeat(consumer, heartbeatTtlMs);
+  // This runtime's HTTP agents: its stop closes these and no other runtime's.
+  const agents = new AgentPool();
   const supervisor = new Supervisor({
+    agents,
     consumer,
     site: opts.settings.site,
     globalDomain: opts.settings.globalDomain,
@@ -180,7 +183,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       // What we leave pending is taken over by the other processes at once.
       await opts.bus.retire(consumer).catch(() => undefined);
       await publish();
-      await closeAgents();
+      await agents.close();
     },
   };
 }

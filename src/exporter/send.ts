@@ -1,18 +1,26 @@
 /**
- * POSTs with undici. One shared Agent per TLS profile (the four TLS fields), never one per
- * message or per exporter, so connections are pooled across exporters that talk alike.
+ * POSTs with undici. One Agent per TLS profile (the four TLS fields, plus the client
+ * certificate of mutual TLS) in each runtime's `AgentPool`, never one per message or per
+ * exporter, so connections are pooled across exporters that talk alike; a runtime's stop
+ * closes its own pool only (two runtimes in one process do not share or close each other's).
  * Every response body is dumped so sockets return to the pool; each attempt has its own
  * header and body timeouts so a hanging server counts as a failed attempt.
  */
-import { checkServerIdentity, rootCertificates, type PeerCertificate } from 'node:tls';
+import { createHash } from 'node:crypto';
+import { checkServerIdentity, createSecureContext, rootCertificates, type PeerCertificate } from 'node:tls';
 import { Agent } from 'undici';
 import type { Target, TlsProfile } from '../resources/webhook/spec.js';
 import { errorChainText } from '../lib/error-text.js';
 
-const agents = new Map<string, Agent>();
+/** The PEM certificate (chain) and key of mutual TLS (`client-certificate`). */
+export type ClientCert = { cert: string; key: string };
 
-function connectOptions(p: TlsProfile): Record<string, unknown> {
+function connectOptions(p: TlsProfile, client: ClientCert | undefined): Record<string, unknown> {
   const opts: Record<string, unknown> = { rejectUnauthorized: p.verify };
+  if (client) {
+    opts.cert = client.cert;
+    opts.key = client.key;
+  }
   // Node's default trust is the root bundle; giving `ca` replaces it, hence the concatenation.
   if (p.ca !== undefined) opts.ca = p.useRootCerts ? [...rootCertificates, p.ca] : [p.ca];
   else if (!p.useRootCerts) opts.ca = [];
@@ -26,30 +34,52 @@ function connectOptions(p: TlsProfile): Record<string, unknown> {
 }
 
 /**
- * The attempt timeout lives on the Agent (header and body timeouts), not on each request:
- * per-request timeouts and abort signals cost measurable throughput at max-in-flight 1.
+ * Throws a readable error when the certificate and key do not make a TLS context (not PEM,
+ * or a key that does not match the certificate); the key's text is never part of it.
  */
-export function agentFor(p: TlsProfile, attemptTimeoutMs: number): Agent {
-  const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null, attemptTimeoutMs]);
-  let agent = agents.get(key);
-  if (!agent) {
-    agent = new Agent({
-      connect: connectOptions(p),
-      keepAliveTimeout: 10_000,
-      connections: 128,
-      headersTimeout: attemptTimeoutMs,
-      bodyTimeout: attemptTimeoutMs,
-    });
-    agents.set(key, agent);
+export function checkClientCert(c: ClientCert): void {
+  try {
+    createSecureContext({ cert: c.cert, key: c.key });
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    throw new Error(
+      `client-certificate: the vault value is not a usable PEM certificate and key${typeof code === 'string' ? ` (${code})` : ''}`,
+    );
   }
-  return agent;
 }
 
-/** At runtime stop, after the exporters' deadline: POSTs still running are cut. */
-export async function closeAgents(): Promise<void> {
-  const all = [...agents.values()];
-  agents.clear();
-  await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
+/** The Agents of one runtime, by TLS profile, attempt timeout and client certificate. */
+export class AgentPool {
+  private readonly agents = new Map<string, Agent>();
+
+  /**
+   * The attempt timeout lives on the Agent (header and body timeouts), not on each request:
+   * per-request timeouts and abort signals cost measurable throughput at max-in-flight 1.
+   */
+  agentFor(p: TlsProfile, attemptTimeoutMs: number, client?: ClientCert): Agent {
+    // The certificate and key are part of the key by their digest only (no secret kept as a map key).
+    const cert = client ? createHash('sha256').update(client.cert).update('\0').update(client.key).digest('hex') : null;
+    const key = JSON.stringify([p.verify, p.ca ?? null, p.useRootCerts, p.serverName ?? null, attemptTimeoutMs, cert]);
+    let agent = this.agents.get(key);
+    if (!agent) {
+      agent = new Agent({
+        connect: connectOptions(p, client),
+        keepAliveTimeout: 10_000,
+        connections: 128,
+        headersTimeout: attemptTimeoutMs,
+        bodyTimeout: attemptTimeoutMs,
+      });
+      this.agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  /** At runtime stop, after the exporters' deadline: POSTs still running are cut. */
+  async close(): Promise<void> {
+    const all = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(all.map((a) => a.destroy().catch(() => undefined)));
+  }
 }
 
 export type PostOutcome =

@@ -26,7 +26,10 @@ import { user } from '../resources/user.js';
 import { vault } from '../resources/vault.js';
 import { webhook } from '../resources/webhook/index.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
-import { agentFor } from './send.js';
+import type { Agent } from 'undici';
+import type { AgentPool } from './send.js';
+import { clientCertAgent } from './client-cert.js';
+import { TokenSource } from './oauth2.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { specOf } from '../resources/webhook/compiled.js';
 import { ExporterState } from './state.js';
@@ -35,6 +38,8 @@ import { loadSiteContext, type SiteContext } from './system-vars.js';
 import { errorText } from '../lib/error-text.js';
 
 export type SupervisorOptions = {
+  /** The runtime's HTTP agents. */
+  agents: AgentPool;
   site: string;
   /** The root tenant (only its exporters read system: topics). */
   rootTenant: string;
@@ -73,6 +78,10 @@ const relevant = [webhook, site, deployment, settings, dnsZone, user, policy, te
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
+const constant =
+  <T>(v: T): (() => T) =>
+  () =>
+    v;
 const slotId = (tenant: string, name: string): string => `${tenant}/${name}`;
 
 export class Supervisor {
@@ -283,9 +292,28 @@ export class Supervisor {
         clock: this.o.clock,
         state,
         secrets: slot.secrets,
+        site: this.o.site,
       });
     } catch (err) {
       state.error(errorText(err), this.o.clock.now());
+      state.setStatus('error');
+      return;
+    }
+    let agent: () => Agent;
+    try {
+      agent = spec.ext.clientCert
+        ? clientCertAgent({
+            pool: this.o.agents,
+            tls: spec.tls,
+            attemptTimeoutMs: this.o.attemptTimeoutMs,
+            secrets: slot.secrets,
+            state,
+            clock: this.o.clock,
+          })
+        : constant(this.o.agents.agentFor(spec.tls, this.o.attemptTimeoutMs));
+    } catch (err) {
+      await controls.close();
+      state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
       state.setStatus('error');
       return;
     }
@@ -293,7 +321,8 @@ export class Supervisor {
       spec,
       bus: this.busOf(tenant),
       clock: this.o.clock,
-      agent: agentFor(spec.tls, this.o.attemptTimeoutMs),
+      agent,
+      oauth: spec.ext.oauth2 ? new TokenSource(spec.ext.oauth2, slot.secrets, agent, this.o.clock) : undefined,
       group: groupName(tenant, name),
       site: this.o.site,
       consumer: this.o.consumer,

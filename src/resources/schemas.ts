@@ -102,6 +102,38 @@ export const webhookSchema = object(
       uniqueItems: true,
     },
     signing: object({ vault: name, secret: name, key: { type: 'string', minLength: 1 } }, ['vault', 'secret', 'key']),
+    // Delivery extensions (CONTRACT §12; README "Delivery extensions").
+    'client-certificate': object(
+      {
+        vault: name,
+        secret: name,
+        'cert-key': { type: 'string', minLength: 1 },
+        'key-key': { type: 'string', minLength: 1 },
+      },
+      ['vault', 'secret', 'cert-key', 'key-key'],
+    ),
+    'ordering-key': { type: 'string', minLength: 1, maxLength: 8192 },
+    oauth2: object(
+      {
+        'token-url': { type: 'string', minLength: 1, maxLength: 8192 },
+        'client-id': { type: 'string', minLength: 1 },
+        'client-secret': object({ vault: name, secret: name, key: { type: 'string', minLength: 1 } }, [
+          'vault',
+          'secret',
+          'key',
+        ]),
+        scope: str,
+        audience: str,
+      },
+      ['token-url', 'client-id', 'client-secret'],
+    ),
+    'rate-limit': object(
+      {
+        'per-second': { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },
+        burst: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+      },
+      ['per-second'],
+    ),
   },
   ['name', 'site-placement', 'url', 'data'],
 );

@@ -13,6 +13,7 @@ import { webhookStateKey } from '../../src/store/keys.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually, sleep } from '../helpers/wait.js';
+import { AgentPool } from '../../src/exporter/send.js';
 import { Supervisor } from '../../src/exporter/supervisor.js';
 import { systemClock } from '../../src/lib/clock.js';
 import type { Store } from '../../src/store/store.js';
@@ -221,6 +222,7 @@ test("only this site's own site object concerns its exporters (a control plane h
     attemptTimeoutMs: 1000,
     pollMs: 100,
     consumer: 'c',
+    agents: new AgentPool(),
   });
   try {
     await sup.reconcile();

@@ -32,6 +32,10 @@ export type Received = {
   body: string;
   status: number;
   sni: string | undefined;
+  /** When the request's body had arrived (Date.now()). */
+  time: number;
+  /** The CN of the client certificate (mutual TLS, with `tls.clientCa`), else undefined. */
+  clientCn: string | undefined;
 };
 
 export type WebhookServer = {
@@ -53,8 +57,14 @@ function sniOf(req: IncomingMessage): string | undefined {
   return typeof name === 'string' ? name : undefined;
 }
 
+function clientCnOf(req: IncomingMessage): string | undefined {
+  const sock = req.socket as { getPeerCertificate?: () => { subject?: { CN?: unknown } } };
+  const cn = sock.getPeerCertificate?.()?.subject?.CN;
+  return typeof cn === 'string' ? cn : undefined;
+}
+
 export async function startWebhookServer(
-  opts: { script?: Reply[]; tls?: { key: string; cert: string } } = {},
+  opts: { script?: Reply[]; tls?: { key: string; cert: string; clientCa?: string } } = {},
 ): Promise<WebhookServer> {
   let script: Reply[] | ((n: number, req: Received) => Reply) = opts.script ?? [];
   let count = 0;
@@ -73,6 +83,8 @@ export async function startWebhookServer(
         body: Buffer.concat(chunks).toString('utf8'),
         status: 0,
         sni: sniOf(req),
+        time: Date.now(),
+        clientCn: clientCnOf(req),
       };
       const reply = (typeof script === 'function' ? script(rec.n, rec) : script[rec.n]) ?? {};
       requests.push(rec);
@@ -90,7 +102,17 @@ export async function startWebhookServer(
       else answer();
     });
   };
-  const server = opts.tls ? createHttps({ key: opts.tls.key, cert: opts.tls.cert }, handler) : createHttp(handler);
+  const server = opts.tls
+    ? createHttps(
+        {
+          key: opts.tls.key,
+          cert: opts.tls.cert,
+          // Mutual TLS: a client without a certificate of this CA fails the handshake.
+          ...(opts.tls.clientCa ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+        },
+        handler,
+      )
+    : createHttp(handler);
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -98,6 +98,9 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
         const data = compileTemplate(obj.data as string, { field: 'data', isDefined });
         if (obj['data-format'] === 'json') checkJsonData(data);
       });
+    const orderingKey = obj['ordering-key'];
+    if (typeof orderingKey === 'string')
+      attempt(out, xPath, 'ordering-key', () => compileTemplate(orderingKey, { field: 'ordering-key', isDefined }));
     (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
       const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
       if (typeof value === 'string')

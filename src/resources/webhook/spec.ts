@@ -15,6 +15,7 @@ import { parsePointer } from '../../lib/json-pointer.js';
 import { parseDuration } from '../../lib/duration.js';
 import { retryDefaults } from '../schemas.js';
 import { compileRetryOn, type RetryOn } from './retry-on.js';
+import { extensionsOf, type ExtensionsSpec } from './extensions.js';
 
 /** The limit `max-in-flight: auto` may grow to (exporter/adaptive.ts). */
 export const adaptiveMax = 512;
@@ -74,6 +75,8 @@ export type ExporterSpec = {
   tls: TlsProfile;
   /** Delivery controls (controls.ts). */
   controls: ControlsSpec;
+  /** Delivery extensions: client certificate, ordering key, rate limit (extensions.ts). */
+  ext: ExtensionsSpec;
 };
 
 /** The secret variable name the signing key is read under: not a valid template name, so no clash. */
@@ -229,6 +232,9 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   const sni = cfg['server-name-indication'];
   const controls = controlsOf(cfg, tenant, rootTenant);
   if (controls.signing) secretVars.push(controls.signing);
+  const ext = extensionsOf(cfg, tenant, isDefined);
+  if (ext.clientCert) secretVars.push(ext.clientCert.cert, ext.clientCert.key);
+  if (ext.oauth2) secretVars.push(ext.oauth2.clientSecret);
   return {
     tenant,
     name,
@@ -264,6 +270,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
       serverName: typeof sni === 'string' && sni ? sni : undefined,
     },
     controls,
+    ext,
   };
 }
 
