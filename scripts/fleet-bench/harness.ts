@@ -127,19 +127,23 @@ async function waitHealthy(child: ChildProcess, url: string): Promise<void> {
 
 const strongboxKey = randomBytes(32).toString('base64');
 
-/** Open files a control plane needs: two connections a site it serves (sync stream, acks) and room. */
-export const fdsNeeded = Math.ceil(SITES / CPS) * 2 + 4096;
+/** Open files a control plane needs: one a site it serves (its sync stream; acks close their connection) and room. */
+export const fdsNeeded = Math.ceil(SITES / CPS) + 4096;
 
-/** The soft limit of open files this process has (inherited by what it spawns). */
-export function openFileLimit(): number {
-  const r = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' });
-  return Number(r.stdout.trim()) || 1024;
+/** The soft and hard limits of open files this process has (inherited by what it spawns). */
+export function openFileLimits(): { soft: number; hard: number } {
+  const r = spawnSync('sh', ['-c', 'ulimit -Sn; ulimit -Hn'], { encoding: 'utf8' });
+  const [soft, hard] = r.stdout
+    .trim()
+    .split('\n')
+    .map((x) => (x === 'unlimited' ? Infinity : Number(x)));
+  return { soft: soft || 1024, hard: hard || 1024 };
 }
 
 /**
  * The built bundle in its own process, as a user starts it, on a fixed port (a restart reuses
- * it). When the inherited open-file limit is below what its sites need, it is started through
- * prlimit(1) with a higher one (as a service manager's LimitNOFILE would).
+ * it). When the inherited soft open-file limit is below what its sites need, it is started
+ * through prlimit(1) with a higher one, up to the hard limit (as a service manager's LimitNOFILE would).
  */
 export async function startControlPlane(
   redisEnv: Record<string, string>,
@@ -153,9 +157,11 @@ export async function startControlPlane(
     ...(PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles')] : []),
   ];
   if (PROFILE) mkdirSync('profiles', { recursive: true });
-  const raise = openFileLimit() < fdsNeeded;
+  // Up to the hard limit, which an unprivileged process may raise its soft limit to.
+  const { soft, hard } = openFileLimits();
+  const raise = soft < fdsNeeded && soft < hard;
   const [cmd, ...args] = raise
-    ? ['prlimit', `--nofile=${fdsNeeded}:${fdsNeeded}`, '--', ...node, bundle]
+    ? ['prlimit', `--nofile=${Math.min(fdsNeeded, hard)}:${hard}`, '--', ...node, bundle]
     : [...node, bundle];
   const child = spawn(cmd!, args, {
     stdio: ['ignore', 'inherit', 'inherit'],

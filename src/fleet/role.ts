@@ -151,7 +151,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         presence,
         relay,
         keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs,
-        reseal: () => projector?.project() ?? Promise.resolve(),
+        reseal: (site) => projector?.projectSite(site) ?? Promise.resolve(),
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),
