@@ -156,8 +156,13 @@ export class Dispatcher {
     return this.observeDelivery ? this.ctx.clock.now() : 0;
   }
 
+  /**
+   * One message through deliver. Its slot is held until the reader's ack of it is confirmed:
+   * handled but unacknowledged messages count toward max-in-flight (the crash promise).
+   */
   private async handle(reader: TopicReader, msg: Message, key?: string, pending?: Promise<Outcome>): Promise<void> {
     const started = this.started();
+    let acked = false;
     try {
       const outcome = await (pending ?? deliver(this.ctx, msg)).catch((err: unknown) => {
         this.ctx.state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.ctx.clock.now());
@@ -165,16 +170,18 @@ export class Dispatcher {
       });
       if (outcome !== 'aborted' && !this.abandoned) {
         // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
-        reader.handled(msg.entry.id, outcome);
+        reader.handled(msg.entry.id, outcome, () => this.finished(key));
+        acked = true;
         if (outcome === 'delivered') this.observeDelivery?.((this.ctx.clock.now() - started) / 1000);
       }
     } finally {
-      this.finished(key);
+      if (!acked) this.finished(key);
     }
   }
 
   private async handleBatch(b: Batch, key?: string): Promise<void> {
     const started = this.started();
+    let acked = false;
     try {
       const p = b.post(this.spec.format, this.ctx.controls.signer !== undefined);
       const outcome = await post(this.ctx, p).catch((err: unknown) => {
@@ -183,14 +190,19 @@ export class Dispatcher {
       });
       if (outcome !== 'aborted' && !this.abandoned) {
         // A batch succeeds or fails as one POST: every message it carries has its outcome.
-        for (const i of b.items) i.reader.handled(i.msg.entry.id, outcome);
+        let left = b.items.length;
+        const confirmed = () => {
+          if (--left === 0) this.finished(key);
+        };
+        for (const i of b.items) i.reader.handled(i.msg.entry.id, outcome, confirmed);
+        acked = true;
         if (outcome === 'delivered' && this.observeDelivery) {
           const s = (this.ctx.clock.now() - started) / 1000;
           for (let i = 0; i < b.items.length; i++) this.observeDelivery(s);
         }
       }
     } finally {
-      this.finished(key);
+      if (!acked) this.finished(key);
     }
   }
 
