@@ -125,6 +125,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
           publicKey: siteKey,
           hooks,
           reportIntervalMs: f.reportIntervalMs,
+          // Three keep-alives without a bookmark: the link is dead (a half-open TCP connection).
+          idleTimeoutMs: 3 * f.keepAliveMs,
         });
       },
       async close() {
