@@ -197,14 +197,16 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
       return done(
         'the previous content is not in the configuration history (CONFIG_HISTORY): sent to every site at once',
       );
-    if (previous !== null && etagOf(previous) === etag) return done('the sites run this content already');
     const targets: Array<{ name: string; labels: ReturnType<typeof siteLabelRecord> }> = [];
     for (const s of p.sites) {
       if (!applicableTo(p.view, s, o.root, p.index).has(key) && !(await p.holds(s, key))) continue;
       targets.push({ name: s, labels: siteLabelRecord(siteLabels(s, p.view.get(siteResource.keyOf(o.root, s)))) });
     }
+    if (targets.length === 0) return done('the object reaches no site');
+    // Back to the content the sites run (a configuration rollback after a rolled-back change): nothing to roll out.
+    if (previous !== null && etagOf(previous) === etag)
+      return { ...done('the sites run this content already'), waves: [targets.map((t) => t.name).sort()] };
     const waves = planWaves(spec, targets);
-    if (waves.length === 0) return done('the object reaches no site');
     const reason = old && old.state === 'progressing' ? `superseded the rollout of revision ${old.revision}` : '';
     return { ...done(reason), previous, waves, state: 'progressing' as const };
   }
@@ -280,7 +282,13 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
       log('warn', `fleet: rollout ${state} at wave ${rec.wave + 1}`, { key: rec.key, reason: g.reason });
       if (
         await save(
-          { ...rec, state, reason: g.reason, healthySince: undefined, updated: state === 'paused' ? rec.updated : 0 },
+          {
+            ...rec,
+            state,
+            reason: g.reason,
+            healthySince: undefined,
+            updated: state === 'paused' ? through + sites.filter((x) => x.applied).length : 0,
+          },
           gen,
         )
       )
