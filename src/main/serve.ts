@@ -24,6 +24,7 @@ import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget, probeRedis, toTarget, type RedisTarget } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
+import { ConfigFileError } from '../ops/config-file.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 import { backoffDelay } from '../lib/backoff.js';
 import { errorText } from '../lib/error-text.js';
@@ -64,7 +65,10 @@ function listen(server: Server, settings: Settings): Promise<number> {
       else reject(new StartupError('PORT', `cannot listen on ${where}: ${errorText(err)}`));
     };
     server.once('error', onError);
-    server.listen(settings.port, settings.host, () => {
+    // A backlog beyond Node's 511 (the kernel caps it at net.core.somaxconn): thousands of edge
+    // sites dial back together after a control-plane restart, and a full queue drops their SYNs
+    // (each then waits 1, 3, 7... s for its retransmission).
+    server.listen({ port: settings.port, host: settings.host, backlog: 8192 }, () => {
       server.off('error', onError);
       const addr = server.address();
       resolve(typeof addr === 'object' && addr ? addr.port : settings.port);
@@ -218,6 +222,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     if (err instanceof StartupError) failStart(err.setting, err.message);
     if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
     if (err instanceof SettingsError) failStart(err.setting, err.message);
+    if (err instanceof ConfigFileError) failStart('EDGEPLANE_CONFIG', err.message);
     const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
     failStart(setting, errorText(err));
   }
