@@ -11,6 +11,7 @@ import { ApiError } from '../lib/errors.js';
 import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, encodeKvDel, encodeKvSet, ensureDir, replay, rewrite, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 import type { CommitResult, Entry, Store, StoredRevision } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import type { JsonObject } from '../lib/json.js';
@@ -138,6 +139,9 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
     countKvWrite();
   }
 
+  /** The last list read of each prefix, at the revision it was read. */
+  const lists = new BoundedMap<string, { revision: number; entries: Entry[] }>(64);
+
   function parse(key: string, o: StoredObject): Entry {
     o.value ??= deepFreeze(JSON.parse(o.text) as JsonObject);
     return { key, value: o.value, etag: o.etag };
@@ -159,10 +163,15 @@ export async function openEmbeddedStore(dataDir: string, opts: EmbeddedOptions =
 
     async list(prefix) {
       checkOpen();
+      // The same frozen array until the next commit: a list read again is not rebuilt (nor re-sorted).
+      const hit = lists.get(prefix);
+      if (hit?.revision === revision) return hit.entries;
       const below = prefix + '/';
       const out: Entry[] = [];
       for (const [k, o] of objects) if (prefix === '' || k === prefix || k.startsWith(below)) out.push(parse(k, o));
-      return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const entries = Object.freeze(out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) as Entry[];
+      lists.set(prefix, { revision, entries });
+      return entries;
     },
 
     async etags(prefix) {

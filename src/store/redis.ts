@@ -19,6 +19,7 @@ import {
 import { etagOf } from './etag.js';
 import { changesChannel, layout, storeScripts } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
+import { createListCache } from './list-cache.js';
 import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { errorText } from '../lib/error-text.js';
@@ -102,6 +103,54 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
 
   const reads = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
 
+  /** The entries of `keys` that exist. */
+  async function readMany(keys: string[]): Promise<Map<string, Entry>> {
+    const out = new Map<string, Entry>();
+    if (keys.length === 0) return out;
+    const multi = client.multi();
+    for (const k of keys) multi.hmGet(cfgKey(k), ['v', 'e']);
+    const replies = await multi.exec();
+    keys.forEach((k, i) => {
+      const reply = replies[i];
+      const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1]) : undefined;
+      if (entry) out.set(k, entry);
+    });
+    return out;
+  }
+
+  async function readEtags(prefix: string): Promise<{ revision: number; etags: Map<string, string> }> {
+    const reply = await client.storeEtags([layout.index, layout.revision], [layout.cfgPrefix, prefix]);
+    if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
+    const etags = new Map<string, string>();
+    for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
+    return { revision: Number(reply[0]), etags };
+  }
+
+  const lists = createListCache(
+    {
+      async all(prefix) {
+        // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
+        const keys =
+          prefix === ''
+            ? await client.zRange(layout.index, 0, -1)
+            : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
+        return [...(await readMany(keys)).values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      },
+      some: readMany,
+      etags: async (prefix) => (await readEtags(prefix)).etags,
+    },
+    { maxAgeMs: 1000, maxLists: 64 },
+  );
+  /** Both caches follow every change notification and this process's commits. */
+  const invalidate = (keys: string[]) => {
+    reads.invalidate(keys);
+    lists.invalidate(keys);
+  };
+  const setLive = (live: boolean) => {
+    reads.setLive(live);
+    lists.setLive(live);
+  };
+
   function deliver(message: string): void {
     let keys: unknown;
     try {
@@ -112,7 +161,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
     if (!Array.isArray(keys)) return;
     const changed = keys.filter((k): k is string => typeof k === 'string');
-    reads.invalidate(changed);
+    invalidate(changed);
     for (const l of listeners) {
       try {
         l(changed);
@@ -130,23 +179,23 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     const sub = redisClient(target, 'store-changes');
     subscriber = sub;
     // Notifications may be lost while this connection is down: cache nothing until it is back.
-    sub.on('error', () => reads.setLive(false));
-    sub.on('end', () => reads.setLive(false));
+    sub.on('error', () => setLive(false));
+    sub.on('end', () => setLive(false));
     onNewConnection(sub, () => {
       // A reconnect re-subscribes before 'ready'; after a failover (Sentinel) the
       // subscription moves to the new primary on its own, soon after: the cache waits a
       // second more (what it keeps is at most a second old anyway).
-      reads.setLive(false);
+      setLive(false);
       if (!subscribed) return;
-      if ('acquire' in sub) setTimeout(() => reads.setLive(true), 1000).unref();
-      else reads.setLive(true);
+      if ('acquire' in sub) setTimeout(() => setLive(true), 1000).unref();
+      else setLive(true);
     });
     subscribing = sub
       .connect()
       .then(() => sub.subscribe(channel, deliver))
       .then(() => {
         subscribed = true;
-        reads.setLive(true);
+        setLive(true);
       })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
@@ -173,34 +222,10 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       return opts?.fresh ? fetch() : reads.load(key, fetch);
     },
 
-    list: (prefix) =>
-      guarded(async () => {
-        // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
-        const keys =
-          prefix === ''
-            ? await client.zRange(layout.index, 0, -1)
-            : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
-        if (keys.length === 0) return [];
-        const multi = client.multi();
-        for (const k of keys) multi.hmGet(cfgKey(k), ['v', 'e']);
-        const replies = await multi.exec();
-        const out: Entry[] = [];
-        keys.forEach((k, i) => {
-          const reply = replies[i];
-          const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1]) : undefined;
-          if (entry) out.push(entry);
-        });
-        return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      }),
+    // From the list cache while the change subscription is up (list-cache.ts), else the store.
+    list: (prefix) => guarded(() => lists.list(prefix)),
 
-    etags: (prefix) =>
-      guarded(async () => {
-        const reply = await client.storeEtags([layout.index, layout.revision], [layout.cfgPrefix, prefix]);
-        if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
-        const etags = new Map<string, string>();
-        for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
-        return { revision: Number(reply[0]), etags };
-      }),
+    etags: (prefix) => guarded(() => readEtags(prefix)),
 
     commit: (ops, note) =>
       guarded(async (): Promise<CommitResult> => {
@@ -210,7 +235,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
         // CONFIG_HISTORY=0: no history is kept.
         const withNote = note && keepMs > 0 ? { note } : {};
         const { keys, args, etags } = commitArgs(ops, channel, { ...withNote, keepMs, now: Date.now() });
-        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
+        const reply = await client.storeCommit(keys, args).finally(() => invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) {
           await replicated();
@@ -286,7 +311,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
 
     async close() {
       listeners.clear();
-      reads.setLive(false);
+      setLive(false);
       await subscribing;
       await closeClients(...(subscriber ? [client, subscriber] : [client]));
     },
