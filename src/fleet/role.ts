@@ -125,6 +125,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
           publicKey: siteKey,
           hooks,
           reportIntervalMs: f.reportIntervalMs,
+          // Three keep-alives without a bookmark: the link is dead (a half-open TCP connection).
+          idleTimeoutMs: 3 * f.keepAliveMs,
         });
       },
       async close() {
@@ -149,7 +151,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         presence,
         relay,
         keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs,
-        reseal: () => projector?.project() ?? Promise.resolve(),
+        reseal: (site) => projector?.projectSite(site) ?? Promise.resolve(),
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),

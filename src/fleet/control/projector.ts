@@ -60,6 +60,12 @@ export type ProjectorOptions = {
 export type Projector = {
   /** Runs a pass over every site now (or right after the running one) and resolves when it is done. */
   project(): Promise<void>;
+  /**
+   * Runs a pass that projects `site` (and what commits concern) and resolves when it is done:
+   * after the site presented a new key, so that its secrets are sealed for it. Not a pass over
+   * every site: 10,000 sites connecting for the first time would otherwise each wait for one.
+   */
+  projectSite(site: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -210,6 +216,8 @@ export function startProjector(o: ProjectorOptions): Projector {
   const sealedSkips = new Set<string>();
   /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
   const redo = new Set<string>();
+  /** Sites a caller asked to project (projectSite): the next pass looks at them. */
+  const wanted = new Set<string>();
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
   const reader = snapshotReader(o.store);
@@ -299,7 +307,12 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function projectSites(sites: Set<string>, read: Read, scope: Set<string> | 'all'): Promise<void> {
     // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
     // sites this process knows nothing of yet, and at those a previous pass had to leave.
-    const todo = scope === 'all' ? [...sites] : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s));
+    const asked = new Set(wanted);
+    wanted.clear();
+    const todo =
+      scope === 'all'
+        ? [...sites]
+        : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s) || asked.has(s));
     redo.clear();
     sealedSkips.clear();
     // Sites are independent (each append is a compare-and-set on that site's log alone), so
@@ -335,6 +348,10 @@ export function startProjector(o: ProjectorOptions): Projector {
 
   return {
     project,
+    projectSite(site) {
+      wanted.add(site);
+      return scheduler.request(false);
+    },
     async stop() {
       clearInterval(timer);
       unsubscribe();
