@@ -26,6 +26,11 @@ export function checkSite(deps: Pick<AppDeps, 'settings' | 'fleet'>, site: strin
 
 /** Reads and parses the body; 413 above maxBytes (checked while reading, not after). */
 export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
+  return parseBody(await readBodyText(c, maxBytes), header(c, 'content-type'));
+}
+
+/** The body as text ('' when there is none), without parsing it; 413 above maxBytes. */
+export async function readBodyText(c: Ctx, maxBytes: number): Promise<string> {
   const declared = Number(header(c, 'content-length') ?? NaN);
   const tooLarge = () =>
     new ApiError('payload-too-large', `Cannot accept a request body over ${maxBytes} bytes (MAX_BODY_BYTES)`, {
@@ -33,9 +38,8 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
       limit: maxBytes,
     });
   if (declared > maxBytes) throw tooLarge();
-  const contentType = header(c, 'content-type');
   const body = c.req.raw.body;
-  if (!body) return parseBody('', contentType);
+  if (!body) return '';
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -49,13 +53,11 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
     }
     chunks.push(value);
   }
-  let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
   } catch {
     throw new ApiError('invalid-document', 'Cannot read the request body: it is not valid UTF-8', { code: 'encoding' });
   }
-  return parseBody(text, contentType);
 }
 
 const noParams = new URLSearchParams();

@@ -7,7 +7,8 @@ import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
+import { principalOf, readBody, readBodyText, reply, searchParams, type Ctx } from './http.js';
+import { parseBody } from './body.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 
@@ -40,9 +41,10 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const init = routes.init.path;
   on(app, routes.init, async (c) => {
     admit(c, init);
-    // No body, or an empty object.
-    if (c.req.raw.body !== null && c.req.header('content-length') !== '0') {
-      const body = await readBody(c, 16 * 1024);
+    // No body (whatever Content-Type says, or none: `curl -X POST` sends neither), or an empty object.
+    const text = await readBodyText(c, 16 * 1024);
+    if (text.trim() !== '') {
+      const body = parseBody(text, c.req.header('content-type'));
       const doc = body.docs[0];
       if (body.docs.length !== 1 || !isObject(doc) || Object.keys(doc).length > 0)
         throw new ApiError('invalid-value', 'Cannot init: this operation takes no body (or {})', { code: 'no-body' });

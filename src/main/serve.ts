@@ -24,6 +24,7 @@ import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget, probeRedis, toTarget, type RedisTarget } from '../lib/redis.js';
 import { createInstance, type Instance } from './server.js';
+import { ConfigFileError } from '../ops/config-file.js';
 import { loadSettings, SettingsError, type Settings } from '../lib/settings.js';
 import { backoffDelay } from '../lib/backoff.js';
 import { errorText } from '../lib/error-text.js';
@@ -221,6 +222,7 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
     if (err instanceof StartupError) failStart(err.setting, err.message);
     if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
     if (err instanceof SettingsError) failStart(err.setting, err.message);
+    if (err instanceof ConfigFileError) failStart('EDGEPLANE_CONFIG', err.message);
     const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
     failStart(setting, errorText(err));
   }

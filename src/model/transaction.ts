@@ -23,6 +23,7 @@ import { duplicateKeyErrors, objectProblems } from './checks.js';
 import { impactedResources, type Impacted } from './impact.js';
 import { listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { guardWrites, loadSlots, toStored, type Slot } from './tx-slots.js';
+import { canonicalOrder } from './canonical-order.js';
 import { ops, type Change, type Op, type TxContext } from './tx-types.js';
 import { authorizeChange } from './permissions.js';
 import { tenantChecks } from './tenant-checks.js';
@@ -268,6 +269,12 @@ async function runOnce(
   for (const slot of slots.values())
     if (slot.lastOp !== undefined && slot.after && slot.resolved.def.settle)
       slot.after = await slot.resolved.def.settle(slot.after, slot.before);
+  // Sets in their canonical order, so that reordering one changes neither content nor ETag.
+  for (const slot of slots.values())
+    if (slot.lastOp !== undefined && slot.after) {
+      const rules = listRulesOf(slot.resolved.def);
+      slot.after = canonicalOrder(slot.after, rules.ordered, rules.keyOf);
+    }
   const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
   if (mode === 'validate') return { created, etags: {} };
   if (mode === 'dry-run')

@@ -30,27 +30,33 @@ export type ResourcePaths = {
 };
 
 export function pathsOf(segments: readonly string[], shape: 'list' | 'object'): ResourcePaths {
+  // These run on hot paths (every change notification asks several resources whether a key
+  // is theirs), so the shape is compiled once: a plain loop for paths, one regex for keys.
+  const holes = segments.map((s) => s.startsWith(':'));
   const pathOf = (...names: string[]): string => {
     let i = 0;
-    const parts = segments.map((s) => (s.startsWith(':') && i < names.length ? (names[i++] as string) : s));
-    return [...parts, ...names.slice(i)].join('/');
+    let path = '';
+    for (const [j, s] of segments.entries()) {
+      const part = holes[j] && i < names.length ? (names[i++] as string) : s;
+      path = j === 0 ? part : `${path}/${part}`;
+    }
+    for (; i < names.length; i++) path = path === '' ? (names[i] as string) : `${path}/${names[i]}`;
+    return path;
   };
-  const length = segments.length + (shape === 'list' ? 1 : 0);
+  const name = '([^/]+)';
+  const keyShape = new RegExp(
+    `^${name}/${[...segments.map((s, j) => (holes[j] ? name : escapeRegex(s))), ...(shape === 'list' ? [name] : [])].join('/')}$`,
+  );
   return {
     pathOf,
     keyOf: (tenant, ...names) => configKey(tenant, pathOf(...names)),
     parseKey(key) {
-      const [tenant, ...parts] = key.split('/');
-      if (!tenant || parts.length !== length) return undefined;
-      const names: string[] = [];
-      for (const [i, part] of parts.entries()) {
-        const s = segments[i];
-        if (s === undefined || s.startsWith(':')) {
-          if (part === '') return undefined;
-          names.push(part);
-        } else if (part !== s) return undefined;
-      }
+      const m = keyShape.exec(key);
+      if (!m) return undefined;
+      const [, tenant, ...names] = m as unknown as [string, string, ...string[]];
       return { tenant, names, name: shape === 'list' ? names.at(-1) : undefined };
     },
   };
 }
+
+const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -9,6 +9,9 @@ import { pointerPattern } from '../lib/json-pointer.js';
 /** Back-off of a failing webhook POST when the configuration does not say (the schema's defaults, and the compiled form's). */
 export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
 
+/** What `batch` sends at most when the configuration does not say (the schema's defaults, and the compiled form's). */
+export const batchDefaults = { 'max-bytes': 1024 * 1024, 'max-wait': '1s' } as const;
+
 export type Schema = { [key: string]: unknown };
 
 const str = { type: 'string' } as const;
@@ -133,6 +136,14 @@ export const webhookSchema = object(
         burst: { type: 'integer', minimum: 1, maximum: 1_000_000 },
       },
       ['per-second'],
+    ),
+    batch: object(
+      {
+        'max-messages': { type: 'integer', minimum: 1, maximum: 10_000 },
+        'max-bytes': { type: 'integer', minimum: 1, maximum: 64 * 1024 * 1024, default: batchDefaults['max-bytes'] },
+        'max-wait': { ...duration, default: batchDefaults['max-wait'] },
+      },
+      ['max-messages'],
     ),
   },
   ['name', 'site-placement', 'url', 'data'],

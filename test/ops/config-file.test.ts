@@ -234,6 +234,9 @@ for (const [name, content, what, problem] of bad) {
     assert.is(errors.length, 1, JSON.stringify(run.lines));
     const line = JSON.stringify(errors[0]);
     assert.ok(line.includes(file), line);
+    // The setting at fault is EDGEPLANE_CONFIG (it once said DATA_DIR).
+    assert.is(errors[0]?.setting, 'EDGEPLANE_CONFIG', line);
+    assert.match(String(errors[0]?.msg), /^edgeplane cannot start \(EDGEPLANE_CONFIG\): EDGEPLANE_CONFIG /);
     assert.match(line, problem);
     assert.not.ok(
       run.lines.some((l) => /listening/.test(String(l.msg))),

@@ -39,6 +39,9 @@ test('parseKey reads back what keyOf writes, and only that', () => {
   ])
     assert.is(webhook.parseKey(key), undefined, key);
   assert.is(secret.parseKey('t1/strongbox/vaults/hooks'), undefined);
+  // Names are taken as written, whatever characters they hold (parseKey compiles a regex).
+  assert.equal(webhook.parseKey('t.1/volga/webhooks/a.b+c(d)')?.names, ['a.b+c(d)']);
+  assert.is(webhook.parseKey('default/volga/webhooksX/a'), undefined);
 });
 
 test('every resource reads back its own keys and no other resource claims them', () => {
