@@ -256,10 +256,11 @@ export async function rolloutBench(): Promise<void> {
       return c.connected === SITES && c.synced === SITES;
     });
     // The exporter arrives (a rollout of a new object: wave by wave too).
-    await api.call('PUT', hookPath, hook('w0', true));
+    // A PUT is idempotent: one that timed out on the loaded machine is sent again.
+    await api.call('PUT', hookPath, hook('w0', true)).catch(() => api.call('PUT', hookPath, hook('w0', true)));
     await until('the first rollout', 600_000, 200, async () => (await count(children, 'w0')).holding === SITES);
     await until('the first rollout done', 600_000, 200, async () => {
-      const st = (await api.call('GET', '/v1/state/volga/webhooks/roll')) as { rollout?: Progress };
+      const st = (await api.call('GET', '/v1/state/volga/webhooks/roll?fields=rollout')) as { rollout?: Progress };
       return st.rollout?.state === 'done';
     });
     // Baseline: the same change without rollout, from the PATCH until every site holds it.
