@@ -15,6 +15,7 @@ import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, typ
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
+import { directMembers } from './list-members.js';
 import { listEtagOf, listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { objectProblems } from '../model/checks.js';
 import type { Entry } from '../store/store.js';
@@ -250,9 +251,7 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   const base = configKey(p.tenant, r.path);
   const prefix = base + '/';
   const members = async () => {
-    const entries = (await deps.store.list(base)).filter(
-      (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
-    );
+    const { entries } = directMembers(await deps.store.list(base), base);
     const values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value), entry: e }));
     const where = q.where;
     return where ? values.filter((v) => where.test(v.value)) : values;
@@ -283,10 +282,18 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
       ),
     );
   }
-  const found = await members();
   // The list's ETag: of its members' keys and ETags, so it changes exactly when one is added,
   // removed or changed. Conditions in RFC 9110's order (If-Match first).
-  const etag = listEtagOf(found.map((m) => m.entry));
+  if (q.count && !q.where) {
+    // Nothing to read in the members: their number and the list's ETag (kept per list, list-members.ts).
+    const all = directMembers(await deps.store.list(base), base);
+    return (
+      conditionalRead(c, `${PREFIX}/${r.path}`, all.etag) ??
+      reply(c, 200, { count: all.entries.length }, { headers: { ETag: all.etag } })
+    );
+  }
+  const found = await members();
+  const etag = q.where ? listEtagOf(found.map((m) => m.entry)) : directMembers(await deps.store.list(base), base).etag;
   const early = conditionalRead(c, `${PREFIX}/${r.path}`, etag);
   if (early) return early;
   const values = found.map((v) => v.value);

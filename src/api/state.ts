@@ -125,8 +125,12 @@ async function stateItems(
         })();
   const ctx = stateContext(deps, tenant, cache, own);
   const items: Item[] = [];
+  const rollout = own ? undefined : deps.fleet?.rolloutState;
   for (const e of entries) {
-    const value = redact(r.def, e.value);
+    let value = redact(r.def, e.value);
+    // A staged rollout's progress joins its spec (CONTRACT §11).
+    const progress = rollout && isObject(value.rollout) ? await rollout(e.key) : undefined;
+    if (progress && isObject(value.rollout)) value = { ...value, rollout: { ...value.rollout, ...progress } };
     const derived = r.def.derivedState ? await r.def.derivedState(value, ctx) : {};
     items.push({
       path: e.key.slice(tenant.length + 1),
