@@ -94,7 +94,8 @@ export function forkSites(index: number, entry: string): Promise<Child> {
     ask: <T>(msg: Record<string, unknown>) =>
       new Promise<T>((resolve, reject) => {
         const id = ++rid;
-        const timer = setTimeout(() => reject(new Error(`site process: no answer to ${String(msg.type)}`)), 120_000);
+        // Generous: on a loaded machine 2,500 sites' snapshots can hold a site process for minutes.
+        const timer = setTimeout(() => reject(new Error(`site process: no answer to ${String(msg.type)}`)), 600_000);
         waiting.set(id, (v) => {
           clearTimeout(timer);
           resolve(v as T);
@@ -284,11 +285,17 @@ export class Bench {
 
   /** Connects `sites` (with their tokens) in their processes. */
   async connect(tokens: Map<string, string>): Promise<void> {
-    for (const c of this.children) {
-      const mine = [...tokens.keys()].filter((n) => this.owner(n) === c);
-      c.sites.push(...mine);
-      await c.ask({ type: 'start', urls: this.urls, sites: mine.map((site) => ({ site, token: tokens.get(site)! })) });
-    }
+    await Promise.all(
+      this.children.map((c) => {
+        const mine = [...tokens.keys()].filter((n) => this.owner(n) === c);
+        c.sites.push(...mine);
+        return c.ask({
+          type: 'start',
+          urls: this.urls,
+          sites: mine.map((site) => ({ site, token: tokens.get(site)! })),
+        });
+      }),
+    );
   }
 
   /** Tells the site processes what write `id` must bring to which sites. */
@@ -382,7 +389,9 @@ export class Bench {
       if (cp.child.exitCode === null) {
         const exited = new Promise((r) => cp.child.once('exit', r));
         cp.child.kill('SIGTERM');
+        const hard = setTimeout(() => cp.child.kill('SIGKILL'), 20_000);
         await exited;
+        clearTimeout(hard);
       }
     await this.deployment.stop();
   }
