@@ -77,8 +77,8 @@ export class Exporter {
       stopping: this.stopCtl.signal,
       controls: d.controls,
       oauth: d.oauth,
-      park: () => this.dispatcher.park(),
-      unpark: () => this.dispatcher.unpark(),
+      park: () => this.dispatcher.runner.park(),
+      unpark: () => this.dispatcher.runner.unpark(),
     };
     // The in-flight bound: fixed, or the adaptive limit with max-in-flight auto (delivery controls).
     const limit = () => d.controls.limiter?.limit ?? d.spec.maxInFlight;
@@ -235,7 +235,7 @@ export class Exporter {
     await Promise.race([Promise.all([this.loop, this.dispatcher.drain()]), deadline]);
     // Past the deadline a running POST is not waited for and its message is not acked: it
     // stays pending and is read again by the next start (at-least-once).
-    this.dispatcher.abandon();
+    this.dispatcher.runner.abandon();
     clearTimeout(timer);
     // Acks get their own short bound: they matter most, and Redis may be gone.
     let ackTimer: NodeJS.Timeout | undefined;
