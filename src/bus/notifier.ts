@@ -10,9 +10,15 @@
  * does not cover a new stream is interrupted with CLIENT UNBLOCK. The block time is short
  * (1 s) so a rare lost interrupt costs at most that. Exporters also poll slowly on their own
  * as a safety net.
+ *
+ * On Redis Cluster one XREAD can only name streams of one slot: the bus keeps one Notifier per
+ * slot that has watched streams (`bus/slot-notifiers.ts`), each on its own connection to that
+ * slot's primary; `routeKey` (a stream of the slot) sends its CLIENT ID and CLIENT UNBLOCK
+ * there.
  */
 import { log } from '../lib/log.js';
 import { onNewConnection, send, type RedisClient } from '../lib/redis.js';
+import { isCluster } from '../lib/redis-cluster.js';
 import { parseEntries, parseStreams } from './redis-replies.js';
 import { errorText } from '../lib/error-text.js';
 
@@ -32,9 +38,10 @@ export class Notifier {
   constructor(
     private readonly conn: RedisClient,
     private readonly command: Parameters<typeof send>[0],
+    private readonly routeKey?: string,
   ) {
     const learnId = () => {
-      void send(conn, ['CLIENT', 'ID']).then(
+      void send(conn, ['CLIENT', 'ID'], routeKey).then(
         (id) => {
           this.clientId = String(id);
         },
@@ -50,7 +57,8 @@ export class Notifier {
         void this.learnLastId(w);
       }
     });
-    if (conn.isReady) learnId();
+    // A Cluster client (connected before this is made) has no isReady of its own.
+    if (conn.isReady || isCluster(conn)) learnId();
   }
 
   watch(key: string, wake: () => void): () => void {
@@ -86,7 +94,7 @@ export class Notifier {
     for (const wake of w.wakers) wake();
     // Interrupt a wait that does not include this stream yet, so it joins at once.
     if (this.blockedOn && !this.blockedOn.has(w.key) && this.clientId) {
-      void send(this.command, ['CLIENT', 'UNBLOCK', this.clientId]).catch(() => undefined);
+      void send(this.command, ['CLIENT', 'UNBLOCK', this.clientId], this.routeKey).catch(() => undefined);
     }
   }
 

@@ -1,12 +1,22 @@
 /**
  * The bus on Redis streams. Two connections in all, whatever the number of
  * exporters: `cmd` for every non-blocking command (node-redis pipelines concurrent
- * commands on it) and the notifier's blocking XREAD. Commands issued while Redis is down
+ * commands on it) and the notifier's blocking XREAD (on Cluster: a connection per node for
+ * `cmd`, and a blocking one per slot of watched streams, `slot-notifiers.ts`). Commands issued while Redis is down
  * wait in node-redis's offline queue and run after the reconnect.
  */
 import { hostname } from 'node:os';
 import { log } from '../lib/log.js';
-import { closeClients, luaScript, redisClient, replicaConfirmation, send, type RedisTarget } from '../lib/redis.js';
+import {
+  closeClients,
+  luaScript,
+  redisClient,
+  replicaConfirmation,
+  scanKeys,
+  send,
+  toTarget,
+  type RedisTarget,
+} from '../lib/redis.js';
 import {
   BusError,
   entryObject,
@@ -24,6 +34,7 @@ import {
 } from './bus.js';
 import { Discovery } from './discovery.js';
 import { Notifier } from './notifier.js';
+import { SlotNotifiers } from './slot-notifiers.js';
 import {
   asString,
   consumerNames,
@@ -31,7 +42,6 @@ import {
   groupLag,
   parseEntries,
   parsePairs,
-  parseScan,
   parseStreams,
   pendingIds,
 } from './redis-replies.js';
@@ -127,8 +137,11 @@ function countsOf(raw: unknown): OutcomeCounts {
   return out;
 }
 
-export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
-  const cmd = redisClient(target, 'bus-command', {
+type BusCommand = Awaited<ReturnType<typeof commandClient>>;
+type Confirm = (key?: string) => Promise<void>;
+
+function commandClient(target: RedisTarget | string) {
+  return redisClient(target, 'bus-command', {
     offlineQueue: true,
     scripts: {
       busSetId: setIdScript,
@@ -137,37 +150,22 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       busRateToken: rateTokenScript,
     },
   });
-  const blocking = redisClient(target, 'bus-notifier', { offlineQueue: true });
-  await Promise.all([cmd.connect(), blocking.connect()]);
+}
 
-  const notifier = new Notifier(blocking, cmd);
-  const replicated = replicaConfirmation(cmd, target);
+/** Every topic: the streams `volga:*` (SCAN of every primary on Cluster). */
+async function scanTopics(cmd: BusCommand): Promise<string[]> {
+  const keys = await scanKeys(cmd, `${streamPrefix}*`, 'stream');
+  return [...new Set(keys.map((k) => k.slice(streamPrefix.length)))].sort();
+}
 
-  const listTopics = async (): Promise<string[]> => {
-    const found = new Set<string>();
-    let cursor = '0';
-    do {
-      const page = parseScan(
-        await send(cmd, ['SCAN', cursor, 'MATCH', `${streamPrefix}*`, 'COUNT', '1000', 'TYPE', 'stream']),
-      );
-      for (const k of page.keys) found.add(k.slice(streamPrefix.length));
-      cursor = page.cursor;
-    } while (cursor !== '0');
-    return [...found].sort();
-  };
-  const discovery = new Discovery(listTopics);
-
-  const bus: Bus & { connectionNames(): string[] } = {
-    kind: 'redis',
-    connectionNames: () => ['edgeplane-bus-command', 'edgeplane-bus-notifier'],
-
+/** produce and topicInfo: a topic's stream. */
+function topicMethods(cmd: BusCommand, replicated: Confirm): Pick<Bus, 'produce' | 'topicInfo'> {
+  return {
     async produce(topic: string, msg: ProduceInput): Promise<string> {
       const id = asString(await send(cmd, ['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
-      await replicated();
+      await replicated(streamPrefix + topic);
       return id;
     },
-
-    listTopics,
 
     async topicInfo(topic: string): Promise<TopicInfo | undefined> {
       const key = streamPrefix + topic;
@@ -185,43 +183,24 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         'last-entry': entry ? entryObject(entry) : null,
       };
     },
+  };
+}
 
+/** A consumer group: acknowledgements, counts, positions; the rate buckets. */
+function groupMethods(
+  cmd: BusCommand,
+  replicated: Confirm,
+): Pick<
+  Bus,
+  'ensureGroup' | 'ack' | 'counts' | 'rateToken' | 'backlog' | 'groupConsumers' | 'destroyGroup' | 'setGroupPosition'
+> {
+  return {
     async ensureGroup(topic: string, group: string, start: StartAt): Promise<void> {
       const id = start.at === 'end' ? '$' : start.at === 'beginning' ? '0' : start.id;
       try {
         await send(cmd, ['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);
       } catch (err) {
         if (!errorText(err).startsWith('BUSYGROUP')) throw translate(err);
-      }
-    },
-
-    async read(
-      topic: string,
-      group: string,
-      consumer: string,
-      opts: { cursor: string; count: number },
-    ): Promise<GroupRead> {
-      const key = streamPrefix + topic;
-      try {
-        const raw = await send(cmd, [
-          'XREADGROUP',
-          'GROUP',
-          group,
-          consumer,
-          'COUNT',
-          String(opts.count),
-          'STREAMS',
-          key,
-          opts.cursor,
-        ]);
-        const entries = parseStreams(raw).get(key) ?? [];
-        // An empty read of new entries means nothing is left: lag 0 without asking, which
-        // keeps the idle polls of many exporters to one command each.
-        if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
-        const info = await send(cmd, ['XINFO', 'GROUPS', key]).catch(() => null);
-        return { entries, lag: groupLag(info, group) };
-      } catch (err) {
-        throw translate(err);
       }
     },
 
@@ -260,48 +239,59 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
       return groupBacklog(info, group);
     },
 
-    async heartbeat(consumer: string, ttlMs: number): Promise<void> {
-      const me = JSON.stringify({ host: hostname(), pid: process.pid, seen: Date.now() });
-      await Promise.all([
-        send(cmd, ['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
-        send(cmd, ['HSET', consumersKey, consumer, me]),
-      ]);
-    },
-
-    async retire(consumer: string): Promise<void> {
-      await send(cmd, ['DEL', aliveKey(consumer)]);
-    },
-
-    async deadAmong(consumers: readonly string[]): Promise<string[]> {
-      if (consumers.length === 0) return [];
-      const raw = await send(cmd, ['MGET', ...consumers.map(aliveKey)]);
-      const values = Array.isArray(raw) ? raw : [];
-      return consumers.filter((_c, i) => {
-        const v: unknown = values[i];
-        if (v === null || v === undefined) return true;
-        return goneHere(asString(v));
-      });
-    },
-
-    async deadConsumers(): Promise<string[]> {
-      const raw = await send(cmd, ['HGETALL', consumersKey]);
-      const all = parsePairs(raw);
-      const names: string[] = [];
-      const forget: string[] = [];
-      for (const [name, v] of Object.entries(all)) {
-        const seen = Number((JSON.parse(asString(v) || '{}') as { seen?: unknown }).seen);
-        if (Date.now() - seen > forgetDeadMs) forget.push(name);
-        else names.push(name);
-      }
-      if (forget.length > 0) await send(cmd, ['HDEL', consumersKey, ...forget]);
-      return this.deadAmong(names);
-    },
-
     async groupConsumers(topic: string, group: string): Promise<string[]> {
       try {
         return consumerNames(await send(cmd, ['XINFO', 'CONSUMERS', streamPrefix + topic, group]));
       } catch {
         return [];
+      }
+    },
+
+    async destroyGroup(topic: string, group: string): Promise<void> {
+      await send(cmd, ['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
+        log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
+      });
+      await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
+    },
+
+    async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
+      const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
+      await cmd.busSetId([streamPrefix + topic], [group, id]);
+      await replicated(streamPrefix + topic);
+    },
+  };
+}
+
+/** A consumer's reads: new entries, its pending ones, and those it takes over from the dead. */
+function readMethods(cmd: BusCommand): Pick<Bus, 'read' | 'claimFrom'> {
+  return {
+    async read(
+      topic: string,
+      group: string,
+      consumer: string,
+      opts: { cursor: string; count: number },
+    ): Promise<GroupRead> {
+      const key = streamPrefix + topic;
+      try {
+        const raw = await send(cmd, [
+          'XREADGROUP',
+          'GROUP',
+          group,
+          consumer,
+          'COUNT',
+          String(opts.count),
+          'STREAMS',
+          key,
+          opts.cursor,
+        ]);
+        const entries = parseStreams(raw).get(key) ?? [];
+        // An empty read of new entries means nothing is left: lag 0 without asking, which
+        // keeps the idle polls of many exporters to one command each.
+        if (entries.length === 0) return { entries, lag: opts.cursor === '>' ? 0 : undefined };
+        const info = await send(cmd, ['XINFO', 'GROUPS', key]).catch(() => null);
+        return { entries, lag: groupLag(info, group) };
+      } catch (err) {
+        throw translate(err);
       }
     },
 
@@ -325,30 +315,90 @@ export async function openRedisBus(target: RedisTarget | string): Promise<Bus & 
         throw translate(err);
       }
     },
+  };
+}
 
-    async destroyGroup(topic: string, group: string): Promise<void> {
-      await send(cmd, ['XGROUP', 'DESTROY', streamPrefix + topic, group]).catch((err: unknown) => {
-        log('debug', 'bus: group destroy failed', { topic, group, error: errorText(err) });
-      });
-      await cmd.busDropCounts([countsKey(streamPrefix + topic)], [group]).catch(() => undefined);
+/** Heartbeats of consumers and who is dead (the takeover of their pending entries). */
+function consumerMethods(
+  cmd: BusCommand,
+  cluster: boolean,
+): Pick<Bus, 'heartbeat' | 'retire' | 'deadAmong' | 'deadConsumers'> {
+  /** The consumers among `consumers` whose heartbeat key is gone (or names a process gone here). */
+  async function deadAmong(consumers: readonly string[]): Promise<string[]> {
+    if (consumers.length === 0) return [];
+    // On Cluster each heartbeat key is its own slot: one GET each (node-redis pipelines them).
+    const values: unknown[] = cluster
+      ? await Promise.all(consumers.map((c) => send(cmd, ['GET', aliveKey(c)])))
+      : ((v) => (Array.isArray(v) ? v : []))(await send(cmd, ['MGET', ...consumers.map(aliveKey)]));
+    return consumers.filter((_c, i) => {
+      const v: unknown = values[i];
+      if (v === null || v === undefined) return true;
+      return goneHere(asString(v));
+    });
+  }
+
+  return {
+    deadAmong,
+    async heartbeat(consumer: string, ttlMs: number): Promise<void> {
+      const me = JSON.stringify({ host: hostname(), pid: process.pid, seen: Date.now() });
+      await Promise.all([
+        send(cmd, ['SET', aliveKey(consumer), me, 'PX', String(ttlMs)]),
+        send(cmd, ['HSET', consumersKey, consumer, me]),
+      ]);
     },
 
-    async setGroupPosition(topic: string, group: string, at: StartAt): Promise<void> {
-      const id = at.at === 'end' ? '$' : at.at === 'beginning' ? '0' : at.id;
-      await cmd.busSetId([streamPrefix + topic], [group, id]);
-      await replicated();
+    async retire(consumer: string): Promise<void> {
+      await send(cmd, ['DEL', aliveKey(consumer)]);
     },
 
+    async deadConsumers(): Promise<string[]> {
+      const raw = await send(cmd, ['HGETALL', consumersKey]);
+      const all = parsePairs(raw);
+      const names: string[] = [];
+      const forget: string[] = [];
+      for (const [name, v] of Object.entries(all)) {
+        const seen = Number((JSON.parse(asString(v) || '{}') as { seen?: unknown }).seen);
+        if (Date.now() - seen > forgetDeadMs) forget.push(name);
+        else names.push(name);
+      }
+      if (forget.length > 0) await send(cmd, ['HDEL', consumersKey, ...forget]);
+      return deadAmong(names);
+    },
+  };
+}
+
+export async function openRedisBus(target: RedisTarget | string): Promise<Bus & { connectionNames(): string[] }> {
+  const t = toTarget(target);
+  const cmd = commandClient(t);
+  await cmd.connect();
+  // One blocking connection (standalone, Sentinel), or one per slot of watched streams (Cluster).
+  const blocking = t.kind === 'cluster' ? undefined : redisClient(t, 'bus-notifier', { offlineQueue: true });
+  await blocking?.connect();
+  const notifier = blocking ? new Notifier(blocking, cmd) : new SlotNotifiers(t, cmd);
+  const replicated = replicaConfirmation(cmd, t);
+  const listTopics = () => scanTopics(cmd);
+  const discovery = new Discovery(listTopics);
+
+  return {
+    kind: 'redis',
+    connectionNames: () => [
+      'edgeplane-bus-command',
+      ...(notifier instanceof SlotNotifiers ? notifier.names() : ['edgeplane-bus-notifier']),
+    ],
+    listTopics,
+    ...topicMethods(cmd, replicated),
+    ...groupMethods(cmd, replicated),
+    ...readMethods(cmd),
+    ...consumerMethods(cmd, t.kind === 'cluster'),
     watch: (topic, wake) => notifier.watch(streamPrefix + topic, wake),
     onTopics: (listener) => discovery.onTopics(listener),
 
     async close(): Promise<void> {
       discovery.close();
       const stopping = notifier.close();
-      void blocking.destroy();
+      if (blocking) void blocking.destroy();
       await stopping;
       await closeClients(cmd);
     },
   };
-  return bus;
 }

@@ -75,13 +75,6 @@ export function groupBacklog(raw: unknown, group: string): number | undefined {
   return undefined;
 }
 
-/** SCAN reply: [cursor, [keys...]]. */
-export function parseScan(raw: unknown): { cursor: string; keys: string[] } {
-  if (!Array.isArray(raw) || raw.length < 2) return { cursor: '0', keys: [] };
-  const keys = Array.isArray(raw[1]) ? raw[1].map(str) : [];
-  return { cursor: str(raw[0]), keys };
-}
-
 export function asString(v: unknown): string {
   return str(v);
 }

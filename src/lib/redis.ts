@@ -13,6 +13,7 @@ import { ApiError } from './errors.js';
 import { log } from './log.js';
 import { backoffDelay } from './backoff.js';
 import { errorText } from './error-text.js';
+import { clusterClient, isCluster, primaryClients, sendCluster, topologyMoved } from './redis-cluster.js';
 
 export type RedisNode = { host: string; port: number };
 
@@ -66,6 +67,8 @@ export type ConnectOptions<S extends RedisScripts> = {
    * instead of waiting without bound.
    */
   offlineQueue?: boolean;
+  /** Cluster: connect to a node only when a command goes there (a blocking read's own client). */
+  lazy?: boolean;
 };
 
 /**
@@ -147,25 +150,24 @@ export function redisClient<S extends RedisScripts = Record<string, never>>(
       ? standaloneClient(t, role, opts)
       : t.kind === 'sentinel'
         ? sentinelClient(t, role, opts)
-        : unsupported(t);
+        : // The three clients share the commands a caller uses (node-redis types them alike).
+          (clusterClient(t, role, opts, socketOptions(t)) as unknown as ReturnType<typeof standaloneClient<S>>);
   client.on('error', (err: unknown) => log('warn', 'redis connection error', { role, error: errorText(err) }));
   return client;
 }
 
-function unsupported(t: RedisTarget): never {
-  throw new Error(`${describeTarget(t)}: this kind of deployment is not supported yet`);
-}
-
 /**
  * Calls `fn` each time `client` has a new server connection after its first: a reconnect of
- * one server, or (Sentinel) the move to a promoted primary. What a connection held (a CLIENT
- * ID, notifications sent while it was away) is to be learnt again.
+ * one server, or (Sentinel, Cluster) the move to a promoted primary. What a connection held (a
+ * CLIENT ID, notifications sent while it was away) is to be learnt again.
  */
 export function onNewConnection(
   client: { isReady: boolean; on(event: string, fn: (...a: any[]) => void): unknown },
   fn: () => void,
 ) {
-  if ('acquire' in client) {
+  if (isCluster(client)) {
+    client.on(topologyMoved, fn);
+  } else if ('acquire' in client) {
     client.on('topology-change', (e: { type?: string }) => {
       if (e.type === 'MASTER_CHANGE') fn();
     });
@@ -178,25 +180,59 @@ export function onNewConnection(
   }
 }
 
-/** Sends one raw command (`args[0]` the command) on any kind of client. */
-export function send(client: { sendCommand(...a: never[]): Promise<unknown> }, args: string[]): Promise<unknown> {
+/**
+ * Sends one raw command (`args[0]` the command) on any kind of client. On Cluster it goes to
+ * the node of `key` when given (a keyless command that must reach one node: WAIT, CLIENT
+ * UNBLOCK), else of the command's first key.
+ */
+export function send(
+  client: { sendCommand(...a: never[]): Promise<unknown> },
+  args: string[],
+  key?: string,
+): Promise<unknown> {
+  if (isCluster(client)) return sendCluster(client, args, key);
   if ('acquire' in client) return (client as unknown as SentinelLike).sendCommand(false, args);
   return (client as unknown as PlainLike).sendCommand(args);
 }
-/** Every key matching the glob `match` (SCAN, in pages of 500), in no particular order. */
-export async function scanKeys(client: Parameters<typeof send>[0], match: string): Promise<string[]> {
+
+/**
+ * Every key matching the glob `match` (SCAN, in pages of 500; of `type` when given), in no
+ * particular order. On Cluster every primary is scanned.
+ */
+export async function scanKeys(client: Parameters<typeof send>[0], match: string, type?: string): Promise<string[]> {
+  const nodes: PlainLike[] = isCluster(client) ? await primaryClients(client) : [client as unknown as PlainLike];
   const out: string[] = [];
-  let cursor = '0';
-  do {
-    const reply = (await send(client, ['SCAN', cursor, 'MATCH', match, 'COUNT', '500'])) as [unknown, unknown[]];
-    cursor = String(reply[0]);
-    for (const k of reply[1]) out.push(String(k));
-  } while (cursor !== '0');
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const args = ['SCAN', cursor, 'MATCH', match, 'COUNT', '500', ...(type ? ['TYPE', type] : [])];
+      const reply = (await (node === client ? send(client, args) : node.sendCommand(args))) as [unknown, unknown[]];
+      cursor = String(reply[0]);
+      for (const k of reply[1]) out.push(String(k));
+    } while (cursor !== '0');
+  }
   return out;
 }
 
 type SentinelLike = { sendCommand(readonly: boolean, args: string[]): Promise<unknown> };
 type PlainLike = { sendCommand(args: string[]): Promise<unknown> };
+
+/**
+ * After a Cluster failover: the sharded subscription to `channel` made again (SUNSUBSCRIBE of
+ * what the old primary's connection held, then `subscribe`), logged when it fails.
+ */
+export async function resubscribe(
+  sub: { sUnsubscribe(channel: string): Promise<unknown> },
+  channel: string,
+  subscribe: () => Promise<unknown>,
+): Promise<void> {
+  try {
+    await sub.sUnsubscribe(channel).catch(() => undefined);
+    await subscribe();
+  } catch (err) {
+    log('error', 'redis: subscription after a failover failed', { channel, error: errorText(err) });
+  }
+}
 
 /** A client without scripts, as `redisClient` makes it. */
 export type RedisClient = ReturnType<typeof redisClient<Record<string, never>>>;
@@ -256,7 +292,7 @@ export function luaScript(source: string) {
 
 /**
  * CONTRACT §10: a write answered 2xx survives the loss of the primary when the deployment has
- * replicas. `confirm()`, called after a write on the same client (so on the same connection:
+ * replicas. `confirm(key)`, called after a write of `key` on the same client (so on the same connection:
  * WAIT counts the writes of its connection), runs `WAIT 1 <REDIS_REPLICA_TIMEOUT>` when the
  * primary has a connected replica (INFO replication, asked at most once a second) and throws
  * 503 `not-replicated` when none confirms in time. Without replicas it returns at once.
@@ -264,18 +300,25 @@ export function luaScript(source: string) {
 export function replicaConfirmation(client: Parameters<typeof send>[0], target: RedisTarget | string) {
   const t = toTarget(target);
   const timeoutMs = t.replicaTimeoutMs ?? 1000;
-  let checkedAt = -Infinity;
-  let replicas = false;
-  return async function confirm(): Promise<void> {
-    if (Date.now() - checkedAt > 1000) {
-      const info = String(await send(client, ['INFO', 'replication']));
-      replicas = /^connected_slaves:[1-9]/m.test(info);
-      checkedAt = Date.now();
+  // Per node on Cluster: the routing key of the write stands for its node (a few keys: topics, the store's tag).
+  const nodes = new Map<string, { checkedAt: number; replicas: boolean }>();
+  return async function confirm(key?: string): Promise<void> {
+    const k = t.kind === 'cluster' ? (key ?? '') : '';
+    let node = nodes.get(k);
+    if (!node) {
+      if (nodes.size >= 1000) nodes.clear();
+      nodes.set(k, (node = { checkedAt: -Infinity, replicas: false }));
     }
-    if (!replicas) return;
-    const acked = Number(await send(client, ['WAIT', '1', String(timeoutMs)]));
+    if (Date.now() - node.checkedAt > 1000) {
+      const info = String(await send(client, ['INFO', 'replication'], key));
+      node.replicas = /^connected_slaves:[1-9]/m.test(info);
+      node.checkedAt = Date.now();
+    }
+    if (!node.replicas) return;
+    // On Cluster WAIT goes to the node of the written key: the node client that sent the write.
+    const acked = Number(await send(client, ['WAIT', '1', String(timeoutMs)], key));
     if (acked >= 1) return;
-    checkedAt = -Infinity; // ask again next time: the replica may be gone for good
+    node.checkedAt = -Infinity; // ask again next time: the replica may be gone for good
     throw new ApiError(
       'unavailable',
       `The change is on the Redis primary, but no replica confirmed it within REDIS_REPLICA_TIMEOUT (${timeoutMs} ms): it may be lost at a failover`,

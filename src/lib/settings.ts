@@ -278,10 +278,5 @@ function loadRedis(env: NodeJS.ProcessEnv): RedisTarget | undefined {
       );
     return { kind: 'sentinel', sentinels: nodeList(env, 'REDIS_SENTINELS'), master, ...common };
   }
-  nodeList(env, 'REDIS_CLUSTER');
-  // Refused rather than half run: on Cluster the key layout needs hash tags first (issue #21).
-  throw new SettingsError(
-    'REDIS_CLUSTER',
-    'REDIS_CLUSTER: this version does not run on Redis Cluster yet; use REDIS_URL or REDIS_SENTINELS',
-  );
+  return { kind: 'cluster', nodes: nodeList(env, 'REDIS_CLUSTER'), ...common };
 }

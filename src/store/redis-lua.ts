@@ -16,6 +16,11 @@
  *                  carries a note, {r: revision, d: note JSON}, added by the commit script
  *                  itself (one of its keys: on Cluster it shares the configuration's hash tag),
  *                  trimmed by time (MINID ~) as entries are added
+ *
+ * On Redis Cluster the configuration's keys share the hash tag `{ep}` (one slot: the commit
+ * script touches all of them): `{ep}:cfg:<key>`, `{ep}:cfg-index`, `{ep}:rev`,
+ * `{ep}:cfg-history`, and the change channel is the sharded channel `{ep}:changes` (SPUBLISH
+ * from the commit script, in the same slot). kv keys are single keys: `ep:kv:<key>` everywhere.
  */
 import { channelOf, luaScript, type RedisTarget } from '../lib/redis.js';
 
@@ -28,9 +33,30 @@ export const layout = {
   history: 'ep:cfg-history',
 } as const;
 
-/** The change channel of the database selected by `target` (its URL's path, as node-redis reads it). */
+export type Layout = { readonly [K in keyof typeof layout]: string };
+
+/** The configuration store on Redis Cluster: one hash tag, one slot (see above). */
+const clusterLayout: Layout = {
+  cfgPrefix: '{ep}:cfg:',
+  index: '{ep}:cfg-index',
+  revision: '{ep}:rev',
+  changes: '{ep}:changes',
+  kvPrefix: 'ep:kv:',
+  history: '{ep}:cfg-history',
+};
+
+/** The key layout of `target`: hash-tagged on Cluster, the historical names elsewhere. */
+export function layoutOf(target: RedisTarget | string): Layout {
+  return typeof target !== 'string' && target.kind === 'cluster' ? clusterLayout : layout;
+}
+
+/**
+ * The change channel of the database selected by `target` (its URL's path, as node-redis reads
+ * it). On Cluster a sharded channel (its name starts with the hash tag, which is how the commit
+ * script knows to SPUBLISH).
+ */
 export function changesChannel(target: RedisTarget | string): string {
-  return channelOf(target, layout.changes);
+  return channelOf(target, layoutOf(target).changes);
 }
 
 /** Fields per op in ARGV after ARGV[1] = op count and ARGV[2] = channel; see commitArgs() in redis.ts. */
@@ -84,7 +110,11 @@ local h = 3 + n * ${opFields}
 if ARGV[h] ~= '' then
   redis.call('XADD', KEYS[n + 3], 'MINID', '~', ARGV[h + 1], '*', 'r', r, 'd', ARGV[h])
 end
-redis.call('PUBLISH', ARGV[2], cjson.encode(changed))
+if string.sub(ARGV[2], 1, 1) == '{' then
+  redis.call('SPUBLISH', ARGV[2], cjson.encode(changed))
+else
+  redis.call('PUBLISH', ARGV[2], cjson.encode(changed))
+end
 return {1, r}
 `);
 

@@ -13,18 +13,19 @@ import {
   onNewConnection,
   redisClient,
   replicaConfirmation,
+  resubscribe,
   scanKeys,
+  toTarget,
+  type RedisClient,
   type RedisTarget,
 } from '../lib/redis.js';
 import { etagOf } from './etag.js';
-import { changesChannel, layout, storeScripts } from './redis-lua.js';
+import { changesChannel, layout, layoutOf, storeScripts, type Layout } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
+import { createListCache, type ListCache, type ListSource } from './list-cache.js';
 import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { errorText } from '../lib/error-text.js';
-
-const cfgKey = (key: string) => layout.cfgPrefix + key;
-const kvKey = (key: string) => layout.kvPrefix + key;
 
 /** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
 function unavailable(err: unknown): never {
@@ -46,12 +47,13 @@ export function commitArgs(
   ops: WriteOp[],
   channel: string,
   history: { note?: RevisionNote; keepMs: number; now: number } = { keepMs: defaultHistoryMs, now: Date.now() },
+  lay: Layout = layout,
 ): { keys: string[]; args: string[]; etags: Record<string, string> } {
   const keys: string[] = [];
   const args: string[] = [String(ops.length), channel];
   const etags: Record<string, string> = {};
   for (const op of ops) {
-    keys.push(cfgKey(op.key));
+    keys.push(lay.cfgPrefix + op.key);
     const e = op.expect;
     const mode = e === undefined ? '' : e === null ? 'n' : e === '*' ? '*' : 'e';
     let packed = '';
@@ -64,12 +66,12 @@ export function commitArgs(
     }
     args.push(op.op, op.key, mode, mode === 'e' && typeof e === 'string' ? e : '', packed);
   }
-  keys.push(layout.index, layout.revision, layout.history);
+  keys.push(lay.index, lay.revision, lay.history);
   args.push(history.note ? encodeNote(history.note) : '', `${Math.max(0, history.now - history.keepMs)}-0`);
   return { keys, args, etags };
 }
 
-function toEntry(key: string, v: unknown, e: unknown): Entry | undefined {
+function toEntry(key: string, v: unknown, e: unknown, lay: Layout = layout): Entry | undefined {
   if (typeof v !== 'string' || typeof e !== 'string') return undefined;
   let value: unknown;
   try {
@@ -78,7 +80,9 @@ function toEntry(key: string, v: unknown, e: unknown): Entry | undefined {
     value = undefined;
   }
   if (!isObject(value))
-    throw new ApiError('internal', `Stored object ${key} is not a JSON object; fix ${cfgKey(key)} in Redis`, { key });
+    throw new ApiError('internal', `Stored object ${key} is not a JSON object; fix ${lay.cfgPrefix + key} in Redis`, {
+      key,
+    });
   return { key, value, etag: e };
 }
 
@@ -87,20 +91,22 @@ function globLiteral(s: string): string {
   return s.replace(/[*?[\]\\]/g, (c) => '\\' + c);
 }
 
-export async function openRedisStore(target: RedisTarget | string, opts: { historyMs?: number } = {}): Promise<Store> {
-  const keepMs = opts.historyMs ?? defaultHistoryMs;
-  const client = redisClient(target, 'store', { scripts: storeScripts });
-  await guarded(async () => {
-    await client.connect();
-  });
+type StoreClient = ReturnType<typeof redisClient<typeof storeScripts>>;
+type ReadCache = ReturnType<typeof createReadCache>;
 
+/**
+ * The change notifications of every process's commits: one subscriber connection (SUBSCRIBE;
+ * on Cluster the sharded SSUBSCRIBE, subscribed again on the new primary after a failover),
+ * started by the first `onChange`. The read cache serves only while it is subscribed.
+ */
+function changeFeed(target: RedisTarget | string, reads: ReadCache) {
   const channel = changesChannel(target);
-  const replicated = replicaConfirmation(client, target);
-  let subscriber: ReturnType<typeof redisClient> | undefined;
-  let subscribing: Promise<void> | undefined;
+  const sharded = toTarget(target).kind === 'cluster';
   const listeners = new Set<(keys: string[]) => void>();
-
-  const reads = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
+  let subscriber: RedisClient | undefined;
+  let subscribing: Promise<void> | undefined;
+  /** True once the first SUBSCRIBE succeeded (node-redis re-subscribes after a reconnect). */
+  let subscribed = false;
 
   function deliver(message: string): void {
     let keys: unknown;
@@ -122,10 +128,10 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     }
   }
 
-  /** True once the first SUBSCRIBE succeeded (node-redis re-subscribes after a reconnect). */
-  let subscribed = false;
+  const subscribe = (sub: RedisClient) =>
+    sharded ? sub.sSubscribe(channel, deliver) : sub.subscribe(channel, deliver);
 
-  function startSubscriber(): void {
+  function start(): void {
     if (subscribing) return;
     const sub = redisClient(target, 'store-changes');
     subscriber = sub;
@@ -135,15 +141,17 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     onNewConnection(sub, () => {
       // A reconnect re-subscribes before 'ready'; after a failover (Sentinel) the
       // subscription moves to the new primary on its own, soon after: the cache waits a
-      // second more (what it keeps is at most a second old anyway).
+      // second more (what it keeps is at most a second old anyway). On Cluster the
+      // subscription is made again on the channel's new primary.
       reads.setLive(false);
       if (!subscribed) return;
-      if ('acquire' in sub) setTimeout(() => reads.setLive(true), 1000).unref();
+      if (sharded) void resubscribe(sub, channel, () => subscribe(sub)).then(() => reads.setLive(true));
+      else if ('acquire' in sub) setTimeout(() => reads.setLive(true), 1000).unref();
       else reads.setLive(true);
     });
     subscribing = sub
       .connect()
-      .then(() => sub.subscribe(channel, deliver))
+      .then(() => subscribe(sub))
       .then(() => {
         subscribed = true;
         reads.setLive(true);
@@ -154,11 +162,76 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       });
   }
 
-  const store: Store = {
-    kind: 'redis',
+  return {
+    channel,
+    /** A listener registered before a commit must see it: the commit waits for this. */
+    ready: () => subscribing,
+    onChange(listener: (keys: string[]) => void) {
+      listeners.add(listener);
+      start();
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    async close() {
+      listeners.clear();
+      reads.setLive(false);
+      await subscribing;
+      if (subscriber) await closeClients(subscriber);
+    },
+  };
+}
 
-    peek: (key) => reads.lookup(key),
+/** What the list cache reads: every object under a prefix, some objects, the ETags under a prefix. */
+function listSource(client: StoreClient, lay: Layout): ListSource {
+  const some = async (keys: string[]): Promise<Map<string, Entry>> => {
+    const out = new Map<string, Entry>();
+    if (keys.length === 0) return out;
+    // One slot on Cluster (the `{ep}` tag): one MULTI on one node.
+    const multi = client.multi();
+    for (const k of keys) multi.hmGet(lay.cfgPrefix + k, ['v', 'e']);
+    const replies = await multi.exec();
+    keys.forEach((k, i) => {
+      const reply = replies[i];
+      const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1], lay) : undefined;
+      if (entry) out.set(k, entry);
+    });
+    return out;
+  };
+  return {
+    some,
+    async all(prefix) {
+      // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
+      const keys =
+        prefix === ''
+          ? await client.zRange(lay.index, 0, -1)
+          : [prefix, ...(await client.zRangeByLex(lay.index, `[${prefix}/`, `(${prefix}0`))];
+      return [...(await some(keys)).values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+    etags: async (prefix) => (await readEtags(client, lay, prefix)).etags,
+  };
+}
 
+async function readEtags(
+  client: StoreClient,
+  lay: Layout,
+  prefix: string,
+): Promise<{ revision: number; etags: Map<string, string> }> {
+  const reply = await client.storeEtags([lay.index, lay.revision], [lay.cfgPrefix, prefix]);
+  if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
+  const etags = new Map<string, string>();
+  for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
+  return { revision: Number(reply[0]), etags };
+}
+
+/** get, list and etags: the configuration's reads (through the read and list caches when not `fresh`). */
+function configReads(
+  client: StoreClient,
+  lay: Layout,
+  reads: ReadCache,
+  lists: ListCache,
+): Pick<Store, 'get' | 'list' | 'etags'> {
+  return {
     get: (key, opts) => {
       if (!opts?.fresh) {
         const hit = reads.lookup(key);
@@ -166,94 +239,53 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       }
       const fetch = () =>
         guarded(async () => {
-          const [v, e] = await client.hmGet(cfgKey(key), ['v', 'e']);
-          return toEntry(key, v, e);
+          const [v, e] = await client.hmGet(lay.cfgPrefix + key, ['v', 'e']);
+          return toEntry(key, v, e, lay);
         });
       // Cached only while someone listens to changes (the subscription keeps the cache true).
       return opts?.fresh ? fetch() : reads.load(key, fetch);
     },
 
-    list: (prefix) =>
-      guarded(async () => {
-        // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
-        const keys =
-          prefix === ''
-            ? await client.zRange(layout.index, 0, -1)
-            : [prefix, ...(await client.zRangeByLex(layout.index, `[${prefix}/`, `(${prefix}0`))];
-        if (keys.length === 0) return [];
-        const multi = client.multi();
-        for (const k of keys) multi.hmGet(cfgKey(k), ['v', 'e']);
-        const replies = await multi.exec();
-        const out: Entry[] = [];
-        keys.forEach((k, i) => {
-          const reply = replies[i];
-          const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1]) : undefined;
-          if (entry) out.push(entry);
-        });
-        return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      }),
+    // From the list cache while the change subscription is up (list-cache.ts), else the store.
+    list: (prefix) => guarded(() => lists.list(prefix)),
 
-    etags: (prefix) =>
-      guarded(async () => {
-        const reply = await client.storeEtags([layout.index, layout.revision], [layout.cfgPrefix, prefix]);
-        if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
-        const etags = new Map<string, string>();
-        for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
-        return { revision: Number(reply[0]), etags };
-      }),
+    etags: (prefix) => guarded(() => readEtags(client, lay, prefix)),
+  };
+}
 
-    commit: (ops, note) =>
-      guarded(async (): Promise<CommitResult> => {
-        if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
-        // A listener registered before this commit must see it: wait for its subscription.
-        await subscribing;
-        // CONFIG_HISTORY=0: no history is kept.
-        const withNote = note && keepMs > 0 ? { note } : {};
-        const { keys, args, etags } = commitArgs(ops, channel, { ...withNote, keepMs, now: Date.now() });
-        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
-        if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
-        if (reply[0] === 1) {
-          await replicated();
-          return { ok: true, etags, revision: Number(reply[1]) };
+/** The configuration's history stream, newest first (retention by the revision's time). */
+function historyReader(client: StoreClient, lay: Layout, keepMs: number): Store['history'] {
+  return ({ upTo, limit }) =>
+    guarded(async () => {
+      const out: StoredRevision[] = [];
+      const cut = `${Math.max(0, Date.now() - keepMs)}-0`;
+      // Newest first, a page at a time, until `limit` revisions at or below `upTo` (IDs are times, not revisions).
+      let end = '+';
+      for (let pages = 0; out.length < limit && pages < 10_000; pages++) {
+        const page = await client.xRevRange(lay.history, end, cut, { COUNT: 200 });
+        for (const e of page) {
+          const r = Number(e.message.r);
+          if (upTo !== undefined && r > upTo) continue;
+          const rev = decodeNote(r, String(e.message.d));
+          // Retention is by the revision's time (the stream's own trim is approximate: MINID ~).
+          if (rev && Date.parse(rev.time) >= Date.now() - keepMs) out.push(rev);
+          if (out.length >= limit) break;
         }
-        const reason = reply[2];
-        if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch')
-          throw new Error(`unexpected commit reason ${String(reason)}`);
-        return { ok: false, key: String(reply[1]), reason };
-      }),
+        if (page.length < 200) break;
+        end = `(${page[page.length - 1]!.id}`;
+      }
+      return out;
+    });
+}
 
-    revision: () => guarded(async () => Number((await client.get(layout.revision)) ?? 0)),
-
-    history: ({ upTo, limit }) =>
-      guarded(async () => {
-        const out: StoredRevision[] = [];
-        const cut = `${Math.max(0, Date.now() - keepMs)}-0`;
-        // Newest first, a page at a time, until `limit` revisions at or below `upTo` (IDs are times, not revisions).
-        let end = '+';
-        for (let pages = 0; out.length < limit && pages < 10_000; pages++) {
-          const page = await client.xRevRange(layout.history, end, cut, { COUNT: 200 });
-          for (const e of page) {
-            const r = Number(e.message.r);
-            if (upTo !== undefined && r > upTo) continue;
-            const rev = decodeNote(r, String(e.message.d));
-            // Retention is by the revision's time (the stream's own trim is approximate: MINID ~).
-            if (rev && Date.parse(rev.time) >= Date.now() - keepMs) out.push(rev);
-            if (out.length >= limit) break;
-          }
-          if (page.length < 200) break;
-          end = `(${page[page.length - 1]!.id}`;
-        }
-        return out;
-      }),
-
-    onChange(listener) {
-      listeners.add(listener);
-      startSubscriber();
-      return () => {
-        listeners.delete(listener);
-      };
-    },
-
+/** The kv area: single keys `ep:kv:<key>` (each its own slot on Cluster). */
+function kvArea(
+  client: StoreClient,
+  lay: Layout,
+  replicated: (key?: string) => Promise<void>,
+): Pick<Store, 'kvGet' | 'kvSet' | 'kvDel' | 'kvIncr' | 'kvKeys'> {
+  const kvKey = (key: string) => lay.kvPrefix + key;
+  return {
     kvGet: (key) => guarded(async () => (await client.get(kvKey(key))) ?? undefined),
 
     kvSet: (key, value, ttlMs, opts) =>
@@ -262,7 +294,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
           await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
         else await client.set(kvKey(key), value);
         // A durable value (a token issued) must survive a failover like a configuration write.
-        if (opts?.durable) await replicated();
+        if (opts?.durable) await replicated(kvKey(key));
       }),
 
     kvDel: (key) =>
@@ -280,15 +312,69 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
 
     kvKeys: (prefix) =>
       guarded(async () => {
-        const keys = await scanKeys(client, globLiteral(layout.kvPrefix + prefix) + '*');
-        return [...new Set(keys.map((k) => k.slice(layout.kvPrefix.length)))].sort();
+        const keys = await scanKeys(client, globLiteral(lay.kvPrefix + prefix) + '*');
+        return [...new Set(keys.map((k) => k.slice(lay.kvPrefix.length)))].sort();
+      }),
+  };
+}
+
+export async function openRedisStore(target: RedisTarget | string, opts: { historyMs?: number } = {}): Promise<Store> {
+  const keepMs = opts.historyMs ?? defaultHistoryMs;
+  const lay = layoutOf(target);
+  const client = redisClient(target, 'store', { scripts: storeScripts });
+  await guarded(async () => {
+    await client.connect();
+  });
+  const replicated = replicaConfirmation(client, target);
+  const single = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
+  const lists = createListCache(listSource(client, lay), { maxAgeMs: 1000, maxLists: 64 });
+  // Both caches follow the change notifications and this process's commits.
+  const reads: ReadCache = {
+    ...single,
+    invalidate(keys) {
+      single.invalidate(keys);
+      lists.invalidate(keys);
+    },
+    setLive(live) {
+      single.setLive(live);
+      lists.setLive(live);
+    },
+  };
+  const feed = changeFeed(target, reads);
+
+  const store: Store = {
+    kind: 'redis',
+    peek: (key) => reads.lookup(key),
+    ...configReads(client, lay, reads, lists),
+
+    commit: (ops, note) =>
+      guarded(async (): Promise<CommitResult> => {
+        if (ops.length === 0) return { ok: true, etags: {}, revision: await store.revision() };
+        // A listener registered before this commit must see it: wait for its subscription.
+        await feed.ready();
+        // CONFIG_HISTORY=0: no history is kept.
+        const withNote = note && keepMs > 0 ? { note } : {};
+        const { keys, args, etags } = commitArgs(ops, feed.channel, { ...withNote, keepMs, now: Date.now() }, lay);
+        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
+        if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
+        if (reply[0] === 1) {
+          await replicated(lay.revision);
+          return { ok: true, etags, revision: Number(reply[1]) };
+        }
+        const reason = reply[2];
+        if (reason !== 'exists' && reason !== 'missing' && reason !== 'etag-mismatch')
+          throw new Error(`unexpected commit reason ${String(reason)}`);
+        return { ok: false, key: String(reply[1]), reason };
       }),
 
+    revision: () => guarded(async () => Number((await client.get(lay.revision)) ?? 0)),
+    history: historyReader(client, lay, keepMs),
+    onChange: (listener) => feed.onChange(listener),
+    ...kvArea(client, lay, replicated),
+
     async close() {
-      listeners.clear();
-      reads.setLive(false);
-      await subscribing;
-      await closeClients(...(subscriber ? [client, subscriber] : [client]));
+      await feed.close();
+      await closeClients(client);
     },
   };
   return store;

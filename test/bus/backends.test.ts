@@ -112,6 +112,60 @@ forEachDeployment((backend) => {
     off();
   });
 
+  // Every script and multi-key command of the bus (on Cluster: no CROSSSLOT, each on its slot).
+  t('counted acks, rate tokens, rewind, takeover and heartbeats work on every deployment', async (bus) => {
+    const topic = `${backend}-scripts`;
+    await bus.ensureGroup(topic, 'g', { at: 'beginning' });
+    const ids = [await bus.produce(topic, { payload: '1' }), await bus.produce(topic, { payload: '2' })];
+    const got = await bus.read(topic, 'g', 'c1', { cursor: '>', count: 10 });
+    assert.equal(
+      got.entries.map((e) => e.id),
+      ids,
+    );
+    const counts = await bus.ack(topic, 'g', ids, { as: 'g|s', outcomes: ['delivered', 'dropped'] });
+    assert.equal(counts, { delivered: 1, dropped: 1, ignored: 0, filtered: 0 });
+    assert.equal(await bus.counts(topic, 'g|s'), { delivered: 1, dropped: 1, ignored: 0, filtered: 0 });
+    // Acknowledged again: counted once.
+    await bus.ack(topic, 'g', ids, { as: 'g|s', outcomes: ['delivered', 'dropped'] });
+    assert.equal(await bus.counts(topic, 'g|s'), { delivered: 1, dropped: 1, ignored: 0, filtered: 0 });
+
+    assert.is(await bus.rateToken('w', 'site-a', 1, 1), 0);
+    assert.ok((await bus.rateToken('w', 'site-a', 1, 1)) > 0, 'the bucket of one is empty');
+
+    // Rewind to the beginning: both entries come back as new ones.
+    await bus.setGroupPosition(topic, 'g', { at: 'beginning' });
+    const again = await bus.read(topic, 'g', 'c2', { cursor: '>', count: 10 });
+    assert.is(again.entries.length, 2);
+    // c2's pending entries are taken over by c3.
+    const taken = await bus.claimFrom(topic, 'g', 'c2', 'c3', 0, 10);
+    assert.is(taken.entries.length, 2);
+    assert.ok(taken.drained);
+
+    await bus.heartbeat(`${backend}-alive`, 60_000);
+    await bus.heartbeat(`${backend}-retired`, 60_000);
+    await bus.retire(`${backend}-retired`);
+    assert.equal(await bus.deadAmong([`${backend}-alive`, `${backend}-retired`, `${backend}-unknown`]), [
+      `${backend}-retired`,
+      `${backend}-unknown`,
+    ]);
+    assert.not.ok((await bus.deadConsumers()).includes(`${backend}-alive`));
+
+    await bus.destroyGroup(topic, 'g');
+    assert.equal(await bus.counts(topic, 'g|s'), { delivered: 0, dropped: 0, ignored: 0, filtered: 0 });
+  });
+
+  t('watch wakes the watchers of several topics at once (on Cluster: several slots)', async (bus) => {
+    const topics = ['a', 'b', 'c', 'd', 'e'].map((x) => `${backend}-many-${x}`);
+    const woken = new Map(topics.map((t) => [t, 0]));
+    const stops = topics.map((t) => bus.watch(t, () => woken.set(t, woken.get(t)! + 1)));
+    await eventually(() => [...woken.values()].every((n) => n > 0), 'initial wakes', 10_000);
+    const before = new Map(woken);
+    for (const t of topics) await bus.produce(t, { payload: 'x' });
+    await eventually(() => topics.every((t) => woken.get(t)! > before.get(t)!), 'a wake per topic', 10_000);
+    for (const s of stops) s();
+    assert.equal((await bus.listTopics()).filter((t) => topics.includes(t)).sort(), topics);
+  });
+
   t('a destroyed group reads as BusError no-group', async (bus) => {
     const topic = `${backend}-gone`;
     await bus.ensureGroup(topic, 'g', { at: 'end' });

@@ -144,7 +144,7 @@ logSuite('memory', async () => {
   return { a: log, b: log, close: () => log.close() };
 });
 
-for (const deployment of ['redis', 'sentinel'] as const)
+for (const deployment of ['redis', 'sentinel', 'cluster'] as const)
   logSuite(deployment, async () => {
     const target = await freshTarget(deployment, 5);
     const a = await openRedisFleetLog(target);

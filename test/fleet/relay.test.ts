@@ -1,7 +1,7 @@
 /**
  * The `site=` reverse channel (src/fleet/control/relay.ts), in process and on the test Redis: a read
  * asked on one relay reaches the stream listener of its site on another (two control-plane
- * processes = two relays on one Redis), the answer given on a third reaches the asker; no
+ * processes = two relays on one Redis; and on a Redis Cluster: sharded pub/sub), the answer given on a third reaches the asker; no
  * listener or no answer → undefined after the wait; an answer naming another site is dropped.
  */
 import { test } from 'uvu';
@@ -13,6 +13,7 @@ import {
   type ForwardedRead,
 } from '../../src/fleet/control/relay.js';
 import { freshRedisDb } from '../helpers/redis.js';
+import { freshTarget } from '../helpers/backends.js';
 
 type Trio = { asker: FleetRelay; holder: FleetRelay; receiver: FleetRelay; close(): Promise<void> };
 
@@ -24,10 +25,10 @@ const backends: Array<[string, () => Promise<Trio>]> = [
       return { asker: r, holder: r, receiver: r, close: () => r.close() };
     },
   ],
-  [
-    'redis',
+  ...(['redis', 'cluster'] as const).map((deployment): [string, () => Promise<Trio>] => [
+    deployment,
     async () => {
-      const url = await freshRedisDb(7);
+      const url = deployment === 'redis' ? await freshRedisDb(7) : await freshTarget('cluster');
       const [asker, holder, receiver] = await Promise.all([
         openRedisRelay(url),
         openRedisRelay(url),
@@ -42,7 +43,7 @@ const backends: Array<[string, () => Promise<Trio>]> = [
         },
       };
     },
-  ],
+  ]),
 ];
 
 for (const [name, open] of backends) {

@@ -7,8 +7,9 @@
  *
  * `forEachDeployment` adds the Redis deployments beyond one server (CONTRACT §10) for the shared
  * store, bus and fleet-log suites only: 'sentinel' (a primary, a replica, three sentinels:
- * ./redis-deployments.ts), started once per test process on first use and emptied (FLUSHALL on
- * the primary) before each store or bus it opens.
+ * ./redis-deployments.ts) and 'cluster' (three primaries, three replicas), each started once per
+ * test process on first use and emptied (FLUSHALL on the primaries) before each store or bus it
+ * opens.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,13 @@ import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
 import type { RedisTarget } from '../../src/lib/redis.js';
 import { freshRedisDb } from './redis.js';
-import { ask, startSentinelSet, type SentinelSet } from './redis-deployments.js';
+import {
+  ask,
+  startRedisCluster,
+  startSentinelSet,
+  type RedisClusterSet,
+  type SentinelSet,
+} from './redis-deployments.js';
 
 export type Backend = 'embedded' | 'redis';
 
@@ -33,9 +40,9 @@ export function forEachBackend(define: (backend: Backend) => void): void {
 }
 
 /** The store backends plus the Redis deployments beyond one server. */
-export type Deployment = Backend | 'sentinel';
+export type Deployment = Backend | 'sentinel' | 'cluster';
 
-export const DEPLOYMENTS: readonly Deployment[] = ['embedded', 'redis', 'sentinel'];
+export const DEPLOYMENTS: readonly Deployment[] = ['embedded', 'redis', 'sentinel', 'cluster'];
 
 /** Like forEachBackend, over every deployment: the shared store, bus and fleet-log suites. */
 export function forEachDeployment(define: (deployment: Deployment) => void): void {
@@ -50,9 +57,22 @@ export function testSentinelSet(): Promise<SentinelSet> {
   return sentinels;
 }
 
-/** The target of `deployment` (a Redis one), emptied first. */
+let cluster: Promise<RedisClusterSet> | undefined;
+
+/** This process's Redis Cluster (started on first use; killed at exit). */
+export function testCluster(): Promise<RedisClusterSet> {
+  cluster ??= startRedisCluster();
+  return cluster;
+}
+
+/** The target of `deployment` (a Redis one), emptied first (Cluster: database 0 only, `db` ignored). */
 export async function freshTarget(deployment: Exclude<Deployment, 'embedded'>, db?: number): Promise<RedisTarget> {
   if (deployment === 'redis') return { kind: 'standalone', url: await freshRedisDb(db) };
+  if (deployment === 'cluster') {
+    const c = await testCluster();
+    await c.flush();
+    return { kind: 'cluster', nodes: c.nodes };
+  }
   const set = await testSentinelSet();
   await ask(await set.primaryPort(), ['FLUSHALL']);
   return { kind: 'sentinel', sentinels: set.sentinels, master: set.master };

@@ -23,7 +23,7 @@ export async function ask(port: number, args: string[]): Promise<unknown> {
 }
 
 /** Commands in order on one short-lived connection (WAIT counts its connection's writes). */
-async function askAll(port: number, commands: string[][]): Promise<unknown[] | undefined> {
+export async function askAll(port: number, commands: string[][]): Promise<unknown[] | undefined> {
   const c = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false, connectTimeout: 2000 } });
   c.on('error', () => undefined);
   try {
@@ -162,6 +162,158 @@ export async function startSentinelSet(): Promise<SentinelSet> {
       await Promise.all(servers.map((s) => s.dispose()));
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+  return set;
+}
+
+export type RedisClusterSet = {
+  /** The environment that names this deployment to edgeplane (CONTRACT §10). */
+  env: { REDIS_CLUSTER: string };
+  /** The seed nodes (every node of the cluster, primaries and replicas). */
+  nodes: { host: string; port: number }[];
+  servers: RedisServer[];
+  /** The port of the primary that serves `key`'s slot now. */
+  primaryOf(key: string): Promise<number>;
+  /** The ports of the primaries now. */
+  primaries(): Promise<number[]>;
+  /** The port of a replica of the primary that serves `key`'s slot. */
+  replicaOf(key: string): Promise<number>;
+  /** kill -9 of the primary that serves `key`'s slot; resolves with its port. */
+  killPrimaryOf(key: string): Promise<number>;
+  /** Waits until a replica serves `key`'s slot in place of `oldPort` and the cluster is ok. */
+  waitPromoted(key: string, oldPort: number, timeoutMs?: number): Promise<number>;
+  /** FLUSHALL on every primary. */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+};
+
+function clusterInfoOk(reply: unknown): boolean {
+  return typeof reply === 'string' && /^cluster_state:ok/m.test(reply);
+}
+
+/** The primary serving `key`'s slot, as the node at `port` sees it (CLUSTER KEYSLOT + SLOTS). */
+async function slotOwner(port: number, key: string): Promise<number | undefined> {
+  const slot = Number(await ask(port, ['CLUSTER', 'KEYSLOT', key]));
+  const slots = await ask(port, ['CLUSTER', 'SLOTS']);
+  if (!Number.isInteger(slot) || !Array.isArray(slots)) return undefined;
+  for (const range of slots as unknown[][]) {
+    if (Number(range[0]) <= slot && slot <= Number(range[1])) return Number((range[2] as unknown[])[1]);
+  }
+  return undefined;
+}
+
+/**
+ * A Redis Cluster of three primaries and three replicas (`redis-server --cluster-enabled yes`,
+ * `redis-cli --cluster create … --cluster-replicas 1`), node timeout 1 s so a killed primary's
+ * replica takes over within a few seconds (`debug`: DEBUG allowed, to freeze a replica with
+ * DEBUG SLEEP). Resolves once every node says `cluster_state:ok`
+ * and every primary has its replica online. Usable from scripts: `env`/`nodes` name it,
+ * `stop()` kills and removes everything.
+ */
+export async function startRedisCluster(opts: { unref?: boolean; debug?: boolean } = {}): Promise<RedisClusterSet> {
+  const servers: RedisServer[] = [];
+  for (let i = 0; i < 6; i++)
+    servers.push(
+      await startRedis({
+        unref: opts.unref ?? true,
+        args: [
+          ...['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf'],
+          ...(opts.debug ? ['--enable-debug-command', 'yes'] : []),
+        ],
+      }),
+    );
+  const ports = servers.map((s) => s.port);
+  const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
+  const stop = async () => {
+    await Promise.all(servers.map((s) => s.dispose()));
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const args = ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1'];
+      const child = spawn('redis-cli', [...args, '--cluster-yes'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`redis-cli --cluster create exited ${code}: ${err.trim()}`));
+      });
+    });
+    await eventually(
+      async () => {
+        for (const p of ports) if (!clusterInfoOk(await ask(p, ['CLUSTER', 'INFO']))) return false;
+        // Every primary has its replica online (it confirms a write in its slot).
+        for (const p of ports) {
+          const r = await ask(p, ['ROLE']);
+          if (!Array.isArray(r) || r[0] !== 'master') continue;
+          if (!Array.isArray(r[2]) || r[2].length < 1) return false;
+        }
+        return true;
+      },
+      'a Redis Cluster with cluster_state:ok and a replica per primary',
+      30_000,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const anyOk = async (): Promise<number> => {
+    for (const p of ports) if (clusterInfoOk(await ask(p, ['CLUSTER', 'INFO']))) return p;
+    throw new Error('no node of the cluster answers cluster_state:ok');
+  };
+  const set: RedisClusterSet = {
+    env: { REDIS_CLUSTER: nodes.map((n) => `${n.host}:${n.port}`).join(',') },
+    nodes,
+    servers,
+    async primaryOf(key) {
+      const owner = await slotOwner(await anyOk(), key);
+      if (owner === undefined) throw new Error(`no primary serves the slot of ${key}`);
+      return owner;
+    },
+    async primaries() {
+      const out: number[] = [];
+      for (const p of ports) {
+        const r = await ask(p, ['ROLE']);
+        if (Array.isArray(r) && r[0] === 'master') out.push(p);
+      }
+      return out;
+    },
+    async replicaOf(key) {
+      const primary = await set.primaryOf(key);
+      for (const p of ports) {
+        const r = await ask(p, ['ROLE']);
+        if (Array.isArray(r) && r[0] === 'slave' && Number(r[2]) === primary) return p;
+      }
+      throw new Error(`the primary ${primary} of ${key} has no replica`);
+    },
+    async killPrimaryOf(key) {
+      const port = await set.primaryOf(key);
+      await servers.find((s) => s.port === port)!.stop({ hard: true });
+      return port;
+    },
+    async waitPromoted(key, oldPort, timeoutMs = 30_000) {
+      let found = 0;
+      await eventually(
+        async () => {
+          for (const p of ports) {
+            if (p === oldPort || !clusterInfoOk(await ask(p, ['CLUSTER', 'INFO']))) continue;
+            const owner = await slotOwner(p, key);
+            if (owner === undefined || owner === oldPort || (await role(owner)) !== 'master') return false;
+            found = owner;
+            return true;
+          }
+          return false;
+        },
+        `a replica serving ${key} in place of ${oldPort}`,
+        timeoutMs,
+      );
+      return found;
+    },
+    async flush() {
+      for (const p of await set.primaries()) await ask(p, ['FLUSHALL']);
+    },
+    stop,
   };
   return set;
 }

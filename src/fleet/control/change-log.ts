@@ -19,6 +19,11 @@
  *   ep:fleet:appended     pub/sub after each append (ep:fleet:appended:N on DB N): JSON
  *                         {"s": site, "p": previous head, "v": version, "c": changes}, without
  *                         "c" when the changes are over 64 KiB (readers then read the log)
+ * On Redis Cluster a site's three keys share the site's hash tag (`ep:fleet:{<site>}:set`,
+ * `:log`, `:meta`: the append script touches them together), `ep:fleet:sites` is added to
+ * after the script (its own slot), and the notification is the sharded channel
+ * `{ep:fleet}:appended` (SPUBLISH right after the append: a process killed between the two
+ * loses that notification, and its sites' streams catch up at their next poll of the log).
  * The embedded store's control plane keeps the same structures in memory: they are derived
  * from the configuration, so a restart rebuilds them, and the new log's floor sends every
  * site that synced before the restart a snapshot.
@@ -26,7 +31,16 @@
 import { ApiError } from '../../lib/errors.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
-import { channelOf, closeClients, luaScript, redisClient, type RedisTarget } from '../../lib/redis.js';
+import {
+  channelOf,
+  closeClients,
+  luaScript,
+  onNewConnection,
+  redisClient,
+  resubscribe,
+  toTarget,
+  type RedisTarget,
+} from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 import { errorText } from '../../lib/error-text.js';
 
@@ -144,16 +158,17 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
 // ---------------------------------------------------------------------------------------------
 // Redis
 
-const keysOf = (site: string) => ({
-  set: `ep:fleet:${site}:set`,
-  log: `ep:fleet:${site}:log`,
-  meta: `ep:fleet:${site}:meta`,
-});
+/** A site's keys; on Cluster under the site's hash tag (one slot for the append script). */
+const siteKeys = (site: string, cluster: boolean) => {
+  const s = cluster ? `{${site}}` : site;
+  return { set: `ep:fleet:${s}:set`, log: `ep:fleet:${s}:log`, meta: `ep:fleet:${s}:meta` };
+};
 const sitesKey = 'ep:fleet:sites';
 
 /**
- * KEYS: set, log, meta, sites. ARGV: site, expected head, rev, channel, changes JSON, n, then
- * n × (op, key, value JSON or ''). Returns {1, id} or {0, 'conflict'|'stale'}.
+ * KEYS: set, log, meta, sites (not on Cluster). ARGV: site, expected head, rev, channel ('' on
+ * Cluster: the caller publishes), changes JSON, n, then n × (op, key, value JSON or '').
+ * Returns {1, id, note} or {0, 'conflict'|'stale'}.
  */
 const appendScript = luaScript(`
 local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
@@ -169,11 +184,12 @@ for i = 0, n - 1 do
 end
 redis.call('HSET', KEYS[3], 'head', id, 'rev', ARGV[3])
 if head == '0-0' then redis.call('HSET', KEYS[3], 'floor', id) end
-redis.call('SADD', KEYS[4], ARGV[1])
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[1]) end
 local note = '{"s":' .. cjson.encode(ARGV[1]) .. ',"p":"' .. head .. '","v":"' .. id .. '"'
 if #ARGV[5] <= 65536 then note = note .. ',"c":' .. ARGV[5] end
-redis.call('PUBLISH', ARGV[4], note .. '}')
-return {1, id}
+note = note .. '}'
+if ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], note) end
+return {1, id, note}
 `);
 
 /** KEYS: log, meta. ARGV: cutoff ms. Moves the floor to the newest entry older than the cutoff and trims. */
@@ -191,10 +207,12 @@ function unavailable(err: unknown): never {
   });
 }
 
-export async function openRedisFleetLog(target: RedisTarget | string): Promise<FleetLog> {
-  const client = redisClient(target, 'fleet', { scripts: { fleetAppend: appendScript, fleetTrim: trimScript } });
-  await client.connect().catch(unavailable);
-  const channel = channelOf(target, 'ep:fleet:appended');
+/**
+ * The append notifications of every process (SUBSCRIBE; on Cluster the sharded SSUBSCRIBE, made
+ * again on the channel's new primary after a failover), on one connection opened by the first
+ * `onAppend`.
+ */
+function appendFeed(target: RedisTarget | string, channel: string, cluster: boolean) {
   const listeners = new Set<(site: string, appended?: Appended) => void>();
   let sub: ReturnType<typeof redisClient> | undefined;
   const deliver = (message: string) => {
@@ -211,6 +229,36 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         : undefined;
     for (const fn of listeners) fn(note.s, appended);
   };
+
+  return {
+    onAppend(listener: (site: string, appended?: Appended) => void) {
+      listeners.add(listener);
+      if (!sub) {
+        const s = redisClient(target, 'fleet-sub');
+        sub = s;
+        const subscribe = () => (cluster ? s.sSubscribe(channel, deliver) : s.subscribe(channel, deliver));
+        // Cluster: the sharded subscription is made again on the channel's new primary after a failover.
+        if (cluster) onNewConnection(s, () => void resubscribe(s, channel, subscribe));
+        s.connect()
+          .then(subscribe)
+          .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
+      }
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      listeners.clear();
+      if (sub) await closeClients(sub);
+    },
+  };
+}
+
+export async function openRedisFleetLog(target: RedisTarget | string): Promise<FleetLog> {
+  const client = redisClient(target, 'fleet', { scripts: { fleetAppend: appendScript, fleetTrim: trimScript } });
+  await client.connect().catch(unavailable);
+  const cluster = toTarget(target).kind === 'cluster';
+  const channel = cluster ? '{ep:fleet}:appended' : channelOf(target, 'ep:fleet:appended');
+  const keysOf = (site: string) => siteKeys(site, cluster);
+  const feed = appendFeed(target, channel, cluster);
 
   const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
@@ -235,10 +283,18 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
     append: (site, expectedHead, rev, changes) =>
       guarded(async () => {
         const k = keysOf(site);
-        const args = [site, expectedHead, String(rev), channel, JSON.stringify(changes), String(changes.length)];
+        const published = cluster ? '' : channel;
+        const args = [site, expectedHead, String(rev), published, JSON.stringify(changes), String(changes.length)];
         for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? JSON.stringify(c.value) : '');
-        const reply = (await client.fleetAppend([k.set, k.log, k.meta, sitesKey], args)) as [number, string];
-        return reply[0] === 1 ? reply[1] : undefined;
+        const keys = cluster ? [k.set, k.log, k.meta] : [k.set, k.log, k.meta, sitesKey];
+        const reply = (await client.fleetAppend(keys, args)) as [number, string, string];
+        if (reply[0] !== 1) return undefined;
+        if (cluster) {
+          // Each its own slot on Cluster: after the script, the set of sites and the notification.
+          await client.sAdd(sitesKey, site);
+          await client.sPublish(channel, reply[2]);
+        }
+        return reply[1];
       }),
     since: (site, after, limit) =>
       guarded(async () => {
@@ -263,26 +319,21 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
     heads: (sites) =>
       guarded(async () => {
         if (sites.length === 0) return new Map<string, string>();
+        if (cluster) {
+          // A site per slot: one HGET each (node-redis pipelines them per node).
+          const heads = await Promise.all(sites.map((s) => client.hGet(keysOf(s).meta, 'head')));
+          return new Map(sites.map((s, i) => [s, heads[i] ?? '0-0']));
+        }
         const multi = client.multi();
         for (const site of sites) multi.hGet(keysOf(site).meta, 'head');
         const replies = await multi.exec();
         return new Map(sites.map((s, i) => [s, typeof replies[i] === 'string' ? replies[i] : '0-0']));
       }),
     length: (site) => guarded(() => client.xLen(keysOf(site).log)),
-    onAppend(listener) {
-      listeners.add(listener);
-      if (!sub) {
-        const s = redisClient(target, 'fleet-sub');
-        sub = s;
-        s.connect()
-          .then(() => s.subscribe(channel, deliver))
-          .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
-      }
-      return () => listeners.delete(listener);
-    },
+    onAppend: (listener) => feed.onAppend(listener),
     async close() {
-      listeners.clear();
-      await closeClients(...(sub ? [client, sub] : [client]));
+      await feed.close();
+      await closeClients(client);
     },
   };
 }

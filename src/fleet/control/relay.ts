@@ -7,14 +7,24 @@
  *
  *   ep:fleet:read     pub/sub: {site, id, tenant, path, query}, to the stream(s) of `site`
  *   ep:fleet:answer   pub/sub: {site, id, status, body}, to the process that asked
- * (with `:N` appended on database N, like the change log's channel). Nothing is stored: an
+ * (with `:N` appended on database N, like the change log's channel; on Redis Cluster the sharded
+ * channels `{ep:fleet}:read` and `{ep:fleet}:answer`, SPUBLISH/SSUBSCRIBE, subscribed again on
+ * the new primary after a failover). Nothing is stored: an
  * answer exists only on its way to the asker. On the embedded store (one control-plane
  * process) the same interface works in process.
  */
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
-import { channelOf, closeClients, redisClient, type RedisTarget } from '../../lib/redis.js';
+import {
+  channelOf,
+  closeClients,
+  onNewConnection,
+  redisClient,
+  resubscribe,
+  toTarget,
+  type RedisTarget,
+} from '../../lib/redis.js';
 
 import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
 import { errorText } from '../../lib/error-text.js';
@@ -106,13 +116,18 @@ export async function openRedisRelay(target: RedisTarget | string): Promise<Flee
       role: 'fleet-relay',
       error: errorText(err),
     });
-  const readChannel = channelOf(target, 'ep:fleet:read');
-  const answerChannel = channelOf(target, 'ep:fleet:answer');
+  const cluster = toTarget(target).kind === 'cluster';
+  const readChannel = cluster ? '{ep:fleet}:read' : channelOf(target, 'ep:fleet:read');
+  const answerChannel = cluster ? '{ep:fleet}:answer' : channelOf(target, 'ep:fleet:answer');
   const r = createRouting();
   const pub = redisClient(target, 'fleet-relay');
   const sub = redisClient(target, 'fleet-relay-sub');
   await pub.connect();
   await sub.connect();
+  const publish = (channel: string, text: string) =>
+    cluster ? pub.sPublish(channel, text) : pub.publish(channel, text);
+  const subscribe = (channel: string, fn: (text: string) => void) =>
+    cluster ? sub.sSubscribe(channel, fn) : sub.subscribe(channel, fn);
   const parse = (text: string): Record<string, unknown> | undefined => {
     try {
       const v = JSON.parse(text) as unknown;
@@ -121,23 +136,30 @@ export async function openRedisRelay(target: RedisTarget | string): Promise<Flee
       return undefined;
     }
   };
-  await sub.subscribe(readChannel, (text) => {
+  const onReadText = (text: string) => {
     const m = parse(text);
     if (!m || typeof m.site !== 'string' || typeof m.id !== 'string') return;
     if (typeof m.tenant !== 'string' || typeof m.path !== 'string' || typeof m.query !== 'string') return;
     r.deliverRead(m.site, { id: m.id, tenant: m.tenant, path: m.path, query: m.query });
-  });
-  await sub.subscribe(answerChannel, (text) => {
+  };
+  const onAnswerText = (text: string) => {
     const m = parse(text);
     if (!m || typeof m.site !== 'string' || typeof m.id !== 'string' || typeof m.status !== 'number') return;
     r.deliverAnswer(m.site, m.id, { status: m.status, body: (m.body ?? null) as Json });
-  });
+  };
+  await subscribe(readChannel, onReadText);
+  await subscribe(answerChannel, onAnswerText);
+  if (cluster)
+    onNewConnection(sub, () => {
+      void resubscribe(sub, readChannel, () => subscribe(readChannel, onReadText));
+      void resubscribe(sub, answerChannel, () => subscribe(answerChannel, onAnswerText));
+    });
   return {
     async ask(site, read, timeoutMs) {
       const id = randomUUID();
       const answer = r.wait(site, id, timeoutMs);
       try {
-        await pub.publish(readChannel, JSON.stringify({ site, id, ...read }));
+        await publish(readChannel, JSON.stringify({ site, id, ...read }));
       } catch (err) {
         onError(err);
         r.deliverAnswer(site, id, undefined);
@@ -146,7 +168,7 @@ export async function openRedisRelay(target: RedisTarget | string): Promise<Flee
     },
     onRead: r.onRead,
     async answer(site, id, answer) {
-      await pub.publish(answerChannel, JSON.stringify({ site, id, status: answer.status, body: answer.body }));
+      await publish(answerChannel, JSON.stringify({ site, id, status: answer.status, body: answer.body }));
     },
     async close() {
       r.close();

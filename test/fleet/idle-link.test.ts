@@ -1,0 +1,105 @@
+/**
+ * An idle site's link (issue #21: idle traffic per site): a bookmark at a version the control
+ * plane already has is recorded but not acknowledged again (an idle site sends no request at
+ * all), a bookmark that moves the version is; and a stream silent for idleTimeoutMs is taken as
+ * a dead link, so the site dials again (three keep-alives at a real site). Against a local HTTP
+ * server that scripts the stream; the reconnection wait is injected, so nothing sleeps long.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ManagedKeys } from '../../src/fleet/site/managed.js';
+import { generateSiteKey } from '../../src/secrets/sealed.js';
+import { startSiteSync, storeTarget } from '../../src/fleet/site/sync-loop.js';
+import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { tempDir } from '../helpers/backends.js';
+import { eventually } from '../helpers/wait.js';
+import { setLogLevel } from '../../src/lib/log.js';
+
+setLogLevel('error');
+
+type Script = { acks: string[]; syncs: number; stream?: ServerResponse; lastEventIds: Array<string | undefined> };
+
+async function scriptedControlPlane(s: Script) {
+  const server = createServer((req, res) => {
+    if (req.url?.includes('/ack?version=')) {
+      s.acks.push(decodeURIComponent(req.url.split('version=')[1]!));
+      return void res.writeHead(204).end();
+    }
+    s.syncs++;
+    s.lastEventIds.push(req.headers['last-event-id'] as string | undefined);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    s.stream = res;
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+test('a bookmark the control plane already has is not acknowledged again; one that moves the version is', async () => {
+  const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
+  const cp = await scriptedControlPlane(s);
+  const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
+  const sync = startSiteSync({
+    url: cp.url,
+    site: 'edge-x',
+    token: 't',
+    target: storeTarget(store, new ManagedKeys()),
+    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
+    sleep: () => new Promise((r) => setTimeout(r, 10)),
+  });
+  try {
+    await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
+    s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+    await eventually(() => s.acks.length === 1, 'the change acknowledged', 10_000);
+    s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+    s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+    s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+    await eventually(() => s.acks.length >= 2, 'the moved bookmark acknowledged', 10_000);
+    // One more bookmark at 7-0 after its ack: still no request.
+    s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+    s.stream!.write('event: change\nid: 8-0\ndata: {"changes": []}\n\n');
+    await eventually(() => s.acks.length >= 3, 'the next change acknowledged', 10_000);
+    assert.equal(s.acks, ['5-0', '7-0', '8-0']);
+    assert.is(s.syncs, 1, 'one stream throughout');
+  } finally {
+    await sync.stop();
+    await store.close();
+    await cp.close();
+  }
+});
+
+test('a stream silent for idleTimeoutMs is a dead link: the site dials again, resuming from what it applied', async () => {
+  const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
+  const cp = await scriptedControlPlane(s);
+  const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
+  const sync = startSiteSync({
+    url: cp.url,
+    site: 'edge-x',
+    token: 't',
+    target: storeTarget(store, new ManagedKeys()),
+    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
+    idleTimeoutMs: 300,
+    sleep: () => new Promise((r) => setTimeout(r, 10)),
+  });
+  try {
+    await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
+    s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+    // Then nothing: neither a change nor a bookmark, the connection held open.
+    await eventually(() => s.syncs >= 2, 'the site dialled again after the silence', 10_000);
+    assert.equal(s.lastEventIds.slice(0, 2), [undefined, '5-0']);
+  } finally {
+    await sync.stop();
+    await store.close();
+    await cp.close();
+  }
+});
+
+test.run();
