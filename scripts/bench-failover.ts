@@ -77,15 +77,22 @@ async function producerProcess(): Promise<void> {
   let stop = false;
   let unpaced = false;
   let killSeq = -1;
+  let seq = 0;
+  let go!: () => void;
+  const started = new Promise<void>((r) => (go = r));
   process.on('message', (m: { type: string }) => {
     if (m.type === 'stop') stop = true;
+    // A message before the paced run: the exporter's group exists and delivers (only then is
+    // every message of the run one it must deliver).
+    if (m.type === 'warm') void send(c, ['XADD', 'volga:flow', '*', 'payload', 'warm-up'], 'volga:flow');
+    if (m.type === 'go' || m.type === 'unpaced') go();
     if (m.type === 'mark') killSeq = seq;
     if (m.type === 'unpaced') unpaced = true;
   });
   process.send!({ ready: true });
+  await started;
   const confirmed: number[] = [];
   const t0 = now();
-  let seq = 0;
   for (let i = 0; !stop && i < 1_000_000; i++) {
     const due = unpaced ? 500 : Math.min(500, Math.floor(((now() - t0) * RATE) / 1000) - seq);
     if (due <= 0) {
@@ -318,6 +325,14 @@ async function delivery(kind: string): Promise<Row[]> {
       data: '${MSG}',
       'max-in-flight': MAX_IN_FLIGHT,
     });
+    let warm = await nextMessage<SinkStats>(sink.proc, { type: 'stats' });
+    for (let i = 0; i < 60 && warm.posts === 0; i++) {
+      if (i % 10 === 0) producer.proc.send({ type: 'warm' });
+      await sleep(200);
+      warm = await nextMessage<SinkStats>(sink.proc, { type: 'stats' });
+    }
+    if (warm.posts === 0) throw new Error('the exporter delivered nothing before the run');
+    producer.proc.send({ type: 'go' });
     const pcpu0 = procStat(cp.child.pid!).cpuMs;
     const t0 = now();
     let times: { killedAt: number; promotedAt: number } | undefined;
