@@ -51,7 +51,7 @@ import {
   fdsNeeded,
   forkSites,
   newControlPlane,
-  openFileLimit,
+  openFileLimits,
   startDeployment,
 } from './fleet-bench/harness.js';
 import { allSites, audit, baselines, churn, fleet, idle, printFigures, restart } from './fleet-bench/phases.js';
@@ -64,9 +64,9 @@ async function setUp(): Promise<Bench> {
     const b = spawnSync('npm', ['run', 'build', '--', '--bundle-only'], { stdio: 'inherit' });
     if (b.status !== 0) throw new Error('npm run build failed');
   }
-  if (openFileLimit() < fdsNeeded && process.getuid?.() !== 0)
+  if (openFileLimits().hard < fdsNeeded)
     process.stderr.write(
-      `the open-file limit (ulimit -n ${openFileLimit()}) is below the ${fdsNeeded} a control plane needs here\n`,
+      `the open-file limit (ulimit -Hn ${openFileLimits().hard}) is below the ${fdsNeeded} a control plane needs here\n`,
     );
   const deployment = await startDeployment();
   const cps = [];

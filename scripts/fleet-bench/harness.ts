@@ -94,7 +94,8 @@ export function forkSites(index: number, entry: string): Promise<Child> {
     ask: <T>(msg: Record<string, unknown>) =>
       new Promise<T>((resolve, reject) => {
         const id = ++rid;
-        const timer = setTimeout(() => reject(new Error(`site process: no answer to ${String(msg.type)}`)), 120_000);
+        // Generous: on a loaded machine 2,500 sites' snapshots can hold a site process for minutes.
+        const timer = setTimeout(() => reject(new Error(`site process: no answer to ${String(msg.type)}`)), 600_000);
         waiting.set(id, (v) => {
           clearTimeout(timer);
           resolve(v as T);
@@ -127,19 +128,23 @@ async function waitHealthy(child: ChildProcess, url: string): Promise<void> {
 
 const strongboxKey = randomBytes(32).toString('base64');
 
-/** Open files a control plane needs: two connections a site it serves (sync stream, acks) and room. */
-export const fdsNeeded = Math.ceil(SITES / CPS) * 2 + 4096;
+/** Open files a control plane needs: one a site it serves (its sync stream; acks close their connection) and room. */
+export const fdsNeeded = Math.ceil(SITES / CPS) + 4096;
 
-/** The soft limit of open files this process has (inherited by what it spawns). */
-export function openFileLimit(): number {
-  const r = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' });
-  return Number(r.stdout.trim()) || 1024;
+/** The soft and hard limits of open files this process has (inherited by what it spawns). */
+export function openFileLimits(): { soft: number; hard: number } {
+  const r = spawnSync('sh', ['-c', 'ulimit -Sn; ulimit -Hn'], { encoding: 'utf8' });
+  const [soft, hard] = r.stdout
+    .trim()
+    .split('\n')
+    .map((x) => (x === 'unlimited' ? Infinity : Number(x)));
+  return { soft: soft || 1024, hard: hard || 1024 };
 }
 
 /**
  * The built bundle in its own process, as a user starts it, on a fixed port (a restart reuses
- * it). When the inherited open-file limit is below what its sites need, it is started through
- * prlimit(1) with a higher one (as a service manager's LimitNOFILE would).
+ * it). When the inherited soft open-file limit is below what its sites need, it is started
+ * through prlimit(1) with a higher one, up to the hard limit (as a service manager's LimitNOFILE would).
  */
 export async function startControlPlane(
   redisEnv: Record<string, string>,
@@ -153,9 +158,11 @@ export async function startControlPlane(
     ...(PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles')] : []),
   ];
   if (PROFILE) mkdirSync('profiles', { recursive: true });
-  const raise = openFileLimit() < fdsNeeded;
+  // Up to the hard limit, which an unprivileged process may raise its soft limit to.
+  const { soft, hard } = openFileLimits();
+  const raise = soft < fdsNeeded && soft < hard;
   const [cmd, ...args] = raise
-    ? ['prlimit', `--nofile=${fdsNeeded}:${fdsNeeded}`, '--', ...node, bundle]
+    ? ['prlimit', `--nofile=${Math.min(fdsNeeded, hard)}:${hard}`, '--', ...node, bundle]
     : [...node, bundle];
   const child = spawn(cmd!, args, {
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -278,11 +285,17 @@ export class Bench {
 
   /** Connects `sites` (with their tokens) in their processes. */
   async connect(tokens: Map<string, string>): Promise<void> {
-    for (const c of this.children) {
-      const mine = [...tokens.keys()].filter((n) => this.owner(n) === c);
-      c.sites.push(...mine);
-      await c.ask({ type: 'start', urls: this.urls, sites: mine.map((site) => ({ site, token: tokens.get(site)! })) });
-    }
+    await Promise.all(
+      this.children.map((c) => {
+        const mine = [...tokens.keys()].filter((n) => this.owner(n) === c);
+        c.sites.push(...mine);
+        return c.ask({
+          type: 'start',
+          urls: this.urls,
+          sites: mine.map((site) => ({ site, token: tokens.get(site)! })),
+        });
+      }),
+    );
   }
 
   /** Tells the site processes what write `id` must bring to which sites. */
@@ -376,7 +389,9 @@ export class Bench {
       if (cp.child.exitCode === null) {
         const exited = new Promise((r) => cp.child.once('exit', r));
         cp.child.kill('SIGTERM');
+        const hard = setTimeout(() => cp.child.kill('SIGKILL'), 20_000);
         await exited;
+        clearTimeout(hard);
       }
     await this.deployment.stop();
   }

@@ -128,6 +128,8 @@ export async function fleet(b: Bench): Promise<void> {
   for (let i = 0; i < 3000 && (st.connected < SITES || st.synced < SITES); i++) {
     await sleep(100);
     st = await b.status();
+    if (i % 50 === 49)
+      process.stdout.write(`  ${((now() - t) / 1000).toFixed(0)} s: ${st.connected} connected, ${st.synced} synced\n`);
   }
   b.row(
     `${SITES} sites connected and synced`,

@@ -110,7 +110,14 @@ function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome
   return outcome;
 }
 
-export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
+/** A message expanded and ready to POST: where, with which headers, which body. */
+export type Prepared = { target: Target; headers: string[]; data: string };
+
+/**
+ * Filter and expansion of one message: its POST, or how it was handled without one
+ * (filtered, or ignored: a variable without value, an invalid URL, data that is not JSON).
+ */
+export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome | Promise<Outcome> {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
 
@@ -152,68 +159,116 @@ export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcom
   } else if (!spec.hasContentType) {
     headers.push('content-type', 'text/plain; charset=utf-8');
   }
+  return { target, headers, data: data.value };
+}
 
+export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
+  const p = prepare(ctx, msg);
+  if (typeof p === 'string' || p instanceof Promise) return p;
+  const id = ctx.controls.signer ? webhookId(msg.topic, msg.entry.id) : '';
+  return post(ctx, { ...p, body: p.data, id, messages: [msg] });
+}
+
+/** One POST of one message or of a batch (batch.ts): the body, and the messages it carries. */
+export type Post = {
+  target: Target;
+  headers: string[];
+  body: string;
+  /** webhook-id when signing: the same for every attempt. */
+  id: string;
+  /** In topic order; the first names the attempts and the failures. */
+  messages: readonly Message[];
+};
+
+/** Before an attempt: waits for the origin's breaker and a rate-limit token; false when stopping. */
+async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ probe: boolean } | undefined> {
   const { controls } = ctx;
-  const id = controls.signer ? webhookId(msg.topic, msg.entry.id) : '';
+  let probe = false;
+  // Delivery controls: an open circuit breaker of this origin holds the attempt back.
+  if (!controls.breakers.ready(origin)) {
+    const parked = ctx.park();
+    const until = controls.breakers.openUntil(origin);
+    const ticket = until !== undefined ? ctx.state.attemptScheduled(until) : undefined;
+    const admitted = await controls.breakers.admit(origin, ctx.stopping);
+    if (ticket !== undefined) ctx.state.attemptDue(ticket);
+    if (parked) await ctx.unpark();
+    if (admitted === 'stopped') return undefined;
+    probe = admitted === 'probe';
+  }
+  // rate-limit: a token of the site's bucket per attempt (one per POST, a batch's too).
+  if (controls.rate && !(await controls.rate.take(ctx.stopping))) return undefined;
+  return { probe };
+}
+
+/** One attempt of a POST, recorded in the attempt log, the breaker and the adaptive limit. */
+async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe: boolean): Promise<PostOutcome> {
+  const { controls } = ctx;
+  const signed = controls.signer ? p.headers.concat(controls.signer.headers(p.id, ctx.clock.now(), p.body)) : p.headers;
+  const t0 = performance.now();
+  let r: PostOutcome;
+  if (ctx.oauth) {
+    // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
+    r = await postWithToken(ctx, ctx.oauth, p.target, signed, p.body);
+  } else r = await postOnce({ target: p.target, headers: signed, body: p.body, agent: ctx.agent() });
+  const ms = performance.now() - t0;
+  const first = p.messages[0]!;
+  controls.attempts.record({
+    time: ctx.clock.now(),
+    topic: first.topic,
+    seqno: first.entry.id,
+    attempt,
+    status: r.status,
+    error: r.ok ? undefined : r.error,
+    durationMs: ms,
+    body: r.ok ? undefined : r.body,
+  });
+  controls.breakers.record(p.target.origin, r.ok, r.ok ? undefined : r.error, probe);
+  controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
+  return r;
+}
+
+/** The last attempt failed: every message of the POST goes to the dead-letter topic when one is set. */
+async function drop(
+  ctx: DeliverContext,
+  p: Post,
+  attempt: number,
+  r: PostOutcome,
+  retryable: boolean,
+): Promise<Outcome> {
+  const first = p.messages[0]!;
+  log('warn', 'exporter: message dropped after its last attempt', {
+    tenant: ctx.spec.tenant,
+    exporter: ctx.spec.name,
+    topic: first.topic,
+    id: first.entry.id,
+    messages: p.messages.length,
+    attempts: attempt,
+  });
+  const dl = ctx.controls.deadLetter;
+  if (dl && !r.ok) {
+    const reason = retryable ? `tries exhausted: ${r.error}` : `not retried (retry-on): ${r.error}`;
+    const info = { reason, attempts: attempt, lastStatus: r.status ?? ('connection' as const) };
+    for (const msg of p.messages) if (!(await dl.append(msg, info, ctx.stopping))) return 'aborted';
+  }
+  return 'dropped';
+}
+
+/** POSTs with retries per the policy and `retry-on`; one outcome for every message the POST carries. */
+export async function post(ctx: DeliverContext, p: Post): Promise<Outcome> {
+  const { spec } = ctx;
   for (let attempt = 1; ; attempt++) {
     if (ctx.stopping.aborted) return finish(ctx, attempt, 'aborted');
-    // Delivery controls: an open circuit breaker of this origin holds the attempt back.
-    let probe = false;
-    if (!controls.breakers.ready(target.origin)) {
-      const parked = ctx.park();
-      const until = controls.breakers.openUntil(target.origin);
-      const ticket = until !== undefined ? ctx.state.attemptScheduled(until) : undefined;
-      const admitted = await controls.breakers.admit(target.origin, ctx.stopping);
-      if (ticket !== undefined) ctx.state.attemptDue(ticket);
-      if (parked) await ctx.unpark();
-      if (admitted === 'stopped') return finish(ctx, attempt, 'aborted');
-      probe = admitted === 'probe';
-    }
-    // rate-limit: a token of the site's bucket per attempt.
-    if (controls.rate && !(await controls.rate.take(ctx.stopping))) return finish(ctx, attempt, 'aborted');
-    const signed = controls.signer ? headers.concat(controls.signer.headers(id, ctx.clock.now(), data.value)) : headers;
-    const t0 = performance.now();
-    let r: PostOutcome;
-    if (ctx.oauth) {
-      // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
-      r = await postWithToken(ctx, ctx.oauth, target, signed, data.value);
-    } else r = await postOnce({ target, headers: signed, body: data.value, agent: ctx.agent() });
-    const ms = performance.now() - t0;
-    controls.attempts.record({
-      time: ctx.clock.now(),
-      topic: msg.topic,
-      seqno: msg.entry.id,
-      attempt,
-      status: r.status,
-      error: r.ok ? undefined : r.error,
-      durationMs: ms,
-      body: r.ok ? undefined : r.body,
-    });
-    controls.breakers.record(target.origin, r.ok, r.ok ? undefined : r.error, probe);
-    controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
+    const admitted = await admitAttempt(ctx, p.target.origin);
+    if (!admitted) return finish(ctx, attempt, 'aborted');
+    const r = await attemptOnce(ctx, p, attempt, admitted.probe);
     if (r.ok) return finish(ctx, attempt, 'delivered');
-    const retryable = controls.retryOn ? controls.retryOn(r.status) : true;
+    const retryable = ctx.controls.retryOn ? ctx.controls.retryOn(r.status) : true;
     const retry = retryable && mayRetry(spec.policy, attempt);
-    const failed = { topic: msg.topic, id: msg.entry.id, attempt, error: r.error, status: r.status, body: r.body };
+    const first = p.messages[0]!;
+    const failed = { topic: first.topic, id: first.entry.id, attempt, error: r.error, status: r.status, body: r.body };
     // A message that will be tried again makes the status `retrying` until it is handled.
     ctx.state.attemptFailed(failed, ctx.clock.now(), attempt === 1 && retry);
-    if (!retry) {
-      log('warn', 'exporter: message dropped after its last attempt', {
-        tenant: spec.tenant,
-        exporter: spec.name,
-        topic: msg.topic,
-        id: msg.entry.id,
-        attempts: attempt,
-      });
-      // Delivery controls: a dropped message goes to the dead-letter topic when one is set.
-      const dl = controls.deadLetter;
-      if (dl) {
-        const reason = retryable ? `tries exhausted: ${r.error}` : `not retried (retry-on): ${r.error}`;
-        const info = { reason, attempts: attempt, lastStatus: r.status ?? ('connection' as const) };
-        if (!(await dl.append(msg, info, ctx.stopping))) return finish(ctx, attempt, 'aborted');
-      }
-      return finish(ctx, attempt, 'dropped');
-    }
+    if (!retry) return finish(ctx, attempt, await drop(ctx, p, attempt, r, retryable));
     // Never a busy loop, whatever Retry-After says.
     const wait = Math.max(minRetryMs, nextDelayMs(spec.policy, attempt, retryAfterMs(r.retryAfter, ctx.clock.now())));
     const ticket = ctx.state.attemptScheduled(ctx.clock.now() + wait);

@@ -11,8 +11,8 @@ import type { Agent } from 'undici';
 import type { Bus, StartAt } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
-import { deliver, orderingKeyOf, type DeliverContext } from './deliver.js';
-import { KeyQueues } from './ordering.js';
+import type { DeliverContext } from './deliver.js';
+import { Dispatcher } from './dispatch.js';
 import type { TokenSource } from './oauth2.js';
 import { Message } from './message.js';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
@@ -57,24 +57,17 @@ export class Exporter {
   private readonly opening = new Set<string>();
   private readonly cleanups: Array<() => void> = [];
   private readonly stopCtl = new AbortController();
-  /** Set at the stop deadline: POSTs still running then are left to finish unacked. */
-  private abandoned = false;
-  private readonly ctx: DeliverContext;
+  private readonly dispatcher: Dispatcher;
   private dirty = true;
   private wakeLoop: (() => void) | undefined;
-  private inFlight = 0;
-  private slotFreed: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private readonly lag: LagMonitor;
-  /** ordering-key: the messages waiting behind a busy key. */
-  private readonly keys: KeyQueues<{ reader: TopicReader; msg: Message }> | undefined;
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
     setMaxListeners(0, this.stopCtl.signal);
-    this.keys = d.spec.ext.orderingKey ? new KeyQueues() : undefined;
     this.lag = new LagMonitor(d.bus, d.group, d.state, () => this.readers.keys());
-    this.ctx = {
+    const ctx: DeliverContext = {
       spec: d.spec,
       agent: d.agent,
       clock: d.clock,
@@ -84,37 +77,13 @@ export class Exporter {
       stopping: this.stopCtl.signal,
       controls: d.controls,
       oauth: d.oauth,
-      park: this.park,
-      unpark: this.unpark,
+      park: () => this.dispatcher.park(),
+      unpark: () => this.dispatcher.unpark(),
     };
+    // The in-flight bound: fixed, or the adaptive limit with max-in-flight auto (delivery controls).
+    const limit = () => d.controls.limiter?.limit ?? d.spec.maxInFlight;
+    this.dispatcher = new Dispatcher(ctx, d.spec, limit, d.observeDelivery);
   }
-
-  /** The in-flight bound: fixed, or the adaptive limit with max-in-flight auto (delivery controls). */
-  private limit(): number {
-    return this.d.controls.limiter?.limit ?? this.d.spec.maxInFlight;
-  }
-
-  /**
-   * Delivery controls: a message waiting for an open circuit breaker gives its slot up (when
-   * max-in-flight is above 1), so messages to other origins go on (up to 1000 or 16 × max-in-flight waiting messages); it takes a slot
-   * again before its attempt.
-   */
-  private parked = 0;
-  private park = (): boolean => {
-    // At max-in-flight 1 order is strict: the waiting message keeps its slot, nothing overtakes it.
-    if (this.limit() <= 1 || this.parked >= Math.max(1000, 16 * this.d.spec.maxInFlight)) return false;
-    this.parked++;
-    this.inFlight--;
-    this.d.state.inFlight = this.inFlight;
-    this.freeSlot();
-    return true;
-  };
-  private unpark = async (): Promise<void> => {
-    this.parked--;
-    while (this.inFlight >= this.limit() && !this.stopCtl.signal.aborted) await this.waitSlot();
-    this.inFlight++;
-    this.d.state.inFlight = this.inFlight;
-  };
 
   /** Topics this exporter reads now (named ones and those found by topic-patterns). */
   topics(): string[] {
@@ -223,76 +192,13 @@ export class Exporter {
     this.lag.stale();
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {
-      // Awaited only when full: an await per message costs a turn of the microtask queue.
-      if (this.inFlight >= this.limit()) await this.slot();
-      // Entries not dispatched stay in our pending list and are read again at the next start.
       if (this.stopCtl.signal.aborted) break;
       const msg = new Message(reader.topic, batch.entries[i]!, n - 1 - i + lagAfter);
-      if (this.keys) {
-        const key = orderingKeyOf(this.ctx, msg);
-        if (!this.keys.admit(key, { reader, msg })) {
-          // Waiting behind its key without a slot; the number waiting is bounded.
-          while (this.keys.waiting > this.maxWaiting() && !this.stopCtl.signal.aborted) await this.waitSlot();
-          continue;
-        }
-        void this.handle(reader, msg, key);
-      } else void this.handle(reader, msg);
+      const wait = this.dispatcher.dispatch(reader, msg);
+      if (wait) await wait;
     }
     return n;
   }
-
-  /** ordering-key: messages read and waiting behind their key, at most this many. */
-  private maxWaiting(): number {
-    return Math.max(1000, 16 * this.d.spec.maxInFlight);
-  }
-
-  private async slot(): Promise<void> {
-    while (this.inFlight >= this.limit() && !this.stopCtl.signal.aborted) await this.waitSlot();
-  }
-
-  private readonly slotWaiters: Array<() => void> = [];
-  private waitSlot(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.slotFreed) this.slotWaiters.push(resolve);
-      else this.slotFreed = resolve;
-    });
-  }
-
-  private freeSlot(): void {
-    const freed = this.slotFreed;
-    this.slotFreed = this.slotWaiters.shift();
-    freed?.();
-  }
-
-  private async handle(reader: TopicReader, msg: Message, key?: string): Promise<void> {
-    const { state } = this.d;
-    this.inFlight++;
-    state.inFlight = this.inFlight;
-    const started = this.d.observeDelivery ? this.d.clock.now() : 0;
-    this.d.controls.limiter?.started(this.inFlight);
-    try {
-      const outcome = await deliver(this.ctx, msg).catch((err: unknown) => {
-        state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.d.clock.now());
-        return 'ignored' as const;
-      });
-      if (outcome !== 'aborted' && !this.abandoned) {
-        // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
-        reader.handled(msg.entry.id, outcome);
-        if (outcome === 'delivered') this.d.observeDelivery?.((this.d.clock.now() - started) / 1000);
-      }
-    } finally {
-      this.inFlight--;
-      // ordering-key: the next message of this key takes over the slot (handle counts it again).
-      const next = key !== undefined && !this.stopCtl.signal.aborted ? this.keys?.next(key) : undefined;
-      if (next) void this.handle(next.reader, next.msg, key);
-      state.inFlight = this.inFlight;
-      state.version++;
-      this.freeSlot();
-      if (this.inFlight === 0 && this.parked === 0) this.idle?.();
-    }
-  }
-
-  private idle: (() => void) | undefined;
 
   /** Takes over what dead consumers left pending on our topics, and delivers it next. */
   async claimDead(dead: readonly string[], minIdleMs: number): Promise<void> {
@@ -318,26 +224,18 @@ export class Exporter {
    */
   async stop(deadlineMs: number): Promise<void> {
     this.stopCtl.abort();
-    this.keys?.clear();
     this.lag.stop();
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
-    while (this.slotFreed) this.freeSlot();
     this.d.controls.breakers.close();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, deadlineMs);
     });
-    const idle = async () => {
-      while (this.inFlight > 0 || this.parked > 0)
-        await new Promise<void>((resolve) => {
-          this.idle = resolve;
-        });
-    };
-    await Promise.race([Promise.all([this.loop, idle()]), deadline]);
+    await Promise.race([Promise.all([this.loop, this.dispatcher.drain()]), deadline]);
     // Past the deadline a running POST is not waited for and its message is not acked: it
     // stays pending and is read again by the next start (at-least-once).
-    this.abandoned = true;
+    this.dispatcher.abandon();
     clearTimeout(timer);
     // Acks get their own short bound: they matter most, and Redis may be gone.
     let ackTimer: NodeJS.Timeout | undefined;

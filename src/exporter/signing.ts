@@ -56,3 +56,8 @@ export class Signer {
 export function webhookId(topic: string, seqno: string): string {
   return `msg_${topic}_${seqno}`;
 }
+
+/** A batch's id for webhook-id (`batch`): its topic and first and last entries. */
+export function batchId(topic: string, first: string, last: string): string {
+  return `batch_${topic}_${first}_${last}`;
+}

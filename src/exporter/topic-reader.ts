@@ -1,6 +1,7 @@
 /**
  * One consumed topic of one exporter: its consumer group, the read cursor (own pending
- * entries first, then new ones), acks sent as soon as a message is handled, and recovery when the group
+ * entries first, then new ones), acks of handled messages (one XACK under way at a time, the
+ * next carrying all handled meanwhile), and recovery when the group
  * vanished (NOGROUP after a Redis restart without persistence): the group is recreated
  * after the last message handled in order, so nothing is skipped.
  */
@@ -19,6 +20,8 @@ import { errorText } from '../lib/error-text.js';
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;
 const claimRounds = 100;
+/** The wait before acks that failed (Redis unreachable) are sent again. */
+const ackRetryMs = 200;
 
 export class TopicReader {
   /** '0'..id while reading our own pending list (redelivery after a restart), then '>'. */
@@ -33,8 +36,12 @@ export class TopicReader {
   private readonly claimed: StreamEntry[] = [];
   /** Dead consumers with nothing left pending in this group. */
   private readonly drainedDead = new Set<string>();
+  /** Called once the acks queued with them are confirmed (the exporter's slots). */
+  private confirmed: Array<() => void> = [];
   private ackQueued = false;
   private readonly sending = new Set<Promise<void>>();
+  /** Set while failed acks wait to be sent again. */
+  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -133,52 +140,84 @@ export class TopicReader {
     return { ...r, wasPending: cursor !== '>' };
   }
 
-  handled(id: string, outcome: CountedOutcome): void {
-    const item = this.order.find((o) => o.id === id && !o.done);
-    if (item) item.done = true;
-    while (this.order[0]?.done) this.lastHandled = this.order.shift()!.id;
+  /**
+   * The message `id` is handled: its ack is queued, and `confirmed` is called once Redis has
+   * confirmed it (the exporter holds the message's in-flight slot until then, so handled but
+   * unacknowledged messages count toward max-in-flight: a kill -9 re-sends at most that many).
+   */
+  handled(id: string, outcome: CountedOutcome, confirmed?: () => void): void {
+    const order = this.order;
+    // Nearly always the oldest: messages are handled about in the order they were read.
+    const i = order[0]?.id === id ? 0 : order.findIndex((o) => o.id === id && !o.done);
+    if (i >= 0) order[i]!.done = true;
+    while (order[0]?.done) this.lastHandled = order.shift()!.id;
     this.acks.push(id);
     this.outcomes.push(outcome);
+    if (confirmed) this.confirmed.push(confirmed);
     if (this.ackQueued) return;
     this.ackQueued = true;
     // Sent at the end of this turn, together with the acks of messages handled in the same
-    // turn, and without waiting for the previous XACK (node-redis pipelines them on the one
-    // connection): a crash can then resend only what was in flight.
-    queueMicrotask(() => {
-      this.ackQueued = false;
-      this.sendAcks();
-    });
+    // turn; while an XACK is under way the next ones wait for it and go together (amortised:
+    // one round trip for many messages when many are in flight, one per message at 1).
+    queueMicrotask(this.ackTurn);
   }
 
+  private readonly ackTurn = (): void => {
+    this.ackQueued = false;
+    if (this.sending.size === 0) this.sendAcks();
+  };
+
   private sendAcks(): void {
-    if (this.acks.length === 0) return;
+    if (this.acks.length === 0 || this.retryTimer) return;
     const ids = this.acks;
     const outcomes = this.outcomes;
+    const confirmed = this.confirmed;
     this.acks = [];
     this.outcomes = [];
+    this.confirmed = [];
     const p = this.bus
       .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
-      .then((counts) => {
-        if (counts) this.onCounts(this.topic, counts);
-      })
-      .catch((err: unknown) => {
-        // Kept for the next flush: an unacked handled message would be sent again after a restart.
-        if (!(err instanceof BusError && err.code === 'no-group')) {
+      .then(
+        (counts) => {
+          if (counts) this.onCounts(this.topic, counts);
+          for (const c of confirmed) c();
+        },
+        (err: unknown) => {
+          log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
+          if (err instanceof BusError && err.code === 'no-group') {
+            // The group is gone (and recreated after the last message handled in order).
+            for (const c of confirmed) c();
+            return;
+          }
+          // Kept for the next try: an unacked handled message would be sent again after a restart.
           this.acks.push(...ids);
           this.outcomes.push(...outcomes);
-        }
-        log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
-      })
-      .finally(() => this.sending.delete(p));
+          this.confirmed.push(...confirmed);
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = undefined;
+            if (this.sending.size === 0) this.sendAcks();
+          }, ackRetryMs);
+          this.retryTimer.unref();
+        },
+      )
+      .finally(() => {
+        this.sending.delete(p);
+        // What was handled meanwhile goes now, in one XACK.
+        if (this.sending.size === 0) this.sendAcks();
+      });
     this.sending.add(p);
   }
 
-  /** Sends the acks not sent yet and waits for every XACK under way. */
+  /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */
   async flush(): Promise<void> {
-    this.sendAcks();
-    while (this.sending.size > 0) await Promise.all([...this.sending]);
-    // Acks that failed meanwhile were queued again: one more try.
-    this.sendAcks();
-    await Promise.all([...this.sending]);
+    for (let i = 0; i < 2; i++) {
+      while (this.sending.size > 0) await Promise.all([...this.sending]);
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+      this.sendAcks();
+      while (this.sending.size > 0) await Promise.all([...this.sending]);
+    }
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 }

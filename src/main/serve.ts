@@ -65,7 +65,10 @@ function listen(server: Server, settings: Settings): Promise<number> {
       else reject(new StartupError('PORT', `cannot listen on ${where}: ${errorText(err)}`));
     };
     server.once('error', onError);
-    server.listen(settings.port, settings.host, () => {
+    // A backlog beyond Node's 511 (the kernel caps it at net.core.somaxconn): thousands of edge
+    // sites dial back together after a control-plane restart, and a full queue drops their SYNs
+    // (each then waits 1, 3, 7... s for its retransmission).
+    server.listen({ port: settings.port, host: settings.host, backlog: 8192 }, () => {
       server.off('error', onError);
       const addr = server.address();
       resolve(typeof addr === 'object' && addr ? addr.port : settings.port);

@@ -124,22 +124,42 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
       fleet: () => undefined,
     };
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'edgeplane_' });
-  // prom-client also gives these three as gauges named `_total`, which `promtool check metrics`
-  // rejects (a `_total` name is a counter's); the same counts by type remain, without the suffix.
-  for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
-    registry.removeSingleMetric(`edgeplane_nodejs_${name}`);
-  const requestSeconds = new CellHistogram(
-    'edgeplane_api_request_duration_seconds',
-    'API request latency by route template, method and status class',
-    apiBuckets,
-  );
+  processSeries(registry);
+  const requestSeconds = requestSeries(registry);
   const deliverySeconds = new CellHistogram(
     'edgeplane_exporter_delivery_duration_seconds',
     'Webhook delivery latency, from dispatch to the accepting answer (retries included)',
     deliveryBuckets,
   );
-  // The request count is the histogram's count: shown as a counter too, at no extra cost.
+  registry.registerMetric(deliverySeconds as unknown as Metric);
+  return {
+    registry,
+    exporters: exporterSeries(registry),
+    fleet: fleetSeries(registry),
+    deliveryObserver(tenant, exporter) {
+      const cell = deliverySeconds.cell({ tenant, exporter });
+      return (seconds) => deliverySeconds.observe(cell, seconds);
+    },
+    timed: (route, handler) => timedBy(requestSeconds, route, handler),
+  };
+}
+
+/** prom-client's default metrics of the process (CPU, memory, event loop, GC). */
+function processSeries(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: 'edgeplane_' });
+  // prom-client also gives these three as gauges named `_total`, which `promtool check metrics`
+  // rejects (a `_total` name is a counter's); the same counts by type remain, without the suffix.
+  for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
+    registry.removeSingleMetric(`edgeplane_nodejs_${name}`);
+}
+
+/** The API request histogram, and its count shown as a counter too (at no extra cost). */
+function requestSeries(registry: Registry): CellHistogram {
+  const requestSeconds = new CellHistogram(
+    'edgeplane_api_request_duration_seconds',
+    'API request latency by route template, method and status class',
+    apiBuckets,
+  );
   const requests = {
     name: 'edgeplane_api_requests_total',
     help: 'API requests by route template, method and status class',
@@ -156,10 +176,12 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
   };
   registry.registerMetric(requests as unknown as Metric);
   registry.registerMetric(requestSeconds as unknown as Metric);
-  registry.registerMetric(deliverySeconds as unknown as Metric);
+  return requestSeconds;
+}
 
+/** The exporter series, read from the runtime's state when scraped: nothing per message. */
+function exporterSeries(registry: Registry): Metrics['exporters'] {
   let source: () => ExporterSample[] = () => [];
-  // Exporter series are read from the runtime's state when scraped: nothing per message.
   const labelNames = ['tenant', 'exporter'] as const;
   for (const counter of exporterCounters) {
     new Counter({
@@ -205,6 +227,13 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
     },
   });
 
+  return (fn) => {
+    source = fn;
+  };
+}
+
+/** A control plane's fleet series (connections, change lag, last seen), one read per scrape. */
+function fleetSeries(registry: Registry): Metrics['fleet'] {
   let fleetSource: (() => Promise<FleetSample>) | undefined;
   // One read of the fleet per scrape, shared by its three series.
   let fleetRead: { at: number; sample: Promise<FleetSample | undefined> } | undefined;
@@ -247,57 +276,53 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
     },
   });
 
-  return {
-    registry,
-    exporters(fn) {
-      source = fn;
-    },
-    fleet(fn) {
-      fleetSource = fn;
-    },
-    deliveryObserver(tenant, exporter) {
-      const cell = deliverySeconds.cell({ tenant, exporter });
-      return (seconds) => deliverySeconds.observe(cell, seconds);
-    },
-    timed(route, handler) {
-      // route → method → status class → cell, filled as they occur (a handful per route).
-      const byRoute = new Map<string, Map<string, Array<Cell | undefined>>>();
-      const record = (c: Context<AppEnv>, status: number, started: number) => {
-        const r = typeof route === 'string' ? route : route(c);
-        const m = methods.has(c.req.method) ? c.req.method : 'other';
-        let byMethod = byRoute.get(r);
-        if (!byMethod) byRoute.set(r, (byMethod = new Map()));
-        let cells = byMethod.get(m);
-        if (!cells) byMethod.set(m, (cells = []));
-        const k = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
-        const cell = (cells[k] ??= requestSeconds.cell({ route: r, method: m, code: classes[k] as string }));
-        requestSeconds.observe(cell, (performance.now() - started) / 1000);
-      };
-      return (c) => {
-        const started = performance.now();
-        let res: Response | Promise<Response>;
-        try {
-          res = handler(c);
-        } catch (err) {
-          record(c, statusOfError(err), started);
-          throw err;
-        }
-        if (res instanceof Response) {
-          record(c, res.status, started);
-          return res;
-        }
-        return res.then(
-          (r) => {
-            record(c, r.status, started);
-            return r;
-          },
-          (err: unknown) => {
-            record(c, statusOfError(err), started);
-            throw err;
-          },
-        );
-      };
-    },
+  return (fn) => {
+    fleetSource = fn;
+  };
+}
+
+/** `handler` timed into `requestSeconds` by route template, method and status class. */
+function timedBy(
+  requestSeconds: CellHistogram,
+  route: string | ((c: Context<AppEnv>) => string),
+  handler: Handler,
+): Handler {
+  // route → method → status class → cell, filled as they occur (a handful per route).
+  const byRoute = new Map<string, Map<string, Array<Cell | undefined>>>();
+  const record = (c: Context<AppEnv>, status: number, started: number) => {
+    const r = typeof route === 'string' ? route : route(c);
+    const m = methods.has(c.req.method) ? c.req.method : 'other';
+    let byMethod = byRoute.get(r);
+    if (!byMethod) byRoute.set(r, (byMethod = new Map()));
+    let cells = byMethod.get(m);
+    if (!cells) byMethod.set(m, (cells = []));
+    const k = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
+    const cell = (cells[k] ??= requestSeconds.cell({ route: r, method: m, code: classes[k] as string }));
+    requestSeconds.observe(cell, (performance.now() - started) / 1000);
+  };
+  return (c) => {
+    const started = performance.now();
+    let res: Response | Promise<Response>;
+    try {
+      res = handler(c);
+    } catch (err) {
+      record(c, statusOfError(err), started);
+      throw err;
+    }
+    if (res instanceof Response) {
+      record(c, res.status, started);
+      return res;
+    }
+    return res.then(
+      (r) => {
+        record(c, r.status, started);
+        return r;
+      },
+      (err: unknown) => {
+        record(c, statusOfError(err), started);
+        throw err;
+      },
+    );
   };
 }
 

@@ -9,6 +9,9 @@ import { pointerPattern } from '../lib/json-pointer.js';
 /** Back-off of a failing webhook POST when the configuration does not say (the schema's defaults, and the compiled form's). */
 export const retryDefaults = { 'retry-interval': '1s', 'max-retry-interval': '60s' } as const;
 
+/** What `batch` sends at most when the configuration does not say (the schema's defaults, and the compiled form's). */
+export const batchDefaults = { 'max-bytes': 1024 * 1024, 'max-wait': '1s' } as const;
+
 export type Schema = { [key: string]: unknown };
 
 const str = { type: 'string' } as const;
@@ -25,6 +28,52 @@ function object(properties: Record<string, unknown>, required: string[] = []): S
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
+/**
+ * A staged rollout of the object to the edge sites (CONTRACT §11; resources/rollout.ts checks
+ * what a schema cannot, fleet/control/rollouts.ts runs it). Every resource that reaches sites
+ * may carry one.
+ */
+export const rolloutSchema: Schema = {
+  ...object(
+    {
+      waves: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 100,
+        items: {
+          type: 'object',
+          properties: {
+            'match-site-labels': { type: 'string', minLength: 1 },
+            percent: { type: 'integer', minimum: 1, maximum: 100 },
+          },
+          additionalProperties: false,
+          minProperties: 1,
+          maxProperties: 1,
+        },
+      },
+      wait: { ...duration, default: '0s' },
+      'healthy-for': { ...duration, default: '30s' },
+      'on-failure': { enum: ['pause', 'rollback'], default: 'pause' },
+    },
+    ['waves'],
+  ),
+};
+
+/** What a state read adds to `rollout` at a control plane: the rollout's progress (fleet/control/rollouts.ts). */
+export const rolloutProgressMembers = {
+  revision: { type: 'integer', description: 'the configuration revision being rolled out' },
+  wave: { type: 'integer', minimum: 1, description: 'the current wave (1 is the first)' },
+  state: { enum: ['progressing', 'paused', 'done', 'rolled-back'] },
+  'sites-updated': { type: 'integer', minimum: 0 },
+  'sites-total': { type: 'integer', minimum: 0 },
+  reason: { type: 'string' },
+} as const;
+
+/** An object with its optional rollout (every resource that reaches sites). */
+function rolledOut(properties: Record<string, unknown>, required: string[] = []): Schema {
+  return object({ ...properties, rollout: rolloutSchema }, required);
+}
+
 const onlyOne = (props: Record<string, unknown>): Schema => ({
   type: 'object',
   properties: props,
@@ -33,7 +82,7 @@ const onlyOne = (props: Record<string, unknown>): Schema => ({
   maxProperties: 1,
 });
 
-export const webhookSchema = object(
+export const webhookSchema = rolledOut(
   {
     name,
     topic,
@@ -134,11 +183,19 @@ export const webhookSchema = object(
       },
       ['per-second'],
     ),
+    batch: object(
+      {
+        'max-messages': { type: 'integer', minimum: 1, maximum: 10_000 },
+        'max-bytes': { type: 'integer', minimum: 1, maximum: 64 * 1024 * 1024, default: batchDefaults['max-bytes'] },
+        'max-wait': { ...duration, default: batchDefaults['max-wait'] },
+      },
+      ['max-messages'],
+    ),
   },
   ['name', 'site-placement', 'url', 'data'],
 );
 
-export const applicationSchema = object(
+export const applicationSchema = rolledOut(
   {
     name,
     version: { type: 'string', minLength: 1, maxLength: 64 },
@@ -159,7 +216,7 @@ export const applicationSchema = object(
   ['name'],
 );
 
-export const deploymentSchema = object(
+export const deploymentSchema = rolledOut(
   {
     name,
     'application-name': name,
@@ -172,7 +229,7 @@ export const deploymentSchema = object(
 const ipv4Cidr =
   '^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([0-9]|[12][0-9]|3[0-2])$';
 
-export const siteSchema = object(
+export const siteSchema = rolledOut(
   {
     name,
     description: str,
@@ -191,13 +248,13 @@ const hostname = {
   maxLength: 253,
 } as const;
 
-export const settingsSchema = object({ 'default-domain': hostname });
+export const settingsSchema = rolledOut({ 'default-domain': hostname });
 
-export const dnsZoneSchema = object({ name, domain: hostname }, ['name', 'domain']);
+export const dnsZoneSchema = rolledOut({ name, domain: hostname }, ['name', 'domain']);
 
-export const vaultSchema = object({ name, description: str }, ['name']);
+export const vaultSchema = rolledOut({ name, description: str }, ['name']);
 
-export const secretSchema = object(
+export const secretSchema = rolledOut(
   {
     name,
     data: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9._-]+$' }, additionalProperties: str },
@@ -207,7 +264,7 @@ export const secretSchema = object(
 
 const operation = { enum: ['read', 'create', 'update', 'delete', 'execute'] } as const;
 
-export const userSchema = object(
+export const userSchema = rolledOut(
   {
     name,
     password: { type: 'string', minLength: 8, maxLength: 1024 },
@@ -217,7 +274,7 @@ export const userSchema = object(
   ['name'],
 );
 
-export const policySchema = object(
+export const policySchema = rolledOut(
   {
     name,
     rules: {
@@ -235,7 +292,7 @@ export const policySchema = object(
   ['name', 'rules'],
 );
 
-export const tenantSchema = object(
+export const tenantSchema = rolledOut(
   {
     name,
     description: str,

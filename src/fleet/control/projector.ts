@@ -39,6 +39,7 @@ import type { FleetLog } from './change-log.js';
 import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
+import type { Rollouts, SiteViews } from './rollouts.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -55,11 +56,19 @@ export type ProjectorOptions = {
    * is sealed, a site whose secrets need sealing again is left as it is until it unseals.
    */
   strongbox?: Strongbox;
+  /** Staged rollouts (rollouts.ts): which sites keep an object's previous content for now. */
+  rollouts?: Rollouts;
 };
 
 export type Projector = {
   /** Runs a pass over every site now (or right after the running one) and resolves when it is done. */
   project(): Promise<void>;
+  /**
+   * Runs a pass that projects `site` (and what commits concern) and resolves when it is done:
+   * after the site presented a new key, so that its secrets are sealed for it. Not a pass over
+   * every site: 10,000 sites connecting for the first time would otherwise each wait for one.
+   */
+  projectSite(site: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -210,6 +219,8 @@ export function startProjector(o: ProjectorOptions): Projector {
   const sealedSkips = new Set<string>();
   /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
   const redo = new Set<string>();
+  /** Sites a caller asked to project (projectSite): the next pass looks at them. */
+  const wanted = new Set<string>();
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
   const reader = snapshotReader(o.store);
@@ -236,13 +247,15 @@ export function startProjector(o: ProjectorOptions): Projector {
     return k;
   }
 
-  async function projectSite(site: string, read: Read): Promise<void> {
+  async function projectSite(site: string, read: Read, views: SiteViews): Promise<void> {
     const { rev, view } = read;
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
+    // A site whose turn in a rollout has not come gets the rolled-out objects' previous content.
+    const given = views(site) ?? read;
     // A site whose object was deleted receives nothing more: its synced set empties.
     const desired = view.has(siteResource.keyOf(o.root, site))
-      ? applicableTo(view, site, o.root, read.index)
+      ? applicableTo(given.view, site, o.root, given.index)
       : new Map<string, JsonObject>();
     const diff = await siteChanges(o, site, k, read, desired);
     if (diff === 'sealed') {
@@ -286,7 +299,14 @@ export function startProjector(o: ProjectorOptions): Projector {
       if (s !== undefined) sites.add(s);
     }
     sites.delete(o.ownSite);
-    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known));
+    const views: SiteViews = o.rollouts
+      ? await o.rollouts.prepare({
+          ...read,
+          sites,
+          holds: async (site, key) => (await knownOf(site)).etags.has(key),
+        })
+      : () => undefined;
+    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known), views);
     if (now() - lastTrim >= 60_000 && !trimming) {
       lastTrim = now();
       trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(
@@ -296,17 +316,27 @@ export function startProjector(o: ProjectorOptions): Projector {
   }
 
   /** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
-  async function projectSites(sites: Set<string>, read: Read, scope: Set<string> | 'all'): Promise<void> {
+  async function projectSites(
+    sites: Set<string>,
+    read: Read,
+    scope: Set<string> | 'all',
+    views: SiteViews,
+  ): Promise<void> {
     // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
     // sites this process knows nothing of yet, and at those a previous pass had to leave.
-    const todo = scope === 'all' ? [...sites] : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s));
+    const asked = new Set(wanted);
+    wanted.clear();
+    const todo =
+      scope === 'all'
+        ? [...sites]
+        : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s) || asked.has(s));
     redo.clear();
     sealedSkips.clear();
     // Sites are independent (each append is a compare-and-set on that site's log alone), so
     // their appends go out together, pipelined on the log's connection, a bounded number at once.
     const queue = todo;
     const worker = async () => {
-      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read);
+      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read, views);
     };
     await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
     if (sealedSkips.size > 0)
@@ -332,12 +362,18 @@ export function startProjector(o: ProjectorOptions): Projector {
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
+  o.rollouts?.start(() => project());
 
   return {
     project,
+    projectSite(site) {
+      wanted.add(site);
+      return scheduler.request(false);
+    },
     async stop() {
       clearInterval(timer);
       unsubscribe();
+      await o.rollouts?.stop();
       await scheduler.stop();
       await trimming;
     },

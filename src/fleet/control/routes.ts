@@ -115,8 +115,8 @@ export type SyncOptions = {
   relay: FleetRelay;
   keepAliveMs: number;
   batch?: number;
-  /** Runs a projection now (after a site presented a new key, so its secrets are sealed for it). */
-  reseal?: () => Promise<void>;
+  /** Projects `site` now (after it presented a new key, so its secrets are sealed for it). */
+  reseal?: (site: string) => Promise<void>;
 };
 
 /** The query of a site route that takes one parameter at most: 400 for any other. */
@@ -178,7 +178,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
       // for it, then send everything again; what the site holds was sealed for another key.
       await deps.store.kvSet(recordedKeyOf(site), publicKey);
-      await o.reseal?.();
+      await o.reseal?.(site);
       start = undefined;
     }
     const id = randomUUID();

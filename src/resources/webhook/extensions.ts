@@ -7,6 +7,8 @@
 import { ApiError } from '../../lib/errors.js';
 import { isObject, type JsonObject } from '../../lib/json.js';
 import { compileTemplate, type Template } from '../../expand/template.js';
+import { parseDuration } from '../../lib/duration.js';
+import { batchDefaults } from '../schemas.js';
 
 /** Secret variable names of the client certificate: not valid template names, so no clash. */
 export const clientCertVar = 'client-certificate.cert';
@@ -30,7 +32,25 @@ export type ExtensionsSpec = {
   orderingKey: Template | undefined;
   rateLimit: { perSecond: number; burst: number } | undefined;
   oauth2: OAuth2Spec | undefined;
+  /** batch: up to maxMessages messages (or maxBytes of body, or what arrived within maxWaitMs) per POST. */
+  batch: BatchSpec | undefined;
 };
+
+export type BatchSpec = { maxMessages: number; maxBytes: number; maxWaitMs: number };
+
+function batchOf(b: unknown): BatchSpec | undefined {
+  if (b === undefined) return undefined;
+  const n = isObject(b) ? b['max-messages'] : undefined;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 10_000)
+    throw bad('batch/max-messages', 'Cannot use batch: max-messages must be a whole number from 1 to 10000');
+  const bytes = isObject(b) && b['max-bytes'] !== undefined ? b['max-bytes'] : batchDefaults['max-bytes'];
+  if (typeof bytes !== 'number' || !Number.isInteger(bytes) || bytes < 1 || bytes > 64 * 1024 * 1024)
+    throw bad('batch/max-bytes', 'Cannot use batch: max-bytes must be a whole number from 1 to 67108864');
+  const wait = isObject(b) && b['max-wait'] !== undefined ? b['max-wait'] : batchDefaults['max-wait'];
+  if (typeof wait !== 'string')
+    throw bad('batch/max-wait', 'Cannot use batch: max-wait must be a duration such as 200ms');
+  return { maxMessages: n, maxBytes: bytes, maxWaitMs: parseDuration(wait, 'batch/max-wait') };
+}
 
 function bad(path: string, message: string): ApiError {
   return new ApiError('invalid-value', message, { code: 'invalid-config', path });
@@ -89,6 +109,7 @@ export function extensionsOf(cfg: JsonObject, tenant: string, isDefined: (name: 
   }
   return {
     oauth2,
+    batch: batchOf(cfg.batch),
     clientCert,
     orderingKey: typeof ok === 'string' ? compileTemplate(ok, { field: 'ordering-key', isDefined }) : undefined,
     rateLimit,

@@ -1,0 +1,43 @@
+/**
+ * The in-flight slots of one exporter: at most `limit()` POSTs at once (`max-in-flight`, or the
+ * adaptive limit). A slot is taken synchronously right after `free()` resolved, so the check
+ * and the take happen in one turn; each release wakes one waiter, which checks again (another
+ * taker may have come first). After `stop` every wait resolves at once.
+ */
+export class Slots {
+  used = 0;
+  private readonly waiters: Array<() => void> = [];
+  private stopped = false;
+
+  constructor(private readonly limit: () => number) {}
+
+  get full(): boolean {
+    return this.used >= this.limit();
+  }
+
+  /** Resolves when a slot is free (or at stop); does not take it. */
+  async free(): Promise<void> {
+    while (this.used >= this.limit() && !this.stopped) await this.released();
+  }
+
+  /** Resolves at the next release (or at stop). */
+  released(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  take(): void {
+    this.used++;
+  }
+
+  release(): void {
+    this.used--;
+    this.waiters.shift()?.();
+  }
+
+  /** Every waiter resolves now and later waits do not block. */
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.waiters.splice(0)) w();
+  }
+}
