@@ -1,20 +1,26 @@
 /**
- * `npm run bench:exporter`: the exporter as users run it. Starts its own redis-server, then
- * three processes besides this one: a webhook sink (counts requests per path and notes the
- * first and last time), the product (`npm run build` → `node build/edgeplane.cjs`, API and
- * exporter runtime in one process, as `npm start` runs it), and for each round a bare floor
- * (plain Node: XREAD COUNT batches + one undici POST per message over 16 connections, the same
- * in-flight bound). 100,000 messages of ~200 bytes are pre-filled (pipelined XADD); each round
- * configures a fresh exporter through the API (two filters, a variable, a JSON data template;
- * start-position beginning), floor and product alternating BENCH_ROUNDS times (default 3), and
- * the best of each is kept. Rates are measured at the sink (first to last request), so both
- * sides are timed alike. Prints messages/s, the ratio (goal ≥ 0.9) and CPU µs per message of
- * the product process, then the idle figures (1,000 exporters over 100 idle topics).
- * BENCH_MESSAGES, BENCH_ROUNDS, BENCH_IN_FLIGHT (default "1,64"; "auto" allowed),
- * BENCH_IDLE_SECONDS (0 skips), BENCH_PROFILE=1 (the product runs with --cpu-prof into
+ * `npm run bench:exporter`: the exporter as users run it, against two honest floors, in one run.
+ * Starts its own redis-server and, each in its own plain-Node process (scripts/bench-parties.ts):
+ * the sink (raw node:http, 204, keep-alive), the sink's load generator (the sink measured
+ * alone: it must take at least 3× the fastest floor's rate, so the sink never sets the pace),
+ * the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
+ * floor (XREADGROUP, one POST per message, XACK, a slot freed once its XACK is confirmed); and
+ * the product (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one
+ * process, as `npm start` runs it). BENCH_MESSAGES (100,000) messages of ~200 bytes are
+ * pre-filled; each product run configures a fresh exporter through the API (two filters, two
+ * variables, a JSON data template; start-position beginning) and, with BENCH_FEATURES (default
+ * on), the feature runs: `batch` of 100 at each max-in-flight, `ordering-key` with 64 keys and
+ * `signing` at 64. Every party runs once per round, BENCH_ROUNDS (3) rounds interleaved, the best
+ * of each kept. Rates are measured at the sink (first to last message). Prints each party's
+ * rate, the product's CPU µs per message, the ratios and their goals, and the load average;
+ * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
+ * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles). Every loop is bounded.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { JsonObject } from '../src/lib/json.js';
+import { ackingFloor, loadSink, plainFloor, startSink } from './bench-parties.js';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/runtime.js';
@@ -23,94 +29,13 @@ import { configKey } from '../src/store/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { cpuMicros, startProduct as startBundle, waitLine } from './product-proc.js';
+import { cpuMicros, startProduct as startBundle } from './product-proc.js';
 
 const messages = Number(process.env.BENCH_MESSAGES ?? 100_000);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const inFlightSettings = (process.env.BENCH_IN_FLIGHT ?? '1,64').split(',').map((v) => (v === 'auto' ? v : Number(v)));
 const topic = 'bench';
-
-/** Counts requests per path; GET /stats?path=P → {count, first, last} (ms, monotonic). */
-const sinkCode = `
-const http = require('node:http');
-const stats = new Map();
-const srv = http.createServer((req, res) => {
-  if (req.method === 'GET') {
-    const p = new URL(req.url, 'http://x').searchParams.get('path');
-    res.end(JSON.stringify(stats.get(p) || { count: 0, first: 0, last: 0 }));
-    return;
-  }
-  req.on('data', () => {});
-  req.on('end', () => {
-    if (req.url.startsWith('/arc-')) return arc(req, res);
-    const now = performance.now();
-    let s = stats.get(req.url);
-    if (!s) stats.set(req.url, (s = { count: 0, first: now, last: now }));
-    s.count++;
-    s.last = now;
-    res.writeHead(200);
-    res.end();
-  });
-});
-// Paths /arc-*: a sink of limited capacity: ARC_CAP1 requests at once (ARC_CAP2 after ARC_SWITCH
-// deliveries), each held ARC_SERVICE_MS; a request beyond the capacity is answered 503 at once.
-const env = process.env;
-const arcState = new Map();
-function arc(req, res) {
-  let a = arcState.get(req.url);
-  if (!a) arcState.set(req.url, (a = { active: 0 }));
-  const cap = (stats.get(req.url)?.count ?? 0) < +env.ARC_SWITCH ? +env.ARC_CAP1 : +env.ARC_CAP2;
-  if (a.active >= cap) { res.writeHead(503); res.end(); return; }
-  a.active++;
-  setTimeout(() => {
-    a.active--;
-    const now = performance.now();
-    let s = stats.get(req.url);
-    if (!s) stats.set(req.url, (s = { count: 0, first: now, last: now }));
-    s.count++;
-    s.last = now;
-    res.writeHead(200);
-    res.end();
-  }, +env.ARC_SERVICE_MS);
-}
-srv.keepAliveTimeout = 60000;
-srv.listen(0, '127.0.0.1', () => process.stdout.write('PORT ' + srv.address().port + '\\n'));
-`;
-
-/** The floor, plain Node: XREAD batches, one undici POST per message, 16 connections. */
-const floorCode = `
-const { createClient } = require('redis');
-const { Agent, request } = require('undici');
-const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
-(async () => {
-  const c = createClient({ url });
-  await c.connect();
-  const agent = new Agent({ connections: 16 });
-  let last = '0', done = 0, running = 0, freed;
-  const post = async (body) => {
-    running++;
-    try {
-      const res = await request(sink, { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json' } });
-      await res.body.dump();
-      done++;
-    } finally { running--; const f = freed; freed = undefined; f && f(); }
-  };
-  for (let guard = 0; done + running < +messages && guard < +messages; guard++) {
-    const raw = await c.sendCommand(['XREAD', 'COUNT', '500', 'STREAMS', 'volga:' + topic, last]);
-    const entries = raw && raw[0] && raw[0][1] ? raw[0][1] : [];
-    if (entries.length === 0) break;
-    for (const e of entries) {
-      last = String(e[0]);
-      while (running >= +inFlight) await new Promise((r) => { freed = r; });
-      void post(String(e[1][1]));
-    }
-  }
-  while (running > 0) await new Promise((r) => { freed = r; });
-  await agent.close();
-  await c.close();
-})().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
-`;
 
 const arcMessages = Number(process.env.BENCH_ARC_MESSAGES ?? 8000);
 const arcEnv = {
@@ -119,15 +44,6 @@ const arcEnv = {
   ARC_SWITCH: String(Math.floor(arcMessages / 2)),
   ARC_SERVICE_MS: process.env.BENCH_ARC_SERVICE_MS ?? '20',
 };
-
-async function startSink(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['-e', sinkCode], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ...arcEnv },
-  });
-  const m = await waitLine(child, /PORT (\d+)/, 'sink');
-  return { url: `http://127.0.0.1:${m[1]}`, child };
-}
 
 type SinkStats = { count: number; first: number; last: number };
 async function sinkStats(sink: string, path: string): Promise<SinkStats> {
@@ -152,6 +68,7 @@ function payload(i: number): string {
     level: 'info',
     sensor: `sensor-${String(i % 1000).padStart(5, '0')}`,
     seq: i,
+    key: `k${i % 64}`,
   });
   return base.slice(0, -1) + `,"pad":"${'x'.repeat(Math.max(0, 190 - base.length))}"}`;
 }
@@ -167,21 +84,6 @@ async function prefill(url: string, count = messages, into = topic): Promise<voi
     await Promise.all(batch);
   }
   await c.close();
-}
-
-async function floorRun(url: string, sink: string, inFlight: number, path: string): Promise<number> {
-  const child = spawn(
-    process.execPath,
-    ['-e', floorCode, url, `${sink}${path}`, String(inFlight), String(messages), topic],
-    {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
-  );
-  // Listened for at once: the floor may finish before the sink has been polled.
-  const exited = new Promise((r) => child.once('exit', r));
-  const rate = await rateAt(sink, path);
-  await exited;
-  return rate;
 }
 
 type Product = { api: string; child: ChildProcess; stop(): Promise<void> };
@@ -205,36 +107,45 @@ async function startProduct(redisUrl: string): Promise<Product> {
   return { api: p.url, child: p.child, stop: p.stop };
 }
 
+/** The exporter every product run configures; `extra` on top (a feature under test). */
+function benchHook(name: string, topicName: string, url: string, inFlight: number | 'auto', extra: JsonObject) {
+  return {
+    name,
+    topics: [topicName],
+    'start-position': 'beginning',
+    'site-placement': { 'all-sites': true },
+    'max-in-flight': inFlight,
+    'retry-interval': '50ms',
+    'max-retry-interval': '1s',
+    url,
+    'data-format': 'json',
+    'match-string': ['"temp"'],
+    'no-match-re': ['"level":"debug"'],
+    variables: [
+      { name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } },
+      { name: 'KEY', 'value-from-message': { 'json-pointer': '/payload/key' } },
+    ],
+    data: '{"site":"${SYS_SITE}","id":"${MSG_SEQNO}","temp":${TEMP}}',
+    ...extra,
+  };
+}
+
 async function productRun(
   p: Product,
   sink: string,
   inFlight: number | 'auto',
   name: string,
-  arcRun?: { topic: string; count: number },
+  opts: { topic?: string; count?: number; extra?: JsonObject } = {},
 ): Promise<number> {
   const headers = { authorization: `Bearer ${await login(p.api)}`, 'content-type': 'application/json' };
   const put = await fetch(`${p.api}/v1/config/volga/webhooks/${name}`, {
     method: 'PUT',
     headers,
     signal: AbortSignal.timeout(30_000),
-    body: JSON.stringify({
-      name,
-      topics: [arcRun?.topic ?? topic],
-      'start-position': 'beginning',
-      'site-placement': { 'all-sites': true },
-      'max-in-flight': inFlight,
-      'retry-interval': '50ms',
-      'max-retry-interval': '1s',
-      url: `${sink}/${name}`,
-      'data-format': 'json',
-      'match-string': ['"temp"'],
-      'no-match-re': ['"level":"debug"'],
-      variables: [{ name: 'TEMP', 'value-from-message': { 'json-pointer': '/payload/temp' } }],
-      data: '{"site":"${SYS_SITE}","id":"${MSG_SEQNO}","temp":${TEMP}}',
-    }),
+    body: JSON.stringify(benchHook(name, opts.topic ?? topic, `${sink}/${name}`, inFlight, opts.extra ?? {})),
   });
   if (put.status !== 201) throw new Error(`PUT ${name}: ${put.status} ${await put.text()}`);
-  const rate = await rateAt(sink, `/${name}`, arcRun?.count ?? messages);
+  const rate = await rateAt(sink, `/${name}`, opts.count ?? messages);
   const del = await fetch(`${p.api}/v1/config/volga/webhooks/${name}`, {
     method: 'DELETE',
     headers: { ...headers, authorization: `Bearer ${await login(p.api)}` },
@@ -242,6 +153,19 @@ async function productRun(
   });
   if (del.status !== 204) throw new Error(`DELETE ${name}: ${del.status}`);
   return rate;
+}
+
+/** The signing key of the signing run, in a vault of the product's strongbox. */
+async function signingSecret(p: Product): Promise<void> {
+  const headers = { authorization: `Bearer ${await login(p.api)}`, 'content-type': 'application/json' };
+  const key = 'whsec_' + Buffer.from('bench-signing-key-0123456789abcdef').toString('base64');
+  for (const [path, body] of [
+    ['strongbox/vaults/bench', { name: 'bench' }],
+    ['strongbox/vaults/bench/secrets/sig', { name: 'sig', data: { key } }],
+  ] as const) {
+    const r = await fetch(`${p.api}/v1/config/${path}`, { method: 'PUT', headers, body: JSON.stringify(body) });
+    if (r.status !== 201) throw new Error(`PUT ${path}: ${r.status} ${await r.text()}`);
+  }
 }
 
 async function idleRun(url: string, store: Store): Promise<void> {
@@ -288,37 +212,102 @@ async function idleRun(url: string, store: Store): Promise<void> {
   await bus.close();
 }
 
+/** A party measured at the sink: its rate, and the product's CPU µs per message when it ran. */
+type Party = { name: string; run(path: string): Promise<number>; product: boolean };
+
+function parties(redisUrl: string, sink: string, product: Product): Party[] {
+  const list: Party[] = [];
+  const helper = (name: string, go: (target: string) => Promise<void>): Party => ({
+    name,
+    product: false,
+    async run(path) {
+      // Listened for at once: the party may finish before the sink has been polled.
+      const done = go(`${sink}${path}`);
+      const rate = await rateAt(sink, path);
+      await done;
+      return rate;
+    },
+  });
+  const ours = (name: string, inFlight: number | 'auto', extra: JsonObject = {}): Party => ({
+    name,
+    product: true,
+    run: (path) => productRun(product, sink, inFlight, path.slice(1), { extra }),
+  });
+  list.push(helper('sink alone', (t) => loadSink(t, 64, messages)));
+  let groups = 0;
+  for (const n of inFlightSettings) {
+    const f = n === 'auto' ? 64 : n;
+    list.push(helper(`plain floor ${n}`, (t) => plainFloor(redisUrl, t, f, messages, topic)));
+    list.push(helper(`acking floor ${n}`, (t) => ackingFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)));
+    list.push(ours(`product ${n}`, n));
+    if (n !== 'auto' && features)
+      list.push(ours(`batch-100 ${n}`, n, { batch: { 'max-messages': 100, 'max-wait': '50ms' } }));
+  }
+  if (features) {
+    list.push(ours('ordering-key 64 keys 64', 64, { 'ordering-key': '${KEY}' }));
+    list.push(ours('signing 64', 64, { signing: { vault: 'bench', secret: 'sig', key: 'key' } }));
+  }
+  return list;
+}
+
+const features = process.env.BENCH_FEATURES !== '0';
+
+function report(best: Map<string, { rate: number; cpu: number; all: number[] }>): string {
+  const r = (k: string) => best.get(k)?.rate ?? NaN;
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '—');
+  const q = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '—');
+  const lines: string[] = [];
+  for (const [k, v] of best)
+    lines.push(
+      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s${v.cpu ? `, product CPU ${v.cpu.toFixed(1)} µs/msg` : ''} (rounds ${v.all.map(f).join(' ')})`,
+    );
+  const floors = Math.max(...inFlightSettings.map((n) => r(`plain floor ${n}`)));
+  lines.push(`sink alone ÷ fastest floor = ${q(r('sink alone') / floors)} (goal ≥ 3)`);
+  for (const n of inFlightSettings)
+    lines.push(
+      `max-in-flight ${n}: product ÷ plain floor ${q(r(`product ${n}`) / r(`plain floor ${n}`))}` +
+        `${n === 64 ? ' (goal ≥ 0.9)' : ''}, ÷ acking floor ${q(r(`product ${n}`) / r(`acking floor ${n}`))}` +
+        `${n === 1 ? ' (goal ≥ 0.9)' : ''}` +
+        (features ? `; batch of 100 ÷ single ${q(r(`batch-100 ${n}`) / r(`product ${n}`))} (goal ≥ 5)` : ''),
+    );
+  if (features) {
+    lines.push(
+      `ordering-key 64 keys ÷ unordered at 64: ${q(r('ordering-key 64 keys 64') / r('product 64'))} (goal ≥ 0.9)`,
+    );
+    lines.push(`signing on ÷ off at 64: ${q(r('signing 64') / r('product 64'))} (goal ≥ 0.9)`);
+  }
+  return lines.join('\n') + '\n';
+}
+
 async function main(): Promise<void> {
   setLogLevel('warn');
   const redis = await startRedis();
-  const sink = await startSink();
+  const sink = await startSink(arcEnv);
   let product: Product | undefined;
   try {
     process.stdout.write(`pre-filling ${messages} messages of ~200 bytes...\n`);
     await prefill(redis.url);
     product = await startProduct(redis.url);
-    for (const n of inFlightSettings) {
-      // Alternated, best of each: the load of a shared machine drifts between runs.
-      let bare = 0;
-      let ours = 0;
-      let cpu = Infinity;
-      const all: string[] = [];
-      for (let round = 1; round <= rounds; round++) {
-        const b = await floorRun(redis.url, sink.url, n === 'auto' ? 64 : n, `/floor-${n}-${round}`);
+    await signingSecret(product);
+    const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    const best = new Map<string, { rate: number; cpu: number; all: number[] }>();
+    const list = parties(redis.url, sink.url, product);
+    // Interleaved, best of each: the load of a shared machine drifts between runs.
+    for (let round = 1; round <= rounds; round++)
+      for (const [i, party] of list.entries()) {
         const cpu0 = cpuMicros(product.child.pid!);
-        const o = await productRun(product, sink.url, n, `bench-${n}-${round}`);
-        const c = (cpuMicros(product.child.pid!) - cpu0) / messages;
-        all.push(`${o.toFixed(0)}/${b.toFixed(0)}`);
-        bare = Math.max(bare, b);
-        if (o > ours) {
-          ours = o;
-          cpu = c;
-        }
+        const rate = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
+        const cpu = party.product ? (cpuMicros(product.child.pid!) - cpu0) / messages : 0;
+        const b = best.get(party.name) ?? { rate: 0, cpu: 0, all: [] };
+        b.all.push(rate);
+        if (rate > b.rate) Object.assign(b, { rate, cpu });
+        best.set(party.name, b);
       }
-      process.stdout.write(
-        `max-in-flight ${n}: product ${ours.toFixed(0)} msg/s, floor ${bare.toFixed(0)} msg/s, ratio ${(ours / bare).toFixed(2)} (goal ≥ 0.9); product CPU ${cpu.toFixed(1)} µs/msg; rounds product/floor ${all.join(' ')}\n`,
-      );
-    }
+    const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    process.stdout.write(
+      `${messages} messages, best of ${rounds} rounds; load average ${load0} at the start, ${load1} at the end\n` +
+        report(best),
+    );
     await product.stop();
     product = undefined;
     if (idleSeconds > 0) {
@@ -342,7 +331,7 @@ async function main(): Promise<void> {
  */
 async function arcMain(): Promise<void> {
   const redis = await startRedis();
-  const sink = await startSink();
+  const sink = await startSink(arcEnv);
   let product: Product | undefined;
   try {
     await prefill(redis.url, arcMessages, 'arc');

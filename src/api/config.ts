@@ -11,10 +11,21 @@ import { resolvePath, type Resolved } from '../model/resources.js';
 import { runTransaction, type Change, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
+import {
+  listReply,
+  methodNotAllowed,
+  options,
+  principalOf,
+  readBody,
+  reply,
+  pathAfter,
+  type Ctx,
+  searchParams,
+} from './http.js';
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
+import { directMembers } from './list-members.js';
 import { listEtagOf, listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { objectProblems } from '../model/checks.js';
 import type { Entry } from '../store/store.js';
@@ -54,115 +65,127 @@ export function configTxContext(deps: AppDeps, c: Ctx): TxContext {
 
 export function configRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-
-  const txContext = (c: Ctx): TxContext => configTxContext(deps, c);
-
-  const txReply = async (
-    c: Ctx,
-    changes: Change[],
-    mode: TxMode,
-    success: (created: boolean, etag: string | undefined) => Response,
-  ): Promise<Response> => {
-    const result = await runTransaction(txContext(c), changes, mode);
-    if (mode === 'validate') return new Response(null, { status: 204 });
-    if (mode === 'dry-run') return reply(c, 200, { 'impacted-resources': result.impacted ?? [] });
-    const first = changes[0];
-    return success(result.created[0] ?? false, first ? result.etags[first.path] : undefined);
-  };
-
   on(app, routes.configAll, (c) => readAll(c, deps));
-  const multiWrite = async (c: Ctx) => {
-    const q = parseQuery(searchParams(c), resourceQuery.multiWrite);
-    const body = await readBody(c, deps.settings.maxBodyBytes);
-    const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
-    return txReply(c, changes, modeOf(q), () => new Response(null, { status: 204 }));
-  };
-  on(app, routes.configPost, multiWrite);
-  on(app, routes.configPatch, multiWrite);
+  on(app, routes.configPost, (c) => multiWrite(deps, c));
+  on(app, routes.configPatch, (c) => multiWrite(deps, c));
   allowRoutes(app);
-
   // Not async: a read answered from memory (store.peek) is answered synchronously.
-  app.all(`${PREFIX}/*`, (c) => {
-    const r = resolvePath(pathAfter(c, PREFIX));
-    if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    const allow = resourceAllow(PREFIX, r);
-    const method = c.req.method;
-    if (method === 'OPTIONS') return options(allow, allow.includes('PATCH'));
-    if (!(allow as readonly string[]).includes(method) && method !== 'HEAD')
-      throw methodNotAllowed(method, c.req.path, allow);
-    if (r.def.needsUnsealed && deps.strongbox.sealed)
-      throw new ApiError(
-        'sealed',
-        `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`,
-        { code: 'sealed' },
-      );
-    const params = searchParams(c);
-    if (method === 'GET' || method === 'HEAD')
-      return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
-    return write(c, r, method, params);
-  });
-
-  const write = async (c: Ctx, r: Resolved, method: string, params: URLSearchParams): Promise<Response> => {
-    const q = parseQuery(params, resourceQuery.write);
-    const mode = modeOf(q);
-    if (method === 'DELETE') {
-      return txReply(
-        c,
-        [{ path: r.path, op: 'delete', ...conditions(c) }],
-        mode,
-        () => new Response(null, { status: 204 }),
-      );
-    }
-    const body = await readBody(c, deps.settings.maxBodyBytes);
-    const doc = singleDoc(body.docs);
-    if (method === 'POST') {
-      const value = objectBody(doc);
-      if (typeof value.name !== 'string')
-        throw new ApiError(
-          'invalid-value',
-          `Missing required field name: POST to ${c.req.path} creates the entry it names`,
-          { code: 'schema-required', path: 'name' },
-        );
-      const path = `${r.path}/${value.name}`;
-      if (!resolvePath(path))
-        throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, {
-          code: 'bad-name',
-          path: 'name',
-        });
-      return txReply(
-        c,
-        [{ path, op: 'create', value }],
-        mode,
-        (_created, etag) =>
-          new Response(null, {
-            status: 201,
-            headers: { Location: `${PREFIX}/${path}`, ...(etag ? { ETag: etag } : {}) },
-          }),
-      );
-    }
-    if (method === 'PUT') {
-      return txReply(
-        c,
-        [{ path: r.path, op: 'replace', value: objectBody(doc), ...conditions(c) }],
-        mode,
-        (created, etag) =>
-          new Response(null, {
-            status: created ? 201 : 204,
-            headers: { ...(created ? { Location: `${PREFIX}/${r.path}` } : {}), ...(etag ? { ETag: etag } : {}) },
-          }),
-      );
-    }
-    const change: Change = body.format.startsWith('json-patch')
-      ? { path: r.path, op: 'update', jsonPatch: doc, ...conditions(c) }
-      : { path: r.path, op: 'update', value: objectBody(doc), ...conditions(c) };
-    return txReply(
-      c,
-      [change],
-      mode,
-      (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }),
-    );
-  };
+  app.all(`${PREFIX}/*`, (c) => configPath(deps, c));
   return app;
+}
+
+/** Runs `changes` as one transaction and answers: 204 (validate), the impact (dry-run) or `success`. */
+async function txReply(
+  deps: AppDeps,
+  c: Ctx,
+  changes: Change[],
+  mode: TxMode,
+  success: (created: boolean, etag: string | undefined) => Response,
+): Promise<Response> {
+  const result = await runTransaction(configTxContext(deps, c), changes, mode);
+  if (mode === 'validate') return new Response(null, { status: 204 });
+  if (mode === 'dry-run') return reply(c, 200, { 'impacted-resources': result.impacted ?? [] });
+  const first = changes[0];
+  return success(result.created[0] ?? false, first ? result.etags[first.path] : undefined);
+}
+
+/** POST or PATCH /v1/config: a multi-object body, one transaction. */
+async function multiWrite(deps: AppDeps, c: Ctx): Promise<Response> {
+  const q = parseQuery(searchParams(c), resourceQuery.multiWrite);
+  const body = await readBody(c, deps.settings.maxBodyBytes);
+  const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
+  return txReply(deps, c, changes, modeOf(q), () => new Response(null, { status: 204 }));
+}
+
+/** Any method on /v1/config/<path>: OPTIONS, 405, then a read or a write of what it names. */
+function configPath(deps: AppDeps, c: Ctx): Response | Promise<Response> {
+  const r = resolvePath(pathAfter(c, PREFIX));
+  if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+  const allow = resourceAllow(PREFIX, r);
+  const method = c.req.method;
+  if (method === 'OPTIONS') return options(allow, allow.includes('PATCH'));
+  if (!(allow as readonly string[]).includes(method) && method !== 'HEAD')
+    throw methodNotAllowed(method, c.req.path, allow);
+  if (r.def.needsUnsealed && deps.strongbox.sealed)
+    throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, {
+      code: 'sealed',
+    });
+  const params = searchParams(c);
+  if (method === 'GET' || method === 'HEAD')
+    return r.kind === 'list' ? readList(c, deps, r, params) : readOne(c, deps, r, params);
+  return writeObject(deps, c, r, method, params);
+}
+
+/** POST (create an entry), PUT, PATCH or DELETE of one object. */
+async function writeObject(
+  deps: AppDeps,
+  c: Ctx,
+  r: Resolved,
+  method: string,
+  params: URLSearchParams,
+): Promise<Response> {
+  const q = parseQuery(params, resourceQuery.write);
+  const mode = modeOf(q);
+  if (method === 'DELETE') {
+    return txReply(
+      deps,
+      c,
+      [{ path: r.path, op: 'delete', ...conditions(c) }],
+      mode,
+      () => new Response(null, { status: 204 }),
+    );
+  }
+  const body = await readBody(c, deps.settings.maxBodyBytes);
+  const doc = singleDoc(body.docs);
+  if (method === 'POST') {
+    const value = objectBody(doc);
+    if (typeof value.name !== 'string')
+      throw new ApiError(
+        'invalid-value',
+        `Missing required field name: POST to ${c.req.path} creates the entry it names`,
+        { code: 'schema-required', path: 'name' },
+      );
+    const path = `${r.path}/${value.name}`;
+    if (!resolvePath(path))
+      throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, {
+        code: 'bad-name',
+        path: 'name',
+      });
+    return txReply(
+      deps,
+      c,
+      [{ path, op: 'create', value }],
+      mode,
+      (_created, etag) =>
+        new Response(null, {
+          status: 201,
+          headers: { Location: `${PREFIX}/${path}`, ...(etag ? { ETag: etag } : {}) },
+        }),
+    );
+  }
+  if (method === 'PUT') {
+    return txReply(
+      deps,
+      c,
+      [{ path: r.path, op: 'replace', value: objectBody(doc), ...conditions(c) }],
+      mode,
+      (created, etag) =>
+        new Response(null, {
+          status: created ? 201 : 204,
+          headers: { ...(created ? { Location: `${PREFIX}/${r.path}` } : {}), ...(etag ? { ETag: etag } : {}) },
+        }),
+    );
+  }
+  const change: Change = body.format.startsWith('json-patch')
+    ? { path: r.path, op: 'update', jsonPatch: doc, ...conditions(c) }
+    : { path: r.path, op: 'update', value: objectBody(doc), ...conditions(c) };
+  return txReply(
+    deps,
+    c,
+    [change],
+    mode,
+    (_created, etag) => new Response(null, { status: 204, headers: etag ? { ETag: etag } : {} }),
+  );
 }
 
 function conditions(c: Ctx): Pick<Change, 'ifMatch' | 'ifNoneMatch'> {
@@ -238,9 +261,7 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   const base = configKey(p.tenant, r.path);
   const prefix = base + '/';
   const members = async () => {
-    const entries = (await deps.store.list(base)).filter(
-      (e) => e.key.startsWith(prefix) && !e.key.slice(prefix.length).includes('/'),
-    );
+    const { entries } = directMembers(await deps.store.list(base), base);
     const values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value), entry: e }));
     const where = q.where;
     return where ? values.filter((v) => where.test(v.value)) : values;
@@ -271,28 +292,23 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
       ),
     );
   }
-  const found = await members();
   // The list's ETag: of its members' keys and ETags, so it changes exactly when one is added,
   // removed or changed. Conditions in RFC 9110's order (If-Match first).
-  const etag = listEtagOf(found.map((m) => m.entry));
+  if (q.count && !q.where) {
+    // Nothing to read in the members: their number and the list's ETag (kept per list, list-members.ts).
+    const all = directMembers(await deps.store.list(base), base);
+    return (
+      conditionalRead(c, `${PREFIX}/${r.path}`, all.etag) ??
+      reply(c, 200, { count: all.entries.length }, { headers: { ETag: all.etag } })
+    );
+  }
+  const found = await members();
+  const etag = q.where ? listEtagOf(found.map((m) => m.entry)) : directMembers(await deps.store.list(base), base).etag;
   const early = conditionalRead(c, `${PREFIX}/${r.path}`, etag);
   if (early) return early;
   const values = found.map((v) => v.value);
   const headers = { ETag: etag };
-  if (q.count) return reply(c, 200, { count: values.length }, { headers });
-  if (q.keys)
-    return reply(
-      c,
-      200,
-      values.map((v) => v.name ?? null),
-      { headers },
-    );
-  return reply(
-    c,
-    200,
-    values.map((v) => shape(r.def, v, q)),
-    { multi: true, headers },
-  );
+  return listReply(c, values, q, (v) => shape(r.def, v, q), headers);
 }
 
 /**

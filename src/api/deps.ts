@@ -52,6 +52,11 @@ export type FleetView = {
    * given this site's own (`local`); absent at an edge site.
    */
   exporterView?(tenant: string, name: string, local: JsonObject | undefined): Promise<JsonObject | undefined>;
+  /**
+   * At a control plane: the progress of the staged rollout of the object at store key `key`
+   * (fleet/control/rollouts.ts), the members its state's `rollout` adds; undefined without one.
+   */
+  rolloutState?(key: string): Promise<JsonObject | undefined>;
 };
 
 export type AppDeps = {

@@ -709,10 +709,39 @@ function stateRoutes(def: ResourceDef): Route[] {
   ];
 }
 
+/**
+ * A staged rollout's operations on one object (CONTRACT §11): `POST <state path>/rollout/resume`
+ * and `/rollout/abort` (served at a control plane by fleet/control/rollout-routes.ts).
+ */
+function rolloutOps(def: ResourceDef): Route[] {
+  const t = resourceTemplates('/v1/state', def);
+  const P = pascal(def.id);
+  const at = t.item ?? t.base;
+  const op = (verb: 'resume' | 'abort', summary: string, done: string) =>
+    route({
+      id: `${verb}${P}Rollout`,
+      method: 'POST',
+      path: `${at}/rollout/${verb}`,
+      tag: def.id,
+      summary,
+      access: 'user',
+      replies: { 204: done },
+      errors: [400, 401, 403, 404, 409],
+    });
+  return [
+    op('resume', `Resume the paused staged rollout of the ${def.id}`, 'Resumed'),
+    op('abort', `Abort the staged rollout of the ${def.id}: every site gets the previous content back`, 'Rolled back'),
+  ];
+}
+
+/** The rollout operations of every resource (an object of any of them may carry `rollout`). */
+export const rolloutRoutes: readonly Route[] = resources.flatMap(rolloutOps);
+
 /** Every route, fixed ones first, then each resource's /v1/config and /v1/state routes. */
 export const routeTable: readonly Route[] = [
   ...Object.values(routes),
   ...resources.flatMap((def) => [...configRoutes(def), ...stateRoutes(def)]),
+  ...rolloutRoutes,
 ];
 
 const order: readonly string[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];

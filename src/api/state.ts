@@ -11,7 +11,18 @@ import { resolvePath, resources, type ResourceDef, type Resolved } from '../mode
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams } from './http.js';
+import {
+  checkSite,
+  listReply,
+  methodNotAllowed,
+  options,
+  principalOf,
+  reply,
+  pathAfter,
+  searchParams,
+  type Ctx,
+} from './http.js';
+import type { Principal } from '../auth/index.js';
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownInState, redact, shape } from './present.js';
@@ -124,8 +135,12 @@ async function stateItems(
         })();
   const ctx = stateContext(deps, tenant, cache, own);
   const items: Item[] = [];
+  const rollout = own ? undefined : deps.fleet?.rolloutState;
   for (const e of entries) {
-    const value = redact(r.def, e.value);
+    let value = redact(r.def, e.value);
+    // A staged rollout's progress joins its spec (CONTRACT §11).
+    const progress = rollout && isObject(value.rollout) ? await rollout(e.key) : undefined;
+    if (progress && isObject(value.rollout)) value = { ...value, rollout: { ...value.rollout, ...progress } };
     const derived = r.def.derivedState ? await r.def.derivedState(value, ctx) : {};
     items.push({
       path: e.key.slice(tenant.length + 1),
@@ -201,157 +216,164 @@ export function reportSource(reported: readonly ReportedItem[]): StateSource {
   };
 }
 
+/** The source a read takes its objects from, by its `site=`. */
+type SourceOf = (site: string | undefined) => StateSource;
+
 /** The state routes over `source` (this process's own state unless told otherwise). */
 export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const fleetSource = given ?? localSource(deps);
   // `site=<this site>` at a control plane: this site's own view, not the fleet's.
   const ownSource = given ?? localSource(deps, { own: true });
-  const pick = (site: string | undefined) => (site === undefined ? fleetSource : ownSource);
+  const pick: SourceOf = (site) => (site === undefined ? fleetSource : ownSource);
   if (fleetSource.topics) app.route('/', topicRoutes(deps));
 
-  on(app, routes.restart, async (c) => {
-    const p = principalOf(c);
-    const name = c.req.param('name');
-    parseQuery(searchParams(c), routes.restart.query);
-    deps.auth.authorize(p, c.req.path, 'execute');
-    if (deps.strongbox.sealed)
-      throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
-    if (!(await deps.store.get(webhook.keyOf(p.tenant, name))))
-      throw new ApiError('not-found', `No webhook exporter ${name}`, {
-        code: 'missing',
-        'x-path': `/v1/config/${webhook.pathOf(name)}`,
-      });
-    if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name)))
-      throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
-    return new Response(null, { status: 204 });
-  });
-  on(app, routes.stateAll, async (c) => {
-    const q = parseQuery(searchParams(c), resourceQuery.stateAll);
-    checkSite(deps, q.site);
-    const p = principalOf(c);
-    const source = pick(q.site);
-    const objects = async (): Promise<WatchedObject[]> => {
-      const cache = new Map<string, Entry[]>();
-      const out: WatchedObject[] = [];
-      const seen = new Set<string>();
-      const lists = await source.paths(p.tenant);
-      const addItem = (item: Item, def: ResourceDef | undefined) => {
-        const xPath = `${PREFIX}/${item.path}`;
-        if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
-        seen.add(xPath);
-        const value = contentFilter(item, q);
-        if (q.where && !q.where.test(value)) return;
-        out.push({ xPath, value: shape(def, value, q) });
-      };
-      for (const listPath of [...lists].sort()) {
-        const r = resolvePath(listPath);
-        // While sealed, exporters are shown (in status error when they need a secret), secrets not.
-        if (!r || (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed)) continue;
-        for (const item of await source.items(p.tenant, r, cache)) addItem(item, r.def);
-      }
-      for (const item of (await source.topics?.(p.tenant)) ?? [])
-        addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
-      return out;
-    };
-    if (q.watch) return watchResponse(c, deps, stateWatch(p.tenant, objects));
-    const out: Json[] = (await objects()).map((o): Json =>
-      isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value },
-    );
-    return reply(c, 200, out, { multi: true });
-  });
+  on(app, routes.restart, (c) => restartExporter(deps, c, c.req.param('name')));
+  on(app, routes.stateAll, (c) => readAllState(deps, c, pick));
   // OPTIONS and 405 on the operation path (not 404) and on /v1/state.
   allowRoutes(app);
-
-  app.all(`${PREFIX}/*`, async (c) => {
-    const r = resolvePath(pathAfter(c, PREFIX));
-    if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
-    const allow = resourceAllow(PREFIX, r);
-    if (c.req.method === 'OPTIONS') return options(allow, false);
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, allow);
-    if (r.def.needsUnsealed && deps.strongbox.sealed)
-      throw new ApiError(
-        'sealed',
-        `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`,
-        { code: 'sealed' },
-      );
-    const p = principalOf(c);
-    deps.auth.authorize(p, c.req.path, 'read');
-    const params = searchParams(c);
-    const cache = new Map<string, Entry[]>();
-    if (r.kind === 'list') {
-      const q = parseQuery(params, resourceQuery.stateList, { knownField: knownInState(r.def) });
-      checkSite(deps, q.site);
-      const source = pick(q.site);
-      const listed = async (): Promise<Item[]> => {
-        let items = (await source.items(p.tenant, r, new Map())).map((i) => ({
-          ...i,
-          value: contentFilter(i, q),
-        }));
-        if (q.where) {
-          const w = q.where;
-          items = items.filter((i) => w.test(i.value));
-        }
-        return items;
-      };
-      if (q.watch) {
-        noWatchWith(q);
-        return watchResponse(
-          c,
-          deps,
-          stateWatch(p.tenant, async () =>
-            (await listed()).map((i) => ({ xPath: `${PREFIX}/${i.path}`, value: shape(r.def, i.value, q) })),
-          ),
-        );
-      }
-      const items = (await listed()).map((i) => i.value);
-      if (q.count) return reply(c, 200, { count: items.length });
-      if (q.keys)
-        return reply(
-          c,
-          200,
-          items.map((v) => v.name ?? null),
-        );
-      return reply(
-        c,
-        200,
-        items.map((v) => shape(r.def, v, q)),
-        { multi: true },
-      );
-    }
-    const q = parseQuery(params, resourceQuery.stateItem, { knownField: knownInState(r.def) });
-    checkSite(deps, q.site);
-    const source = pick(q.site);
-    const one = async (): Promise<JsonObject | undefined> => {
-      // A secret in clear only from this process's own store (a site never reports one).
-      if (r.def.itemState && source.topics) return await itemState(deps, p.tenant, r);
-      const item = (await source.items(p.tenant, r, cache)).find((i) => i.path === r.path);
-      if (!item)
-        throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
-      const value = contentFilter(item, q);
-      if (q.where && !q.where.test(value))
-        throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
-      return value;
-    };
-    if (q.watch)
-      return watchResponse(
-        c,
-        deps,
-        stateWatch(p.tenant, async () => {
-          cache.clear();
-          try {
-            const v = await one();
-            return v ? [{ xPath: c.req.path, value: r.def.itemState ? v : shape(r.def, v, q) }] : [];
-          } catch (err) {
-            if (err instanceof ApiError && err.status === 404) return [];
-            throw err;
-          }
-        }),
-      );
-    const value = await one();
-    return reply(c, 200, r.def.itemState ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
-  });
+  app.all(`${PREFIX}/*`, (c) => readState(deps, c, pick));
   return app;
+}
+
+/** POST …/webhooks/<name>/restart: the exporter re-reads its configuration and secrets. */
+async function restartExporter(deps: AppDeps, c: Ctx, name: string): Promise<Response> {
+  const p = principalOf(c);
+  parseQuery(searchParams(c), routes.restart.query);
+  deps.auth.authorize(p, c.req.path, 'execute');
+  if (deps.strongbox.sealed)
+    throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
+  if (!(await deps.store.get(webhook.keyOf(p.tenant, name))))
+    throw new ApiError('not-found', `No webhook exporter ${name}`, {
+      code: 'missing',
+      'x-path': `/v1/config/${webhook.pathOf(name)}`,
+    });
+  if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name)))
+    throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
+  return new Response(null, { status: 204 });
+}
+
+/** GET /v1/state: every state object of the caller's tenant it may read. */
+async function readAllState(deps: AppDeps, c: Ctx, pick: SourceOf): Promise<Response> {
+  const q = parseQuery(searchParams(c), resourceQuery.stateAll);
+  checkSite(deps, q.site);
+  const p = principalOf(c);
+  const source = pick(q.site);
+  const objects = () => allStateObjects(deps, p, source, q);
+  if (q.watch) return watchResponse(c, deps, stateWatch(p.tenant, objects));
+  const out: Json[] = (await objects()).map((o): Json =>
+    isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value },
+  );
+  return reply(c, 200, out, { multi: true });
+}
+
+/** The objects of GET /v1/state: each list and singleton of the tenant, then its topics. */
+async function allStateObjects(
+  deps: AppDeps,
+  p: Principal,
+  source: StateSource,
+  q: ParsedQuery,
+): Promise<WatchedObject[]> {
+  const cache = new Map<string, Entry[]>();
+  const out: WatchedObject[] = [];
+  const seen = new Set<string>();
+  const lists = await source.paths(p.tenant);
+  const addItem = (item: Item, def: ResourceDef | undefined) => {
+    const xPath = `${PREFIX}/${item.path}`;
+    if (seen.has(xPath) || (q.matchPath && !q.matchPath(xPath)) || !deps.auth.allows(p, xPath, 'read')) return;
+    seen.add(xPath);
+    const value = contentFilter(item, q);
+    if (q.where && !q.where.test(value)) return;
+    out.push({ xPath, value: shape(def, value, q) });
+  };
+  for (const listPath of [...lists].sort()) {
+    const r = resolvePath(listPath);
+    // While sealed, exporters are shown (in status error when they need a secret), secrets not.
+    if (!r || (r.def.needsUnsealed && deps.strongbox.sealed && !r.def.listedWhileSealed)) continue;
+    for (const item of await source.items(p.tenant, r, cache)) addItem(item, r.def);
+  }
+  for (const item of (await source.topics?.(p.tenant)) ?? [])
+    addItem({ path: item.path, value: item.value, config: new Set() }, undefined);
+  return out;
+}
+
+/** GET /v1/state/<path>: a list, an item or a singleton. */
+async function readState(deps: AppDeps, c: Ctx, pick: SourceOf): Promise<Response> {
+  const r = resolvePath(pathAfter(c, PREFIX));
+  if (!r) throw new ApiError('not-found', `No resource at ${c.req.path}`, { code: 'unknown-path', path: c.req.path });
+  const allow = resourceAllow(PREFIX, r);
+  if (c.req.method === 'OPTIONS') return options(allow, false);
+  if (c.req.method !== 'GET' && c.req.method !== 'HEAD') throw methodNotAllowed(c.req.method, c.req.path, allow);
+  if (r.def.needsUnsealed && deps.strongbox.sealed)
+    throw new ApiError('sealed', `Cannot serve ${c.req.path}: the secret store is sealed (POST /v1/strongbox/unseal)`, {
+      code: 'sealed',
+    });
+  const p = principalOf(c);
+  deps.auth.authorize(p, c.req.path, 'read');
+  return r.kind === 'list' ? readStateList(deps, c, pick, r, p) : readStateItem(deps, c, pick, r, p);
+}
+
+async function readStateList(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved, p: Principal): Promise<Response> {
+  const q = parseQuery(searchParams(c), resourceQuery.stateList, { knownField: knownInState(r.def) });
+  checkSite(deps, q.site);
+  const source = pick(q.site);
+  const listed = async (): Promise<Item[]> => {
+    let items = (await source.items(p.tenant, r, new Map())).map((i) => ({
+      ...i,
+      value: contentFilter(i, q),
+    }));
+    if (q.where) {
+      const w = q.where;
+      items = items.filter((i) => w.test(i.value));
+    }
+    return items;
+  };
+  if (q.watch) {
+    noWatchWith(q);
+    return watchResponse(
+      c,
+      deps,
+      stateWatch(p.tenant, async () =>
+        (await listed()).map((i) => ({ xPath: `${PREFIX}/${i.path}`, value: shape(r.def, i.value, q) })),
+      ),
+    );
+  }
+  const items = (await listed()).map((i) => i.value);
+  return listReply(c, items, q, (v) => shape(r.def, v, q));
+}
+
+async function readStateItem(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved, p: Principal): Promise<Response> {
+  const cache = new Map<string, Entry[]>();
+  const q = parseQuery(searchParams(c), resourceQuery.stateItem, { knownField: knownInState(r.def) });
+  checkSite(deps, q.site);
+  const source = pick(q.site);
+  const one = async (): Promise<JsonObject | undefined> => {
+    // A secret in clear only from this process's own store (a site never reports one).
+    if (r.def.itemState && source.topics) return await itemState(deps, p.tenant, r);
+    const item = (await source.items(p.tenant, r, cache)).find((i) => i.path === r.path);
+    if (!item) throw new ApiError('not-found', `No object at ${c.req.path}`, { code: 'missing', 'x-path': c.req.path });
+    const value = contentFilter(item, q);
+    if (q.where && !q.where.test(value))
+      throw new ApiError('not-found', `The object at ${c.req.path} does not match where`, { code: 'no-match' });
+    return value;
+  };
+  if (q.watch)
+    return watchResponse(
+      c,
+      deps,
+      stateWatch(p.tenant, async () => {
+        cache.clear();
+        try {
+          const v = await one();
+          return v ? [{ xPath: c.req.path, value: r.def.itemState ? v : shape(r.def, v, q) }] : [];
+        } catch (err) {
+          if (err instanceof ApiError && err.status === 404) return [];
+          throw err;
+        }
+      }),
+    );
+  const value = await one();
+  return reply(c, 200, r.def.itemState ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
 }
 
 /** A state read changes with any configuration of the tenant and with the exporters' states. */

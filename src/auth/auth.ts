@@ -12,9 +12,9 @@ import { bootstrapAdmin } from './bootstrap.js';
 import { verifyPassword } from '../secrets/passwords.js';
 import type { Operation } from './policies.js';
 import { createDecisions } from './decisions.js';
-import { createDirectory, type Principal } from './principal.js';
+import { createDirectory, type Directory, type Principal } from './principal.js';
 import { createTenantTree, type TenantTree } from './tenants.js';
-import { createThrottle, defaultThrottle, type ThrottleOptions } from './throttle.js';
+import { createThrottle, defaultThrottle, type Throttle, type ThrottleOptions } from './throttle.js';
 import {
   credentialOf,
   issueToken,
@@ -27,6 +27,7 @@ import {
 import { prepareUserForStore, user } from '../resources/user.js';
 import { policy } from '../resources/policy/index.js';
 import { tenant as tenantResource } from '../resources/tenant.js';
+import { anyKeyOf } from '../resources/paths.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 import { bearerToken } from '../lib/bearer.js';
 
@@ -89,9 +90,85 @@ export function createAuth(opts: AuthOptions): Auth {
   const root = settings.tenant;
   const tenants = createTenantTree(store, root, now);
   const directory = createDirectory(store, tenants, now);
-  const throttle = createThrottle(store, opts.throttle ?? defaultThrottle);
   const audit = (event: AuditEvent) => record(opts.audit, event);
+  const parts: AuthParts = { store, settings, now, root, tenants, directory, audit };
+  const login = createLogin(parts, createThrottle(store, opts.throttle ?? defaultThrottle));
+  const verify = tokenVerifier(parts);
+  const principals = principalCache(store, now);
 
+  async function authenticate(header: string | undefined): Promise<Principal> {
+    const hit = principals.get(header);
+    if (hit) return hit;
+    const principal = await verify(header);
+    principals.set(header as string, principal);
+    return principal;
+  }
+
+  async function refresh(principal: Principal): Promise<TokenReply> {
+    const rec = await lookupToken(store, principal.tokenId, now());
+    if (!rec) throw unauthorized('Cannot refresh the token: it is unknown or expired; log in again', 'invalid-token');
+    const issued = await issueToken(
+      store,
+      { user: rec.user, tenant: rec.tenant, credential: rec.credential },
+      now(),
+      settings.tokenTtlSeconds,
+    );
+    await revokeToken(store, principal.tokenId);
+    principals.forget();
+    const { id: _id, ...reply } = issued;
+    return reply;
+  }
+
+  const check = createDecisions(root);
+
+  return {
+    tenants,
+    login,
+    authenticate,
+    cachedPrincipal: principals.get,
+    refresh,
+    authorize(principal, absolutePath, op, tenant) {
+      const err = check(principal, absolutePath, op, tenant);
+      if (err) throw err;
+    },
+    allows: (principal, absolutePath, op, tenant) => check(principal, absolutePath, op, tenant) === undefined,
+    bootstrap: () =>
+      bootstrapAdmin({
+        store,
+        rootTenant: root,
+        adminPassword: settings.adminPassword,
+        now,
+        ...(opts.announce ? { announce: opts.announce } : {}),
+      }),
+    prepareUserForStore,
+    audit,
+    invalidate(keys) {
+      directory.invalidate(keys);
+      principals.invalidate(keys);
+    },
+    close() {
+      principals.close();
+      directory.close();
+    },
+  };
+}
+
+/** What the parts of createAuth share. */
+type AuthParts = {
+  store: Store;
+  settings: AuthOptions['settings'];
+  now: () => number;
+  root: string;
+  tenants: TenantTree;
+  directory: Directory;
+  audit: (event: AuditEvent) => Promise<void>;
+};
+
+/** POST /v1/login: throttled, audited, a token for a user whose password matches. */
+function createLogin(
+  { store, settings, now, root, tenants, directory, audit }: AuthParts,
+  throttle: Throttle,
+): Auth['login'] {
   const loginEvent = (user: string | null, tenant: string | null, status: number, addr: string): AuditEvent => ({
     user,
     tenant,
@@ -135,37 +212,44 @@ export function createAuth(opts: AuthOptions): Auth {
     const { id: _id, ...reply } = issued;
     return reply;
   }
+  return login;
+}
 
-  /**
-   * Principals of recently seen tokens, so a busy client costs no token lookup per request.
-   * An entry lives PRINCIPAL_CACHE_MS at most (and never past the token's expiry); every
-   * change of a user, policy or tenant, and every refresh in this process, clears them all.
-   * A token revoked by another process can so be accepted here for up to that long.
-   */
+/**
+ * Principals of recently seen tokens, so a busy client costs no token lookup per request.
+ * An entry lives PRINCIPAL_CACHE_MS at most (and never past the token's expiry); every
+ * change of a user, policy or tenant, and every refresh in this process, clears them all.
+ * A token revoked by another process can so be accepted here for up to that long.
+ */
+function principalCache(store: Store, now: () => number) {
   const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
-  const forgetPrincipals = () => principals.clear();
-  const identityKey = (k: string) => [user, policy, tenantResource].some((r) => r.parseKey(k));
+  const forget = () => principals.clear();
+  const identityKey = anyKeyOf([user, policy, tenantResource]);
   const unsubscribe = store.onChange((keys) => {
-    if (keys.some(identityKey)) forgetPrincipals();
+    if (keys.some(identityKey)) forget();
   });
+  return {
+    get(header: string | undefined): Principal | undefined {
+      const cached = header === undefined ? undefined : principals.get(header);
+      if (!cached) return undefined;
+      if (cached.until > now()) return cached.principal;
+      principals.delete(header as string);
+      return undefined;
+    },
+    set(header: string, principal: Principal): void {
+      principals.set(header, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
+    },
+    forget,
+    invalidate(keys: readonly string[]): void {
+      if (keys.some(identityKey)) forget();
+    },
+    close: unsubscribe,
+  };
+}
 
-  function cachedPrincipal(header: string | undefined): Principal | undefined {
-    const cached = header === undefined ? undefined : principals.get(header);
-    if (!cached) return undefined;
-    if (cached.until > now()) return cached.principal;
-    principals.delete(header as string);
-    return undefined;
-  }
-
-  async function authenticate(header: string | undefined): Promise<Principal> {
-    const hit = cachedPrincipal(header);
-    if (hit) return hit;
-    const principal = await authenticateUncached(header);
-    principals.set(header as string, { principal, until: Math.min(now() + PRINCIPAL_CACHE_MS, principal.expires) });
-    return principal;
-  }
-
-  async function authenticateUncached(header: string | undefined): Promise<Principal> {
+/** The principal of an Authorization header: a token this server issued, whose user still is as it was. */
+function tokenVerifier({ store, now, tenants, directory }: AuthParts) {
+  return async function verify(header: string | undefined): Promise<Principal> {
     if (header === undefined || header.trim() === '')
       throw unauthorized(
         'Cannot authenticate: send Authorization: Bearer <token> (POST /v1/login gives one)',
@@ -192,53 +276,5 @@ export function createAuth(opts: AuthOptions): Auth {
       directory.reach(rec.tenant),
     ]);
     return { user: rec.user, tenant: rec.tenant, tokenId: id, expires: rec.expires, policies, tenants: reach };
-  }
-
-  async function refresh(principal: Principal): Promise<TokenReply> {
-    const rec = await lookupToken(store, principal.tokenId, now());
-    if (!rec) throw unauthorized('Cannot refresh the token: it is unknown or expired; log in again', 'invalid-token');
-    const issued = await issueToken(
-      store,
-      { user: rec.user, tenant: rec.tenant, credential: rec.credential },
-      now(),
-      settings.tokenTtlSeconds,
-    );
-    await revokeToken(store, principal.tokenId);
-    forgetPrincipals();
-    const { id: _id, ...reply } = issued;
-    return reply;
-  }
-
-  const check = createDecisions(root);
-
-  return {
-    tenants,
-    login,
-    authenticate,
-    cachedPrincipal,
-    refresh,
-    authorize(principal, absolutePath, op, tenant) {
-      const err = check(principal, absolutePath, op, tenant);
-      if (err) throw err;
-    },
-    allows: (principal, absolutePath, op, tenant) => check(principal, absolutePath, op, tenant) === undefined,
-    bootstrap: () =>
-      bootstrapAdmin({
-        store,
-        rootTenant: root,
-        adminPassword: settings.adminPassword,
-        now,
-        ...(opts.announce ? { announce: opts.announce } : {}),
-      }),
-    prepareUserForStore,
-    audit,
-    invalidate(keys) {
-      directory.invalidate(keys);
-      if (keys.some(identityKey)) forgetPrincipals();
-    },
-    close() {
-      unsubscribe();
-      directory.close();
-    },
   };
 }

@@ -56,13 +56,17 @@ export async function deadLetter(v: Verb): Promise<number> {
   const topic = cfg['dead-letter-topic'];
   if (typeof topic !== 'string')
     throw new CliError(`webhook exporter ${name} has no dead-letter-topic (set one to keep what it drops)`, 1);
-  const res = await ok(
-    await v.client.request(
-      'GET',
-      withQuery(`/v1/state/volga/topics/${encodeURIComponent(topic)}`, { site: v.flags.site }),
-    ),
-    `read dead-letter topic ${topic}`,
+  const read = await v.client.request(
+    'GET',
+    withQuery(`/v1/state/volga/topics/${encodeURIComponent(topic)}`, { site: v.flags.site }),
   );
+  if (read.status === 404) {
+    // The topic is made by the first message dropped into it: none yet is an empty topic, not a failure.
+    v.err(`dead-letter topic ${topic} of ${name} is empty: nothing dropped yet`);
+    v.out(render({ name: topic, length: 0 }, outputOf(v.flags.output, 'yaml')));
+    return 0;
+  }
+  const res = await ok(read, `read dead-letter topic ${topic}`);
   v.out(render(await res.json(), outputOf(v.flags.output, 'yaml')));
   return 0;
 }

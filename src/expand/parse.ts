@@ -69,132 +69,164 @@ export function syntaxError(
 }
 
 export function parseTemplate(text: string, field: string): Part[] {
-  const parts: Part[] = [];
-  let literal = '';
-  let i = 0;
+  return new TemplateParser(text, field).parse();
+}
 
-  const fail = (code: SyntaxCode, message: string, position: number): never => {
-    throw syntaxError(code, message, position, field);
-  };
-  const skipSpace = (): void => {
-    while (i < text.length && space.test(text[i] ?? '')) i++;
-  };
-  const take = (re: RegExp): string => {
-    const from = i;
-    while (i < text.length && re.test(text[i] ?? '')) i++;
-    return text.slice(from, i);
-  };
+const argumentEnd = /[ \t\r\n|}]/;
+
+/** A recursive-descent parser over `text`; `i` is the offset it has read up to. */
+class TemplateParser {
+  private i = 0;
+
+  constructor(
+    private readonly text: string,
+    private readonly field: string,
+  ) {}
+
+  /** Literals and expressions, adjacent literals merged. */
+  parse(): Part[] {
+    const { text } = this;
+    const parts: Part[] = [];
+    let literal = '';
+    while (this.i < text.length) {
+      const i = this.i;
+      const ch = text[i];
+      if (ch === '$' && text[i + 1] === '$' && text[i + 2] === '{') {
+        literal += '${';
+        this.i += 3;
+      } else if (ch === '$' && text[i + 1] === '{') {
+        this.i += 2;
+        const expr = this.expression(i);
+        if (literal !== '') parts.push(literal);
+        literal = '';
+        parts.push(expr);
+      } else {
+        literal += ch;
+        this.i++;
+      }
+    }
+    if (literal !== '') parts.push(literal);
+    return parts;
+  }
+
+  private fail(code: SyntaxCode, message: string, position: number): never {
+    throw syntaxError(code, message, position, this.field);
+  }
+
+  private unterminated(open: number): never {
+    return this.fail('unterminated-expression', "'${' is not closed by '}'", open);
+  }
+
+  private skipSpace(): void {
+    while (this.i < this.text.length && space.test(this.text[this.i] ?? '')) this.i++;
+  }
+
+  private take(re: RegExp): string {
+    const from = this.i;
+    while (this.i < this.text.length && re.test(this.text[this.i] ?? '')) this.i++;
+    return this.text.slice(from, this.i);
+  }
 
   /** After `${` (i is past it); returns with i past the closing `}`. */
-  const expression = (open: number): Expr => {
-    skipSpace();
-    const position = i;
-    let variable = take(nameChar);
+  private expression(open: number): Expr {
+    this.skipSpace();
+    const position = this.i;
+    let variable = this.take(nameChar);
     if (variable === '') {
-      if (i >= text.length) fail('unterminated-expression', "'${' is not closed by '}'", open);
-      fail('expected-variable', 'expected a variable name after "${"', i);
+      if (this.i >= this.text.length) this.unterminated(open);
+      this.fail('expected-variable', 'expected a variable name after "${"', this.i);
     }
-    if (text[i] === '[') {
-      const bracket = i++;
-      const index = take(indexChar);
-      if (text[i] !== ']') {
-        if (i >= text.length) fail('unterminated-expression', "'${' is not closed by '}'", open);
-        fail('unexpected-character', `expected ']' to close the index opened at position ${bracket}`, i);
-      }
-      if (index === '') fail('missing-index', `${variable}[] needs a name inside the brackets`, bracket);
-      i++;
-      variable = `${variable}[${index}]`;
-    }
+    if (this.text[this.i] === '[') variable = `${variable}[${this.index(open, variable)}]`;
     const calls: Call[] = [];
     for (;;) {
-      skipSpace();
-      const ch = text[i];
-      if (ch === undefined) return fail('unterminated-expression', "'${' is not closed by '}'", open);
+      this.skipSpace();
+      const ch = this.text[this.i];
+      if (ch === undefined) return this.unterminated(open);
       if (ch === '}') {
-        i++;
-        return { variable, position, calls, start: open, end: i };
+        this.i++;
+        return { variable, position, calls, start: open, end: this.i };
       }
-      if (ch !== '|') return fail('unexpected-character', `expected '|' or '}', found ${JSON.stringify(ch)}`, i);
-      i++;
-      calls.push(call(open));
+      if (ch !== '|')
+        return this.fail('unexpected-character', `expected '|' or '}', found ${JSON.stringify(ch)}`, this.i);
+      this.i++;
+      calls.push(this.call(open));
     }
-  };
+  }
+
+  /** On the `[` after a variable name; returns its index with i past the `]`. */
+  private index(open: number, variable: string): string {
+    const bracket = this.i++;
+    const index = this.take(indexChar);
+    if (this.text[this.i] !== ']') {
+      if (this.i >= this.text.length) this.unterminated(open);
+      this.fail('unexpected-character', `expected ']' to close the index opened at position ${bracket}`, this.i);
+    }
+    if (index === '') this.fail('missing-index', `${variable}[] needs a name inside the brackets`, bracket);
+    this.i++;
+    return index;
+  }
 
   /** After `|`; returns with i on the `|` or `}` that ends the call. */
-  const call = (open: number): Call => {
-    skipSpace();
-    const position = i;
-    const name = take(functionChar);
+  private call(open: number): Call {
+    this.skipSpace();
+    const position = this.i;
+    const name = this.take(functionChar);
     if (name === '') {
-      if (i >= text.length) fail('unterminated-expression', "'${' is not closed by '}'", open);
-      fail('expected-function', "expected a function name after '|'", i);
+      if (this.i >= this.text.length) this.unterminated(open);
+      this.fail('expected-function', "expected a function name after '|'", this.i);
     }
     const args: Arg[] = [];
     for (;;) {
-      const before = i;
-      skipSpace();
-      const ch = text[i];
-      if (ch === undefined) return fail('unterminated-expression', "'${' is not closed by '}'", open);
+      const before = this.i;
+      this.skipSpace();
+      const ch = this.text[this.i];
+      if (ch === undefined) return this.unterminated(open);
       if (ch === '|' || ch === '}') return { name, position, args };
-      if (before === i)
-        fail('unexpected-character', `expected a space before the argument, found ${JSON.stringify(ch)}`, i);
-      args.push(argument());
+      if (before === this.i)
+        this.fail('unexpected-character', `expected a space before the argument, found ${JSON.stringify(ch)}`, this.i);
+      args.push(this.argument());
     }
-  };
+  }
 
-  const argument = (): Arg => {
-    const position = i;
-    const quote = text[i];
+  private argument(): Arg {
+    const position = this.i;
+    const quote = this.text[this.i];
     if (quote !== '"' && quote !== "'") {
-      while (i < text.length && !/[ \t\r\n|}]/.test(text[i] ?? '')) i++;
-      return { value: text.slice(position, i), position, start: position, quoted: false };
+      while (this.i < this.text.length && !argumentEnd.test(this.text[this.i] ?? '')) this.i++;
+      return { value: this.text.slice(position, this.i), position, start: position, quoted: false };
     }
-    i++;
+    this.i++;
+    return this.quoted(quote, position);
+  }
+
+  /** After the opening quote of a string; returns with i past the closing one. */
+  private quoted(quote: '"' | "'", position: number): Arg {
+    const { text } = this;
     let value = '';
     for (;;) {
-      const ch = text[i];
-      if (ch === undefined) return fail('unterminated-string', `the string opened by ${quote} is not closed`, position);
-      if (quote === '"' && ch === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) {
-        value += text[i + 1];
-        i += 2;
-      } else if (quote === "'" && ch === "'" && text[i + 1] === "'") {
+      const ch = text[this.i];
+      if (ch === undefined)
+        return this.fail('unterminated-string', `the string opened by ${quote} is not closed`, position);
+      if (quote === '"' && ch === '\\' && (text[this.i + 1] === '"' || text[this.i + 1] === '\\')) {
+        value += text[this.i + 1];
+        this.i += 2;
+      } else if (quote === "'" && ch === "'" && text[this.i + 1] === "'") {
         value += "'";
-        i += 2;
+        this.i += 2;
       } else if (ch === quote) {
-        i++;
-        const next = text[i];
-        if (next !== undefined && !/[ \t\r\n|}]/.test(next)) {
-          fail(
+        this.i++;
+        const next = text[this.i];
+        if (next !== undefined && !argumentEnd.test(next))
+          this.fail(
             'unexpected-character',
             `expected a space, '|' or '}' after the string, found ${JSON.stringify(next)}`,
-            i,
+            this.i,
           );
-        }
         return { value, position, start: position + 1, quoted: true };
       } else {
         value += ch;
-        i++;
+        this.i++;
       }
     }
-  };
-
-  while (i < text.length) {
-    const ch = text[i];
-    if (ch === '$' && text[i + 1] === '$' && text[i + 2] === '{') {
-      literal += '${';
-      i += 3;
-    } else if (ch === '$' && text[i + 1] === '{') {
-      const open = i;
-      i += 2;
-      const expr = expression(open);
-      if (literal !== '') parts.push(literal);
-      literal = '';
-      parts.push(expr);
-    } else {
-      literal += ch;
-      i++;
-    }
   }
-  if (literal !== '') parts.push(literal);
-  return parts;
 }

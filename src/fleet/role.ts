@@ -35,6 +35,8 @@ import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/
 import { user } from '../resources/user.js';
 import { createExporterView } from './control/exporter-view.js';
 import { errorText } from '../lib/error-text.js';
+import { createRollouts } from './control/rollouts.js';
+import { rolloutOpRoutes } from './control/rollout-routes.js';
 
 /** How long a `site=` read waits for a connected site's answer before it falls back to its report. */
 export const siteReadTimeoutMs = 5000;
@@ -63,7 +65,13 @@ export type Fleet = FleetView & {
   close(): Promise<void>;
 };
 
-export type FleetOptions = { keepAliveMs?: number; resyncMs?: number; readTimeoutMs?: number };
+export type FleetOptions = {
+  keepAliveMs?: number;
+  resyncMs?: number;
+  readTimeoutMs?: number;
+  /** How often the rollout driver looks at the current waves (ms). */
+  rolloutTickMs?: number;
+};
 
 export async function openFleet(settings: Settings, store: Store, opts: FleetOptions = {}): Promise<Fleet> {
   const f = settings.fleet;
@@ -140,11 +148,19 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
   let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);
   const readTimeoutMs = opts.readTimeoutMs ?? siteReadTimeoutMs;
+  const rollouts = createRollouts({
+    store,
+    root: settings.tenant,
+    inSync: async (site) => (await presence.fields(site))['in-sync'] === true,
+    lastReport: (site) => presence.lastReport(site),
+    ...(opts.rolloutTickMs !== undefined ? { tickMs: opts.rolloutTickMs } : {}),
+  });
   return {
     role: 'control-plane',
     store,
     authSettings: (s) => s,
-    userRoutes: (deps) => [fleetUserRoutes(deps)],
+    userRoutes: (deps) => [fleetUserRoutes(deps), rolloutOpRoutes(deps, rollouts)],
+    rolloutState: (key) => rollouts.state(key),
     siteRoutes: (deps) => [
       fleetSiteRoutes(deps, {
         fleetLog,
@@ -178,6 +194,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         root: settings.tenant,
         ownSite: settings.site,
         historyMs: f.historyMs,
+        rollouts,
         ...(box ? { strongbox: box } : {}),
         ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
       });

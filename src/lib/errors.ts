@@ -128,6 +128,8 @@ export const errorDetails = {
   'reserved-topic': 403,
   'retry-interval': 400,
   'root-tenant-only': 403,
+  'rollout-percent': 400,
+  'rollout-state': 409,
   'schema-const': 400,
   'schema-enum': 400,
   'schema-invalid': 400,

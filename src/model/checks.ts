@@ -1,7 +1,8 @@
 /**
  * Semantic checks a JSON Schema cannot express, run at write time so a bad pattern,
  * template or label expression is a 400 then, never a failure per message later: the
- * duplicate keys of keyed lists here, the rest in each resource's own `check` (resources/).
+ * duplicate keys of keyed lists and a rollout's waves (resources/rollout.ts) here, the rest in
+ * each resource's own `check` (resources/).
  */
 import { ApiError } from '../lib/errors.js';
 import type { JsonObject } from '../lib/json.js';
@@ -9,6 +10,7 @@ import { fieldPath, schemaErrors } from './validate.js';
 import { duplicateKeys } from './merge.js';
 import { listRulesOf, type ResourceDef } from './resources.js';
 import type { WriteContext } from '../resources/module.js';
+import { rolloutErrors } from '../resources/rollout.js';
 
 /**
  * Keyed lists (lists of objects merged by `name`, or `host-id` for a site's `hosts`): a key
@@ -55,5 +57,9 @@ export function semanticErrors(
   ctx: WriteContext,
   compiled: unknown,
 ): ApiError[] {
-  return [...duplicateKeyErrors(def, obj, xPath), ...(def.check?.(obj, xPath, ctx, compiled) ?? [])];
+  return [
+    ...duplicateKeyErrors(def, obj, xPath),
+    ...rolloutErrors(obj, xPath),
+    ...(def.check?.(obj, xPath, ctx, compiled) ?? []),
+  ];
 }

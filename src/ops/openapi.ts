@@ -14,7 +14,7 @@ import { allowRoutes, on } from '../api/routing.js';
 import { objectBody, queryParamDocs, statusText, templateParams, type Obj } from '../api/route-schemas.js';
 import { resources, type ResourceDef } from '../model/resources.js';
 import { parseQuery } from '../query/params.js';
-import type { Schema } from '../resources/schemas.js';
+import { rolloutProgressMembers, type Schema } from '../resources/schemas.js';
 import { infoCodes } from '../lib/errors.js';
 
 const errorRef = { $ref: '#/components/responses/Error' };
@@ -103,6 +103,10 @@ function stateSchema(def: ResourceDef): Obj {
   const reply = replySchema(def);
   const extra = def.stateMembers;
   const props = { ...(reply.properties as Obj), ...(extra && extra !== 'any' ? (partial(extra) as Obj) : {}) };
+  // At a control plane a staged rollout's progress joins its spec (CONTRACT §11).
+  const rollout = props.rollout as Obj | undefined;
+  if (rollout)
+    props.rollout = { ...rollout, properties: { ...(rollout.properties as Obj), ...rolloutProgressMembers } };
   return { ...reply, properties: props };
 }
 

@@ -28,6 +28,52 @@ function object(properties: Record<string, unknown>, required: string[] = []): S
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
+/**
+ * A staged rollout of the object to the edge sites (CONTRACT §11; resources/rollout.ts checks
+ * what a schema cannot, fleet/control/rollouts.ts runs it). Every resource that reaches sites
+ * may carry one.
+ */
+export const rolloutSchema: Schema = {
+  ...object(
+    {
+      waves: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 100,
+        items: {
+          type: 'object',
+          properties: {
+            'match-site-labels': { type: 'string', minLength: 1 },
+            percent: { type: 'integer', minimum: 1, maximum: 100 },
+          },
+          additionalProperties: false,
+          minProperties: 1,
+          maxProperties: 1,
+        },
+      },
+      wait: { ...duration, default: '0s' },
+      'healthy-for': { ...duration, default: '30s' },
+      'on-failure': { enum: ['pause', 'rollback'], default: 'pause' },
+    },
+    ['waves'],
+  ),
+};
+
+/** What a state read adds to `rollout` at a control plane: the rollout's progress (fleet/control/rollouts.ts). */
+export const rolloutProgressMembers = {
+  revision: { type: 'integer', description: 'the configuration revision being rolled out' },
+  wave: { type: 'integer', minimum: 1, description: 'the current wave (1 is the first)' },
+  state: { enum: ['progressing', 'paused', 'done', 'rolled-back'] },
+  'sites-updated': { type: 'integer', minimum: 0 },
+  'sites-total': { type: 'integer', minimum: 0 },
+  reason: { type: 'string' },
+} as const;
+
+/** An object with its optional rollout (every resource that reaches sites). */
+function rolledOut(properties: Record<string, unknown>, required: string[] = []): Schema {
+  return object({ ...properties, rollout: rolloutSchema }, required);
+}
+
 const onlyOne = (props: Record<string, unknown>): Schema => ({
   type: 'object',
   properties: props,
@@ -36,7 +82,7 @@ const onlyOne = (props: Record<string, unknown>): Schema => ({
   maxProperties: 1,
 });
 
-export const webhookSchema = object(
+export const webhookSchema = rolledOut(
   {
     name,
     topic,
@@ -149,7 +195,7 @@ export const webhookSchema = object(
   ['name', 'site-placement', 'url', 'data'],
 );
 
-export const applicationSchema = object(
+export const applicationSchema = rolledOut(
   {
     name,
     version: { type: 'string', minLength: 1, maxLength: 64 },
@@ -170,7 +216,7 @@ export const applicationSchema = object(
   ['name'],
 );
 
-export const deploymentSchema = object(
+export const deploymentSchema = rolledOut(
   {
     name,
     'application-name': name,
@@ -183,7 +229,7 @@ export const deploymentSchema = object(
 const ipv4Cidr =
   '^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([0-9]|[12][0-9]|3[0-2])$';
 
-export const siteSchema = object(
+export const siteSchema = rolledOut(
   {
     name,
     description: str,
@@ -202,13 +248,13 @@ const hostname = {
   maxLength: 253,
 } as const;
 
-export const settingsSchema = object({ 'default-domain': hostname });
+export const settingsSchema = rolledOut({ 'default-domain': hostname });
 
-export const dnsZoneSchema = object({ name, domain: hostname }, ['name', 'domain']);
+export const dnsZoneSchema = rolledOut({ name, domain: hostname }, ['name', 'domain']);
 
-export const vaultSchema = object({ name, description: str }, ['name']);
+export const vaultSchema = rolledOut({ name, description: str }, ['name']);
 
-export const secretSchema = object(
+export const secretSchema = rolledOut(
   {
     name,
     data: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9._-]+$' }, additionalProperties: str },
@@ -218,7 +264,7 @@ export const secretSchema = object(
 
 const operation = { enum: ['read', 'create', 'update', 'delete', 'execute'] } as const;
 
-export const userSchema = object(
+export const userSchema = rolledOut(
   {
     name,
     password: { type: 'string', minLength: 8, maxLength: 1024 },
@@ -228,7 +274,7 @@ export const userSchema = object(
   ['name'],
 );
 
-export const policySchema = object(
+export const policySchema = rolledOut(
   {
     name,
     rules: {
@@ -246,7 +292,7 @@ export const policySchema = object(
   ['name', 'rules'],
 );
 
-export const tenantSchema = object(
+export const tenantSchema = rolledOut(
   {
     name,
     description: str,

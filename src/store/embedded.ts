@@ -11,6 +11,7 @@ import { ApiError } from '../lib/errors.js';
 import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, ensureDir, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
+import { BoundedMap } from '../lib/bounded-cache.js';
 import type { CommitResult, Entry, Store, StoredRevision } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { dropExpired, loadState, type EmbeddedState, type StoredObject } from './embedded-load.js';
@@ -103,6 +104,8 @@ function configOps(
     const o = objects.get(key);
     return o && parse(key, o);
   };
+  /** The last list read of each prefix, at the revision it was read. */
+  const lists = new BoundedMap<string, { revision: number; entries: Entry[] }>(64);
   const below = (prefix: string) => {
     const inside = prefix + '/';
     return (k: string) => prefix === '' || k === prefix || k.startsWith(inside);
@@ -117,10 +120,15 @@ function configOps(
 
     async list(prefix) {
       checkOpen();
+      // The same frozen array until the next commit: a list read again is not rebuilt (nor re-sorted).
+      const hit = lists.get(prefix);
+      if (hit?.revision === state.revision) return hit.entries;
       const inside = below(prefix);
       const out: Entry[] = [];
       for (const [k, o] of objects) if (inside(k)) out.push(parse(k, o));
-      return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const entries = Object.freeze(out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) as Entry[];
+      lists.set(prefix, { revision: state.revision, entries });
+      return entries;
     },
 
     async etags(prefix) {

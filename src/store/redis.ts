@@ -22,6 +22,7 @@ import {
 import { etagOf } from './etag.js';
 import { changesChannel, layout, layoutOf, storeScripts, type Layout } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
+import { createListCache, type ListCache, type ListSource } from './list-cache.js';
 import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { errorText } from '../lib/error-text.js';
@@ -181,8 +182,55 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache) {
   };
 }
 
-/** get, list and etags: the configuration's reads (through the read cache when not `fresh`). */
-function configReads(client: StoreClient, lay: Layout, reads: ReadCache): Pick<Store, 'get' | 'list' | 'etags'> {
+/** What the list cache reads: every object under a prefix, some objects, the ETags under a prefix. */
+function listSource(client: StoreClient, lay: Layout): ListSource {
+  const some = async (keys: string[]): Promise<Map<string, Entry>> => {
+    const out = new Map<string, Entry>();
+    if (keys.length === 0) return out;
+    // One slot on Cluster (the `{ep}` tag): one MULTI on one node.
+    const multi = client.multi();
+    for (const k of keys) multi.hmGet(lay.cfgPrefix + k, ['v', 'e']);
+    const replies = await multi.exec();
+    keys.forEach((k, i) => {
+      const reply = replies[i];
+      const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1], lay) : undefined;
+      if (entry) out.set(k, entry);
+    });
+    return out;
+  };
+  return {
+    some,
+    async all(prefix) {
+      // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
+      const keys =
+        prefix === ''
+          ? await client.zRange(lay.index, 0, -1)
+          : [prefix, ...(await client.zRangeByLex(lay.index, `[${prefix}/`, `(${prefix}0`))];
+      return [...(await some(keys)).values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+    etags: async (prefix) => (await readEtags(client, lay, prefix)).etags,
+  };
+}
+
+async function readEtags(
+  client: StoreClient,
+  lay: Layout,
+  prefix: string,
+): Promise<{ revision: number; etags: Map<string, string> }> {
+  const reply = await client.storeEtags([lay.index, lay.revision], [lay.cfgPrefix, prefix]);
+  if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
+  const etags = new Map<string, string>();
+  for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
+  return { revision: Number(reply[0]), etags };
+}
+
+/** get, list and etags: the configuration's reads (through the read and list caches when not `fresh`). */
+function configReads(
+  client: StoreClient,
+  lay: Layout,
+  reads: ReadCache,
+  lists: ListCache,
+): Pick<Store, 'get' | 'list' | 'etags'> {
   return {
     get: (key, opts) => {
       if (!opts?.fresh) {
@@ -198,35 +246,10 @@ function configReads(client: StoreClient, lay: Layout, reads: ReadCache): Pick<S
       return opts?.fresh ? fetch() : reads.load(key, fetch);
     },
 
-    list: (prefix) =>
-      guarded(async () => {
-        // '0' is the byte after '/', so [prefix/ .. (prefix0 is exactly the keys below prefix.
-        const keys =
-          prefix === ''
-            ? await client.zRange(lay.index, 0, -1)
-            : [prefix, ...(await client.zRangeByLex(lay.index, `[${prefix}/`, `(${prefix}0`))];
-        if (keys.length === 0) return [];
-        // One slot on Cluster (the `{ep}` tag): one MULTI on one node.
-        const multi = client.multi();
-        for (const k of keys) multi.hmGet(lay.cfgPrefix + k, ['v', 'e']);
-        const replies = await multi.exec();
-        const out: Entry[] = [];
-        keys.forEach((k, i) => {
-          const reply = replies[i];
-          const entry = Array.isArray(reply) ? toEntry(k, reply[0], reply[1], lay) : undefined;
-          if (entry) out.push(entry);
-        });
-        return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      }),
+    // From the list cache while the change subscription is up (list-cache.ts), else the store.
+    list: (prefix) => guarded(() => lists.list(prefix)),
 
-    etags: (prefix) =>
-      guarded(async () => {
-        const reply = await client.storeEtags([lay.index, lay.revision], [lay.cfgPrefix, prefix]);
-        if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
-        const etags = new Map<string, string>();
-        for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
-        return { revision: Number(reply[0]), etags };
-      }),
+    etags: (prefix) => guarded(() => readEtags(client, lay, prefix)),
   };
 }
 
@@ -303,13 +326,26 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     await client.connect();
   });
   const replicated = replicaConfirmation(client, target);
-  const reads = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
+  const single = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
+  const lists = createListCache(listSource(client, lay), { maxAgeMs: 1000, maxLists: 64 });
+  // Both caches follow the change notifications and this process's commits.
+  const reads: ReadCache = {
+    ...single,
+    invalidate(keys) {
+      single.invalidate(keys);
+      lists.invalidate(keys);
+    },
+    setLive(live) {
+      single.setLive(live);
+      lists.setLive(live);
+    },
+  };
   const feed = changeFeed(target, reads);
 
   const store: Store = {
     kind: 'redis',
     peek: (key) => reads.lookup(key),
-    ...configReads(client, lay, reads),
+    ...configReads(client, lay, reads, lists),
 
     commit: (ops, note) =>
       guarded(async (): Promise<CommitResult> => {

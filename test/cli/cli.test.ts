@@ -411,6 +411,11 @@ test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter',
   assert.is(noDl.code, 1);
   assert.match(noDl.stderr, /no dead-letter-topic/);
   assert.is((await ctl(['merge', 'volga/webhooks/h2', '-f', file('dl.yaml', 'dead-letter-topic: h2-dead\n')])).code, 0);
+  // Nothing dropped yet: the topic does not exist, which is an empty dead-letter topic, not a failure.
+  const empty = await ctl(['dead-letter', 'h2', '-o', 'json']);
+  assert.is(empty.code, 0, empty.stderr);
+  assert.equal(JSON.parse(empty.stdout), { name: 'h2-dead', length: 0 });
+  assert.match(empty.stderr, /nothing dropped yet/);
   await ctl(['produce', 'h2-dead', '{"dead": 1}']);
   const dl = await ctl(['dead-letter', 'h2', '-o', 'json']);
   assert.is(dl.code, 0, dl.stderr);

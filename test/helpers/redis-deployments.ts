@@ -8,6 +8,7 @@
  * has taken over), for the failover tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,7 @@ export async function ask(port: number, args: string[]): Promise<unknown> {
 }
 
 /** Commands in order on one short-lived connection (WAIT counts its connection's writes). */
-async function askAll(port: number, commands: string[][]): Promise<unknown[] | undefined> {
+export async function askAll(port: number, commands: string[][]): Promise<unknown[] | undefined> {
   const c = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false, connectTimeout: 2000 } });
   c.on('error', () => undefined);
   try {
@@ -176,6 +177,8 @@ export type RedisClusterSet = {
   primaryOf(key: string): Promise<number>;
   /** The ports of the primaries now. */
   primaries(): Promise<number[]>;
+  /** The port of a replica of the primary that serves `key`'s slot. */
+  replicaOf(key: string): Promise<number>;
   /** kill -9 of the primary that serves `key`'s slot; resolves with its port. */
   killPrimaryOf(key: string): Promise<number>;
   /** Waits until a replica serves `key`'s slot in place of `oldPort` and the cluster is ok. */
@@ -203,17 +206,50 @@ async function slotOwner(port: number, key: string): Promise<number | undefined>
 /**
  * A Redis Cluster of three primaries and three replicas (`redis-server --cluster-enabled yes`,
  * `redis-cli --cluster create … --cluster-replicas 1`), node timeout 1 s so a killed primary's
- * replica takes over within a few seconds. Resolves once every node says `cluster_state:ok`
+ * replica takes over within a few seconds (`debug`: DEBUG allowed, to freeze a replica with
+ * DEBUG SLEEP). Resolves once every node says `cluster_state:ok`
  * and every primary has its replica online. Usable from scripts: `env`/`nodes` name it,
  * `stop()` kills and removes everything.
  */
-export async function startRedisCluster(opts: { unref?: boolean } = {}): Promise<RedisClusterSet> {
+export async function startRedisCluster(opts: { unref?: boolean; debug?: boolean } = {}): Promise<RedisClusterSet> {
+  // A port taken between its choice and the server's start (a shared machine) fails the
+  // creation: one more attempt with new ports.
+  try {
+    return await tryStartCluster(opts);
+  } catch {
+    return tryStartCluster(opts);
+  }
+}
+
+/** Can 127.0.0.1:port be bound now? */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose cluster bus port (port + 10000) is free too. */
+async function freeClusterPort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const p = await freePort();
+    if (p + 10000 <= 65535 && (await bindable(p + 10000))) return p;
+  }
+  throw new Error('no free port with a free cluster bus port');
+}
+
+async function tryStartCluster(opts: { unref?: boolean; debug?: boolean }): Promise<RedisClusterSet> {
   const servers: RedisServer[] = [];
   for (let i = 0; i < 6; i++)
     servers.push(
       await startRedis({
+        port: await freeClusterPort(),
         unref: opts.unref ?? true,
-        args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf'],
+        args: [
+          ...['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf'],
+          ...(opts.debug ? ['--enable-debug-command', 'yes'] : []),
+        ],
       }),
     );
   const ports = servers.map((s) => s.port);
@@ -272,6 +308,14 @@ export async function startRedisCluster(opts: { unref?: boolean } = {}): Promise
         if (Array.isArray(r) && r[0] === 'master') out.push(p);
       }
       return out;
+    },
+    async replicaOf(key) {
+      const primary = await set.primaryOf(key);
+      for (const p of ports) {
+        const r = await ask(p, ['ROLE']);
+        if (Array.isArray(r) && r[0] === 'slave' && Number(r[2]) === primary) return p;
+      }
+      throw new Error(`the primary ${primary} of ${key} has no replica`);
     },
     async killPrimaryOf(key) {
       const port = await set.primaryOf(key);

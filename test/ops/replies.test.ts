@@ -176,6 +176,9 @@ test('every reply of every operation matches the document', async () => {
       await call('GET', `/v1/state/${c.path}${q}`);
     await call('GET', `/v1/state/${c.path}`, { headers: yaml });
     await call('GET', `/v1/state/${c.path}?watch`);
+    // No rollout to act on: 409 (and 404 for an object that does not exist).
+    for (const verb of ['resume', 'abort']) await call('POST', `/v1/state/${c.path}/rollout/${verb}`);
+    await call('POST', `/v1/state/${c.path}-none/rollout/abort`);
   }
 
   // The whole trees and multi-object writes.

@@ -2,7 +2,9 @@
  * CONTRACT §10: a write answered 2xx waits for one replica (WAIT 1 <REDIS_REPLICA_TIMEOUT>)
  * when the primary has one; when none confirms in time the write fails with 503
  * `not-replicated` (and is on the primary). A real primary and replica; the replica is made
- * unresponsive with DEBUG SLEEP (its link stays up, so the primary still counts it).
+ * unresponsive with DEBUG SLEEP (its link stays up, so the primary still counts it). On a
+ * Redis Cluster, WAIT goes to the primary of the written key's slot: freezing that primary's
+ * replica refuses the write, a write to a slot of another primary is confirmed as usual.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +13,7 @@ import { ApiError } from '../../src/lib/errors.js';
 import type { RedisTarget } from '../../src/lib/redis.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { ask } from '../helpers/redis-deployments.js';
+import { ask, askAll, startRedisCluster } from '../helpers/redis-deployments.js';
 import { eventually } from '../helpers/wait.js';
 
 async function pair(): Promise<{ primary: RedisServer; replica: RedisServer; target: RedisTarget }> {
@@ -93,6 +95,35 @@ test('without a replica nothing waits', async () => {
   } finally {
     await store.close();
     await primary.dispose();
+  }
+});
+
+test('Cluster: WAIT on the primary of the written key; its replica frozen → not-replicated, other slots confirmed', async () => {
+  const c = await startRedisCluster({ debug: true });
+  const target: RedisTarget = { kind: 'cluster', nodes: c.nodes, replicaTimeoutMs: 300 };
+  const store = await openRedisStore(target);
+  const bus = await openRedisBus(target);
+  try {
+    assert.ok((await store.commit([{ op: 'put', key: 't/a', value: { n: 1 } }])).ok);
+    const configReplica = await c.replicaOf('{ep}:rev');
+    const onReplica = await askAll(configReplica, [['READONLY'], ['HGET', '{ep}:cfg:t/a', 'e']]);
+    assert.ok(onReplica?.[1], 'on the replica of the {ep} slot');
+    // A topic whose slot another primary serves (slots 0-5460, 5461-10922, 10923-16383 by default).
+    const configPrimary = await c.primaryOf('{ep}:rev');
+    let other = '';
+    for (let i = 0; i < 100 && !other; i++) if ((await c.primaryOf(`volga:t${i}`)) !== configPrimary) other = `t${i}`;
+    assert.ok(other, 'a topic on another primary');
+    freeze({ port: configReplica } as RedisServer, 2);
+    await new Promise((r) => setTimeout(r, 100));
+    await notReplicated(store.commit([{ op: 'put', key: 't/b', value: { n: 2 } }]));
+    assert.equal((await store.get('t/b', { fresh: true }))?.value, { n: 2 }, 'the change is on the primary');
+    assert.ok(/^\d+-\d+$/.test(await bus.produce(other, { payload: '1' })), 'another slot: confirmed by its replica');
+    await eventually(async () => (await ask(configReplica, ['PING'])) === 'PONG', 'the replica awake', 20_000);
+    assert.ok((await store.commit([{ op: 'put', key: 't/c', value: { n: 3 } }])).ok, 'confirmed again');
+  } finally {
+    await bus.close();
+    await store.close();
+    await c.stop();
   }
 });
 

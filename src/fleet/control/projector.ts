@@ -39,6 +39,7 @@ import type { FleetLog } from './change-log.js';
 import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
+import type { Rollouts, SiteViews } from './rollouts.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -55,6 +56,8 @@ export type ProjectorOptions = {
    * is sealed, a site whose secrets need sealing again is left as it is until it unseals.
    */
   strongbox?: Strongbox;
+  /** Staged rollouts (rollouts.ts): which sites keep an object's previous content for now. */
+  rollouts?: Rollouts;
 };
 
 export type Projector = {
@@ -244,13 +247,15 @@ export function startProjector(o: ProjectorOptions): Projector {
     return k;
   }
 
-  async function projectSite(site: string, read: Read): Promise<void> {
+  async function projectSite(site: string, read: Read, views: SiteViews): Promise<void> {
     const { rev, view } = read;
     const k = await knownOf(site);
     if (k.rev > rev) return; // another process already projected a newer configuration
+    // A site whose turn in a rollout has not come gets the rolled-out objects' previous content.
+    const given = views(site) ?? read;
     // A site whose object was deleted receives nothing more: its synced set empties.
     const desired = view.has(siteResource.keyOf(o.root, site))
-      ? applicableTo(view, site, o.root, read.index)
+      ? applicableTo(given.view, site, o.root, given.index)
       : new Map<string, JsonObject>();
     const diff = await siteChanges(o, site, k, read, desired);
     if (diff === 'sealed') {
@@ -294,7 +299,14 @@ export function startProjector(o: ProjectorOptions): Projector {
       if (s !== undefined) sites.add(s);
     }
     sites.delete(o.ownSite);
-    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known));
+    const views: SiteViews = o.rollouts
+      ? await o.rollouts.prepare({
+          ...read,
+          sites,
+          holds: async (site, key) => (await knownOf(site)).etags.has(key),
+        })
+      : () => undefined;
+    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known), views);
     if (now() - lastTrim >= 60_000 && !trimming) {
       lastTrim = now();
       trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(
@@ -304,7 +316,12 @@ export function startProjector(o: ProjectorOptions): Projector {
   }
 
   /** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
-  async function projectSites(sites: Set<string>, read: Read, scope: Set<string> | 'all'): Promise<void> {
+  async function projectSites(
+    sites: Set<string>,
+    read: Read,
+    scope: Set<string> | 'all',
+    views: SiteViews,
+  ): Promise<void> {
     // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
     // sites this process knows nothing of yet, and at those a previous pass had to leave.
     const asked = new Set(wanted);
@@ -319,7 +336,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     // their appends go out together, pipelined on the log's connection, a bounded number at once.
     const queue = todo;
     const worker = async () => {
-      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read);
+      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read, views);
     };
     await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
     if (sealedSkips.size > 0)
@@ -345,6 +362,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
+  o.rollouts?.start(() => project());
 
   return {
     project,
@@ -355,6 +373,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     async stop() {
       clearInterval(timer);
       unsubscribe();
+      await o.rollouts?.stop();
       await scheduler.stop();
       await trimming;
     },
