@@ -14,7 +14,7 @@
  * On Redis Cluster one XREAD can only name streams of one slot: the bus keeps one Notifier per
  * slot that has watched streams (`bus/slot-notifiers.ts`), each on its own connection to that
  * slot's primary; `routeKey` (a stream of the slot) sends its CLIENT ID and CLIENT UNBLOCK
- * there.
+ * there (a Cluster client, connected before its Notifier is made, has no `isReady` of its own).
  */
 import { log } from '../lib/log.js';
 import { onNewConnection, send, type RedisClient } from '../lib/redis.js';
@@ -57,7 +57,6 @@ export class Notifier {
         void this.learnLastId(w);
       }
     });
-    // A Cluster client (connected before this is made) has no isReady of its own.
     if (conn.isReady || isCluster(conn)) learnId();
   }
 

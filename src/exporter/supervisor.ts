@@ -24,6 +24,7 @@ import { site } from '../resources/site.js';
 import { tenant } from '../resources/tenant.js';
 import { user } from '../resources/user.js';
 import { vault } from '../resources/vault.js';
+import { anyKeyOf } from '../resources/paths.js';
 import { webhook } from '../resources/webhook/index.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import type { Agent } from 'undici';
@@ -74,7 +75,8 @@ type Slot = {
 };
 
 /** The resources whose objects change what runs here (every one but applications). */
-const relevant = [webhook, site, deployment, settings, dnsZone, user, policy, tenant, vault, secret];
+/** Keys whose change may change what runs here (one regex: it is asked of every changed key). */
+const isRelevant = anyKeyOf([webhook, site, deployment, settings, dnsZone, user, policy, tenant, vault, secret]);
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
@@ -120,8 +122,7 @@ export class Supervisor {
 
   onStoreChange(keys: string[]): void {
     // Another site's object (a control plane holds a fleet of them) places nothing here.
-    const concerns = (k: string) =>
-      relevant.some((r) => r.parseKey(k)) && (site.parseKey(k)?.name ?? this.o.site) === this.o.site;
+    const concerns = (k: string) => isRelevant(k) && (site.parseKey(k)?.name ?? this.o.site) === this.o.site;
     if (keys.some(concerns)) void this.reconcile();
   }
 

@@ -10,8 +10,8 @@
  * sites during configuration writes: every site ends with exactly the control plane's
  * objects. Resume times after the promotion and rates are printed, not asserted.
  *
- * Scale: FAILOVER_SITES (default 3) edge-site processes in (c); the producer of (b) aims at
- * 1 message a ms (what it reaches on this machine is printed).
+ * Scale: FAILOVER_SITES (default 3) edge-site processes in (c); the producer of (b), a process
+ * of its own, aims at FAILOVER_RATE messages a second (default 1,000; what it reaches is printed).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { client, SITE_WAIT } from '../helpers/fleet.js';
 import { startRedisCluster, startSentinelSet } from '../helpers/redis-deployments.js';
 import { startServe } from '../helpers/serve-proc.js';
+import { startProducer, type ProducerRun } from '../helpers/producer-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -67,6 +68,7 @@ async function cluster(): Promise<Deployment> {
 /** The configuration store's slot on Cluster (its hash tag), the one primary on Sentinel. */
 const configKey = '{ep}:rev';
 const siteCount = Math.max(1, Number(process.env.FAILOVER_SITES ?? 3));
+const produceRate = Math.max(1, Number(process.env.FAILOVER_RATE ?? 1000));
 
 for (const start of [sentinel, cluster]) {
   test(`${start.name}: config churn through a kill -9 of the primary; every 2xx write survives`, async () => {
@@ -155,6 +157,7 @@ for (const start of [sentinel, cluster]) {
       DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-failover-')),
     });
     const producer = redisClient(set.target, 'test-producer');
+    let producing: ProducerRun | undefined;
     try {
       const api = `http://127.0.0.1:${await p.listening(60_000)}`;
       const login = await fetch(`${api}/v1/login`, {
@@ -179,22 +182,24 @@ for (const start of [sentinel, cluster]) {
       await send(producer, ['XADD', 'volga:flow', '*', 'payload', 'seq-warmup']);
       await sink.waitFor((r) => r.some((x) => x.body.includes('seq-warmup')), 'the exporter delivers', 60_000);
 
-      // The producer keeps to 1 message per ms since the start (~1,000 msg/s, batches of up to
-      // 200, pipelined); a batch counts as produced once a replica confirmed it (WAIT), as a
-      // produce answered 2xx would.
-      const produced: number[] = [];
-      let seq = 0;
+      // The producer (its own process, test/helpers/producer-proc.ts) keeps to FAILOVER_RATE
+      // messages a second (default 1,000) for 10 s, pipelined; a batch counts as produced once
+      // a replica confirmed it (WAIT on the stream's node), as a produce answered 2xx would.
+      const run = startProducer(set.target, 'flow', produceRate, 10_000);
+      producing = run;
       let killedAt = 0;
       let promotedAt = 0;
       let deliveredAtPromotion = 0;
       let resumedAfterMs: number | undefined;
       let failover: Promise<number> | undefined;
+      let ended: { sent: number; ms: number } | undefined;
+      let firstConfirmedAt = 0;
+      void run.done.then((e) => (ended = e)).catch(() => undefined);
       const started = Date.now();
-      while (
-        Date.now() - started < 8000 ||
-        (promotedAt > 0 && resumedAfterMs === undefined && Date.now() - started < 40_000)
-      ) {
-        if (!failover && Date.now() - started > 2500) {
+      while ((!ended || (promotedAt > 0 && resumedAfterMs === undefined)) && Date.now() - started < 60_000) {
+        // The kill comes 2.5 s into the producer's confirmed traffic (its process takes a while to start).
+        if (!failover && firstConfirmedAt === 0 && run.confirmed.length > 0) firstConfirmedAt = Date.now();
+        if (!failover && firstConfirmedAt > 0 && Date.now() - firstConfirmedAt > 2500) {
           failover = set.killPrimary('volga:flow').then(async (old) => {
             killedAt = Date.now();
             const port = await set.waitPromoted('volga:flow', old, 60_000);
@@ -206,19 +211,13 @@ for (const start of [sentinel, cluster]) {
         // The exporter resumed: a delivery after the promotion.
         if (promotedAt > 0 && resumedAfterMs === undefined && sink.delivered().length > deliveredAtPromotion)
           resumedAfterMs = Date.now() - promotedAt;
-        const due = Math.min(200, Date.now() - started - seq);
-        const batch = Array.from({ length: Math.max(1, due) }, () => seq++);
-        try {
-          await Promise.all(batch.map((n) => send(producer, ['XADD', 'volga:flow', '*', 'payload', `seq-${n}`])));
-          if (Number(await send(producer, ['WAIT', '1', '1000'], 'volga:flow')) >= 1) produced.push(...batch);
-        } catch {
-          /* not produced: the failover */
-        }
-        await new Promise((r) => setTimeout(r, 10));
+        await new Promise((r) => setTimeout(r, 20));
       }
-      const windowS = (Date.now() - started) / 1000;
-      const inWindow = produced.length;
+      const { sent, ms } = await run.done;
+      const produced = run.confirmed;
+      assert.ok(failover, 'the primary was killed while the producer was producing');
       await failover;
+      assert.ok(produced.length > 0, 'the producer had messages confirmed');
       const seen = () => {
         const counts = new Map<number, number>();
         for (const r of sink.delivered()) {
@@ -230,16 +229,17 @@ for (const start of [sentinel, cluster]) {
       await eventually(() => produced.every((n) => seen().has(n)), 'every produced message delivered', 120_000);
       const counts = seen();
       const duplicates = [...counts.values()].reduce((s, c) => s + c - 1, 0);
-      const rate = Math.round(inWindow / windowS);
+      const rate = Math.round((produced.length * 1000) / ms);
       process.stdout.write(
-        `${set.name} exporter failover: ${produced.length} produced and confirmed by the replica in ${windowS.toFixed(1)} s (${rate}/s, the failover included), all delivered, ${duplicates} duplicates, first delivery ${resumedAfterMs ?? 'not seen'} ms after the promotion\n`,
+        `${set.name} exporter failover: ${sent} sent, ${produced.length} confirmed by the replica in ${(ms / 1000).toFixed(1)} s (${rate}/s, the failover included; aimed at ${produceRate}/s), all delivered, ${duplicates} duplicates, first delivery ${resumedAfterMs ?? 'not seen'} ms after the promotion\n`,
       );
       // README bound: what was in flight plus the acknowledgements of the last second before the
-      // kill that had not reached the replica (at most a second of traffic at 1,000 msg/s).
-      assert.ok(duplicates <= 1000 + maxInFlight, `${duplicates} duplicates`);
+      // kill that had not reached the replica (at most a second of traffic at the produce rate).
+      assert.ok(duplicates <= Math.max(1000, produceRate) + maxInFlight, `${duplicates} duplicates`);
       assert.ok(killedAt > 0);
     } finally {
       await producer.destroy();
+      producing?.kill();
       p.kill('SIGKILL');
       await p.exited(10_000).catch(() => undefined);
       await sink.close();

@@ -8,6 +8,7 @@
  * has taken over), for the failover tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -211,10 +212,39 @@ async function slotOwner(port: number, key: string): Promise<number | undefined>
  * `stop()` kills and removes everything.
  */
 export async function startRedisCluster(opts: { unref?: boolean; debug?: boolean } = {}): Promise<RedisClusterSet> {
+  // A port taken between its choice and the server's start (a shared machine) fails the
+  // creation: one more attempt with new ports.
+  try {
+    return await tryStartCluster(opts);
+  } catch {
+    return tryStartCluster(opts);
+  }
+}
+
+/** Can 127.0.0.1:port be bound now? */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose cluster bus port (port + 10000) is free too. */
+async function freeClusterPort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const p = await freePort();
+    if (p + 10000 <= 65535 && (await bindable(p + 10000))) return p;
+  }
+  throw new Error('no free port with a free cluster bus port');
+}
+
+async function tryStartCluster(opts: { unref?: boolean; debug?: boolean }): Promise<RedisClusterSet> {
   const servers: RedisServer[] = [];
   for (let i = 0; i < 6; i++)
     servers.push(
       await startRedis({
+        port: await freeClusterPort(),
         unref: opts.unref ?? true,
         args: [
           ...['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf'],
