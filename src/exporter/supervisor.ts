@@ -251,23 +251,7 @@ export class Supervisor {
       }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
-    // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
-    if (cfg.enabled === false && placement.placed === true) {
-      state.setStatus('paused');
-      // The topics it consumed keep showing their backlog, which grows while it is paused.
-      const topics = new Set([...state.consumedTopics(), ...spec.topics]);
-      for (const t of topics) {
-        state.addTopic(t);
-        state.setTopicCounts(
-          t,
-          await this.busOf(tenant)
-            .counts(t, countAs(groupName(tenant, name), this.o.site))
-            .catch(() => noCounts()),
-        );
-      }
-      slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
-      return;
-    }
+    if (cfg.enabled === false && placement.placed === true) return this.pause(slot, spec);
     if (placement.placed !== true) {
       if (placement.placed === 'invalid') {
         state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now());
@@ -275,6 +259,30 @@ export class Supervisor {
       } else state.setStatus('stopped');
       return;
     }
+    await this.run(slot, spec, ctx);
+  }
+
+  /** Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are. */
+  private async pause(slot: Slot, spec: ExporterSpec): Promise<void> {
+    const { tenant, name, state } = slot;
+    state.setStatus('paused');
+    // The topics it consumed keep showing their backlog, which grows while it is paused.
+    const topics = new Set([...state.consumedTopics(), ...spec.topics]);
+    for (const t of topics) {
+      state.addTopic(t);
+      state.setTopicCounts(
+        t,
+        await this.busOf(tenant)
+          .counts(t, countAs(groupName(tenant, name), this.o.site))
+          .catch(() => noCounts()),
+      );
+    }
+    slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
+  }
+
+  /** Secrets, controls and the HTTP agent of a placed exporter, then the exporter itself. */
+  private async run(slot: Slot, spec: ExporterSpec, ctx: SiteContext): Promise<void> {
+    const { tenant, name, state } = slot;
     const secrets = await readSecretVars(this.o.secrets, spec.secretVars);
     if (!secrets.ok) {
       slot.secretError = true;
