@@ -19,13 +19,20 @@
  * 2. A 100-object transaction (PATCH /v1/config), median latency over several runs, beside
  *    100 single-object PUTs sent one after another, on Redis and on the embedded store.
  *
+ * 3. With BENCH_BASELINE=<a built bundle> (an earlier release: `git worktree add /tmp/old <rev>`,
+ *    link node_modules, `npm run build` there), only the writes of 2., on Redis and embedded,
+ *    for that bundle and ours in the same sitting: each run is a transaction then the 100
+ *    PUTs, alternating the two builds run by run, each on its own redis-server; medians and
+ *    the server's CPU per PUT (from /proc) for each, and after ÷ before.
+ *
  * Redis is a private redis-server started with test/helpers/redis.ts. Options (env):
  * BENCH_SECONDS (per autocannon run, default 3), BENCH_ROUNDS (default 3),
- * BENCH_CONNECTIONS (default 10), BENCH_TX_RUNS (default 9).
+ * BENCH_CONNECTIONS (default 10), BENCH_TX_RUNS (default 9), BENCH_BASELINE.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { startRedis } from '../test/helpers/redis.js';
 import { cpuMicros, startProduct, type ProductProc } from './product-proc.js';
 
@@ -205,12 +212,15 @@ async function timed(fn: () => Promise<void>): Promise<number> {
 
 type Api = { store: string; api: ProductProc; token: string };
 
-async function startApi(store: string, env: Record<string, string>): Promise<Api> {
-  const api = await startProduct({
-    ...env,
-    ADMIN_PASSWORD: PASSWORD,
-    STRONGBOX_KEY: randomBytes(32).toString('base64'),
-  });
+async function startApi(store: string, env: Record<string, string>, bundle?: string): Promise<Api> {
+  const api = await startProduct(
+    {
+      ...env,
+      ADMIN_PASSWORD: PASSWORD,
+      STRONGBOX_KEY: randomBytes(32).toString('base64'),
+    },
+    bundle,
+  );
   const token = await login(api);
   await send(api, token, 'PUT', '/v1/config/applications/a1', { version: '1' });
   return { store, api, token };
@@ -237,18 +247,76 @@ async function benchWrites({ store, api, token }: Api, bareRps: number, rows: Ro
   const txTimes: number[] = [];
   const putTimes: number[] = [];
   for (let run = 0; run < TX_RUNS; run++) {
-    const version = `r${run}`;
-    const docs = Array.from({ length: OBJECTS }, (_, i) => ({ 'x-path': `/v1/config/applications/tx-${i}`, version }));
-    txTimes.push(await timed(() => send(api, token, 'PATCH', '/v1/config', docs)));
-    putTimes.push(
-      await timed(async () => {
-        for (let i = 0; i < OBJECTS; i++)
-          await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
-      }),
-    );
+    const r = await writeRun({ store, api, token }, run);
+    txTimes.push(r.tx);
+    putTimes.push(r.puts);
   }
   rows.push({ what: `${OBJECTS}-object transaction`, store, p50: median(txTimes), note: `median of ${TX_RUNS}` });
   rows.push({ what: `${OBJECTS} single PUTs, in turn`, store, p50: median(putTimes), note: `median of ${TX_RUNS}` });
+}
+
+/** One run of 2.: a 100-object transaction, then 100 single PUTs in turn; times and the server's CPU for the PUTs. */
+async function writeRun({ api, token }: Api, run: number): Promise<{ tx: number; puts: number; putCpu: number }> {
+  const version = `r${run}`;
+  const docs = Array.from({ length: OBJECTS }, (_, i) => ({ 'x-path': `/v1/config/applications/tx-${i}`, version }));
+  const tx = await timed(() => send(api, token, 'PATCH', '/v1/config', docs));
+  const cpu0 = cpuMicros(api.pid);
+  const puts = await timed(async () => {
+    for (let i = 0; i < OBJECTS; i++) await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
+  });
+  return { tx, puts, putCpu: cpuMicros(api.pid) - cpu0 };
+}
+
+/** 3.: the writes of 2. for `baseline` and this build, alternating run by run. */
+async function compareWrites(baseline: string): Promise<void> {
+  const loadAt = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const loadBefore = loadAt();
+  const servers: Array<{ stop(): Promise<void> }> = [];
+  const lines: string[] = [];
+  try {
+    for (const [store, env] of [
+      ['redis', 'REDIS_URL'],
+      ['embedded', ''],
+    ] as const) {
+      const pair: Array<{ name: string; api: Api; puts: number[]; tx: number[]; cpu: number }> = [];
+      for (const [name, bundle] of [
+        ['before', baseline],
+        ['after', undefined],
+      ] as const) {
+        const redis = env ? await startRedis() : undefined;
+        if (redis) servers.push(redis);
+        const api = await startApi(store, redis ? { REDIS_URL: redis.url } : {}, bundle);
+        servers.push(api.api);
+        // Warm-up: the JIT and the read cache, as after the GET/PUT rounds of 1.
+        for (let i = 0; i < 300; i++)
+          await send(api.api, api.token, 'PUT', `/v1/config/applications/w-${i % 50}`, { version: `${i}` });
+        pair.push({ name, api, puts: [], tx: [], cpu: 0 });
+      }
+      for (let run = 0; run < TX_RUNS; run++)
+        for (const p of run % 2 === 0 ? pair : [...pair].reverse()) {
+          const r = await writeRun(p.api, run);
+          p.puts.push(r.puts);
+          p.tx.push(r.tx);
+          p.cpu += r.putCpu;
+        }
+      for (const p of pair)
+        lines.push(
+          `${store.padEnd(8)}  ${p.name.padEnd(6)}  100 PUTs in turn median ${median(p.puts).toFixed(1)} ms, ` +
+            `server CPU ${(p.cpu / TX_RUNS / OBJECTS).toFixed(0)} µs a PUT; 100-object transaction median ${median(p.tx).toFixed(1)} ms`,
+        );
+      const [before, after] = pair as [(typeof pair)[0], (typeof pair)[0]];
+      lines.push(
+        `${store.padEnd(8)}  after ÷ before: PUTs ${(median(after.puts) / median(before.puts)).toFixed(2)}, CPU a PUT ${(after.cpu / before.cpu).toFixed(2)}`,
+      );
+    }
+  } finally {
+    for (const s of servers.reverse()) await s.stop();
+  }
+  process.stdout.write(
+    `before: ${baseline}; after: this build; ${TX_RUNS} alternating runs each; load average ${loadBefore} → ${loadAt()}\n` +
+      lines.join('\n') +
+      '\n',
+  );
 }
 
 const issues = (c: Cannon): string => (c.non2xx + c.errors > 0 ? `${c.non2xx} non-2xx, ${c.errors} errors` : '');
@@ -353,7 +421,7 @@ if (process.argv.includes('--serve-bare')) {
     process.exit(1);
   });
 } else {
-  main().then(
+  (process.env.BENCH_BASELINE ? compareWrites(process.env.BENCH_BASELINE) : main()).then(
     () => process.exit(0),
     (err: unknown) => {
       process.stderr.write(`bench-api failed: ${err instanceof Error ? err.stack : String(err)}\n`);

@@ -47,6 +47,7 @@ import {
   Bench,
   forkSites,
   loadAverage,
+  logReader,
   newControlPlane,
   procStat,
   startDeployment,
@@ -76,15 +77,22 @@ async function producerProcess(): Promise<void> {
   let stop = false;
   let unpaced = false;
   let killSeq = -1;
+  let seq = 0;
+  let go!: () => void;
+  const started = new Promise<void>((r) => (go = r));
   process.on('message', (m: { type: string }) => {
     if (m.type === 'stop') stop = true;
+    // A message before the paced run: the exporter's group exists and delivers (only then is
+    // every message of the run one it must deliver).
+    if (m.type === 'warm') void send(c, ['XADD', 'volga:flow', '*', 'payload', 'warm-up'], 'volga:flow');
+    if (m.type === 'go' || m.type === 'unpaced') go();
     if (m.type === 'mark') killSeq = seq;
     if (m.type === 'unpaced') unpaced = true;
   });
   process.send!({ ready: true });
+  await started;
   const confirmed: number[] = [];
   const t0 = now();
-  let seq = 0;
   for (let i = 0; !stop && i < 1_000_000; i++) {
     const due = unpaced ? 500 : Math.min(500, Math.floor(((now() - t0) * RATE) / 1000) - seq);
     if (due <= 0) {
@@ -94,9 +102,12 @@ async function producerProcess(): Promise<void> {
     const batch = Array.from({ length: due }, () => seq++);
     try {
       const t = String(Math.round(now()));
-      await Promise.all(batch.map((n) => send(c, ['XADD', 'volga:flow', '*', 'payload', `seq-${n}-t-${t}`])));
+      await Promise.all(
+        batch.map((n) => send(c, ['XADD', 'volga:flow', '*', 'payload', `seq-${n}-t-${t}`], 'volga:flow')),
+      );
       // Confirmed by a replica (WAIT 1), as a produce answered 2xx is; standalone: no replica to wait for.
-      if (target.kind === 'standalone' || Number(await send(c, ['WAIT', '1', '1000'])) >= 1) confirmed.push(...batch);
+      if (target.kind === 'standalone' || Number(await send(c, ['WAIT', '1', '1000'], 'volga:flow')) >= 1)
+        confirmed.push(...batch);
     } catch {
       await sleep(50); // not confirmed: the failover
     }
@@ -222,15 +233,16 @@ async function put(api: Api, path: string, body: unknown): Promise<number> {
 /** The primary killed at `atMs` from now; resolves with the kill and promotion times. */
 function failoverAt(
   d: Deployment,
+  key: string,
   atMs: number,
   onKill?: () => void,
 ): Promise<{ killedAt: number; promotedAt: number }> {
   return (async () => {
     await sleep(atMs);
-    const old = await d.failover!.killPrimary();
+    const old = await d.failover!.killPrimary(key);
     const killedAt = now();
     onKill?.();
-    await d.failover!.waitPromoted(old, 60_000);
+    await d.failover!.waitPromoted(key, old, 60_000);
     return { killedAt, promotedAt: now() };
   })();
 }
@@ -243,7 +255,7 @@ async function configChurn(kind: string): Promise<Row[]> {
     const acked: string[] = [];
     const refused = new Map<number, number>();
     let times: { killedAt: number; promotedAt: number } | undefined;
-    const failover = failoverAt(d, 3000).then((t) => (times = t));
+    const failover = failoverAt(d, '{ep}', 3000).then((t) => (times = t));
     let resumedAt = 0;
     const latencies: number[] = [];
     const t0 = now();
@@ -278,7 +290,7 @@ async function configChurn(kind: string): Promise<Row[]> {
       [
         '(a) kill -9 → promotion',
         seconds(times!.promotedAt - times!.killedAt),
-        'the sentinels\u2019 down-after 1 s, then their election',
+        'down-after / node timeout 1 s, then the election',
       ],
       [
         '(a) promotion → first 2xx write',
@@ -298,17 +310,13 @@ async function delivery(kind: string): Promise<Row[]> {
   const { cp, api } = await productOn(d);
   const sink = await forkSelf('--sink');
   const sinkUrl = `http://127.0.0.1:${(sink.first as { port: number }).port}`;
-  const sentinel = d.env.REDIS_SENTINELS
-    ? {
-        kind: 'sentinel',
-        sentinels: d.env.REDIS_SENTINELS.split(',').map((hp) => ({
-          host: '127.0.0.1',
-          port: Number(hp.split(':')[1]),
-        })),
-        master: d.env.REDIS_SENTINEL_MASTER,
-      }
-    : { kind: 'standalone', url: d.env.REDIS_URL };
-  const producer = await forkSelf('--producer', { BENCH_TARGET: JSON.stringify(sentinel) });
+  const nodes = (list: string) => list.split(',').map((hp) => ({ host: '127.0.0.1', port: Number(hp.split(':')[1]) }));
+  const target: RedisTarget = d.env.REDIS_SENTINELS
+    ? { kind: 'sentinel', sentinels: nodes(d.env.REDIS_SENTINELS), master: d.env.REDIS_SENTINEL_MASTER! }
+    : d.env.REDIS_CLUSTER
+      ? { kind: 'cluster', nodes: nodes(d.env.REDIS_CLUSTER) }
+      : { kind: 'standalone', url: d.env.REDIS_URL! };
+  const producer = await forkSelf('--producer', { BENCH_TARGET: JSON.stringify(target) });
   try {
     await api.call('PUT', '/v1/config/volga/webhooks/flow', {
       topics: ['flow'],
@@ -317,10 +325,20 @@ async function delivery(kind: string): Promise<Row[]> {
       data: '${MSG}',
       'max-in-flight': MAX_IN_FLIGHT,
     });
+    let warm = await nextMessage<SinkStats>(sink.proc, { type: 'stats' });
+    for (let i = 0; i < 60 && warm.posts === 0; i++) {
+      if (i % 10 === 0) producer.proc.send({ type: 'warm' });
+      await sleep(200);
+      warm = await nextMessage<SinkStats>(sink.proc, { type: 'stats' });
+    }
+    if (warm.posts === 0) throw new Error('the exporter delivered nothing before the run');
+    producer.proc.send({ type: 'go' });
     const pcpu0 = procStat(cp.child.pid!).cpuMs;
     const t0 = now();
     let times: { killedAt: number; promotedAt: number } | undefined;
-    const failover = failoverAt(d, 3000, () => producer.proc.send({ type: 'mark' })).then((t) => (times = t));
+    const failover = failoverAt(d, 'volga:flow', 3000, () => producer.proc.send({ type: 'mark' })).then(
+      (t) => (times = t),
+    );
     await sleep(DELIVERY_SECONDS * 1000);
     const done = await nextMessage<ProducerDone>(producer.proc, { type: 'stop' });
     const window = now() - t0;
@@ -389,9 +407,7 @@ async function sitesHold(b: Bench, names: string[], timeoutMs: number): Promise<
 
 /** Each site applied its log after its snapshot once and in order, and holds the control plane's set. */
 async function auditSites(b: Bench, d: Deployment): Promise<{ gaps: number; repeated: number; differ: number }> {
-  const { createClient } = await import('redis');
-  const rc = createClient({ url: await d.primaryUrl() });
-  await rc.connect();
+  const rc = await logReader(d);
   const audits = (await Promise.all(b.children.map((c) => c.ask<{ audit: SiteAudit[] }>({ type: 'audit' })))).flatMap(
     (a) => a.audit,
   );
@@ -402,7 +418,8 @@ async function auditSites(b: Bench, d: Deployment): Promise<{ gaps: number; repe
     const vs = a.events.map(([, v]) => v);
     for (let i = 1; i < vs.length; i++) if (compareVersions(vs[i]!, vs[i - 1]!) <= 0) repeated++;
     const from = a.events.map(([k]) => k).lastIndexOf('snapshot');
-    const log = (await rc.xRange(`ep:fleet:${a.site}:log`, `(${a.events[from]![1]}`, '+')).map((r) => r.id);
+    const snapshotAt = a.events[from]![1];
+    const log = (await rc.log(a.site)).filter((id) => compareVersions(id, snapshotAt) > 0);
     if (
       log.join() !==
       a.events
@@ -411,7 +428,7 @@ async function auditSites(b: Bench, d: Deployment): Promise<{ gaps: number; repe
         .join()
     )
       gaps++;
-    const set = await rc.hGetAll(`ep:fleet:${a.site}:set`);
+    const set = await rc.set(a.site);
     if (digest(Object.entries(set).map(([k, v]) => [k, JSON.parse(v) as unknown])) !== a.digest) differ++;
   }
   await rc.close();
@@ -444,7 +461,7 @@ async function connectedSites(kind: string): Promise<Row[]> {
     const spcpu0 = procStat(b.children[0]!.proc.pid!).cpuMs;
     const t0 = now();
     for (let i = 0; i < 2000 && now() - t0 < 120_000; i++) {
-      if (i === 20) failover = failoverAt(d, 0).then((t) => (times = t));
+      if (i === 20) failover = failoverAt(d, '{ep}', 0).then((t) => (times = t));
       const name = `f-${i}`;
       const status = await put(
         api,
@@ -499,7 +516,7 @@ async function main(): Promise<void> {
     const r = spawnSync('npm', ['run', 'build', '--', '--bundle-only'], { stdio: 'inherit' });
     if (r.status !== 0) throw new Error('npm run build failed');
   }
-  const kinds = (process.env.BENCH_FAILOVER_DEPLOYMENTS ?? 'sentinel').split(',');
+  const kinds = (process.env.BENCH_FAILOVER_DEPLOYMENTS ?? 'sentinel,cluster').split(',');
   const only = process.env.BENCH_FAILOVER_ONLY ?? 'abc';
   const alone = await helpersAlone();
   for (const kind of kinds) {

@@ -41,9 +41,8 @@ export function waitLine(child: ChildProcess, re: RegExp, what: string): Promise
   });
 }
 
-/** Starts the bundle with `env` added to a bench default environment. */
-export async function startProduct(env: Record<string, string>): Promise<ProductProc> {
-  const bundle = ensureBundle();
+/** Starts the bundle (ours, or `bundle`: another build to compare with) with `env` added to a bench default environment. */
+export async function startProduct(env: Record<string, string>, bundle = ensureBundle()): Promise<ProductProc> {
   const profile = process.env.BENCH_PROFILE === '1';
   if (profile) mkdirSync('profiles', { recursive: true });
   const args = profile ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles'), bundle] : [bundle];

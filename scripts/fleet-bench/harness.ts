@@ -9,8 +9,9 @@ import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createClient, createCluster } from 'redis';
 import { freePort, startRedis } from '../../test/helpers/redis.js';
-import { startSentinelSet } from '../../test/helpers/redis-deployments.js';
+import { startRedisCluster, startSentinelSet } from '../../test/helpers/redis-deployments.js';
 import {
   CPS,
   emptyStatus,
@@ -37,12 +38,20 @@ import {
 
 export type Deployment = {
   kind: string;
-  /** The environment that names it to edgeplane (REDIS_URL, or REDIS_SENTINELS + master). */
+  /** The environment that names it to edgeplane (REDIS_URL, REDIS_SENTINELS + master, or REDIS_CLUSTER). */
   env: Record<string, string>;
   /** A URL of the current primary, for the bench's own reads (baselines, audit). */
   primaryUrl(): Promise<string>;
-  /** With replicas: kill -9 of the primary (resolves with its port), and the wait for a promotion. */
-  failover?: { killPrimary(): Promise<number>; waitPromoted(old: number, timeoutMs?: number): Promise<number> };
+  /** Redis Cluster: the bench reads through a cluster client (keys live on three primaries). */
+  cluster?: boolean;
+  /**
+   * With replicas: kill -9 of the primary (on Cluster: of `key`'s slot; resolves with its port),
+   * and the wait for a replica's promotion in its place.
+   */
+  failover?: {
+    killPrimary(key: string): Promise<number>;
+    waitPromoted(key: string, old: number, timeoutMs?: number): Promise<number>;
+  };
   stop(): Promise<void>;
 };
 
@@ -57,11 +66,46 @@ export async function startDeployment(kind = REDIS_KIND): Promise<Deployment> {
       kind: 'sentinel (a primary, a replica, three sentinels)',
       env: { ...set.env },
       primaryUrl: async () => `redis://127.0.0.1:${await set.primaryPort()}`,
-      failover: { killPrimary: () => set.killPrimary(), waitPromoted: (old, ms) => set.waitPromoted(old, ms) },
+      failover: { killPrimary: () => set.killPrimary(), waitPromoted: (_, old, ms) => set.waitPromoted(old, ms) },
       stop: () => set.dispose(),
     };
   }
-  throw new Error(`BENCH_REDIS must be standalone or sentinel, got ${JSON.stringify(kind)}`);
+  if (kind === 'cluster') {
+    const set = await startRedisCluster();
+    return {
+      kind: 'cluster (three primaries, three replicas)',
+      env: { ...set.env },
+      // The bench's own reads (baselines, audit) of keys in one slot: the configuration's.
+      primaryUrl: async () => `redis://127.0.0.1:${await set.primaryOf('{ep}')}`,
+      cluster: true,
+      failover: {
+        killPrimary: (key) => set.killPrimaryOf(key),
+        waitPromoted: (key, old, ms) => set.waitPromoted(key, old, ms),
+      },
+      stop: () => set.stop(),
+    };
+  }
+  throw new Error(`BENCH_REDIS must be standalone, sentinel or cluster, got ${JSON.stringify(kind)}`);
+}
+
+/** The bench's own Redis reads of the fleet logs (the audit): a cluster client on Cluster. */
+export type LogReader = {
+  log(site: string): Promise<string[]>;
+  set(site: string): Promise<Record<string, string>>;
+  close(): Promise<void>;
+};
+
+export async function logReader(d: Deployment): Promise<LogReader> {
+  const url = await d.primaryUrl();
+  // On Cluster a site's keys are under its hash tag (src/fleet/control/change-log.ts).
+  const tag = (site: string) => (d.cluster ? `{${site}}` : site);
+  const c = d.cluster ? createCluster({ rootNodes: [{ url }] }) : createClient({ url });
+  await c.connect();
+  return {
+    log: async (site) => (await c.xRange(`ep:fleet:${tag(site)}:log`, '-', '+')).map((r) => r.id),
+    set: (site) => c.hGetAll(`ep:fleet:${tag(site)}:set`),
+    close: () => c.close(),
+  };
 }
 
 // ---- site processes ----------------------------------------------------------------------------
@@ -128,6 +172,12 @@ async function waitHealthy(child: ChildProcess, url: string): Promise<void> {
 
 const strongboxKey = randomBytes(32).toString('base64');
 
+/** Control planes still running are killed when the bench exits, even on a crash. */
+const started = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
 /** Open files a control plane needs: one a site it serves (its sync stream; acks close their connection) and room. */
 export const fdsNeeded = Math.ceil(SITES / CPS) + 4096;
 
@@ -180,6 +230,8 @@ export async function startControlPlane(
       BENCH_INSTANCE: String(instance),
     },
   });
+  started.add(child);
+  child.once('exit', () => started.delete(child));
   const url = `http://127.0.0.1:${port}`;
   await waitHealthy(child, url);
   return { child, url, port, dataDir, instance };

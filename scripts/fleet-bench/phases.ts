@@ -31,7 +31,7 @@ import {
   type ExporterModel,
   type SiteAudit,
 } from './common.js';
-import { Api, loadAverage, startControlPlane, type Bench } from './harness.js';
+import { Api, loadAverage, logReader, startControlPlane, type Bench } from './harness.js';
 
 const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 
@@ -46,15 +46,15 @@ export async function baselines(b: Bench): Promise<void> {
   const rtts: number[] = [];
   let lastId = '$';
   for (let i = 0; i < 200; i++) {
-    const read = r.xRead({ key: 'bench:rtt', id: lastId }, { BLOCK: 5000, COUNT: 1 });
+    const read = r.xRead({ key: 'bench:{ep}:rtt', id: lastId }, { BLOCK: 5000, COUNT: 1 });
     await sleep(2);
     const t0 = performance.now();
-    await a.xAdd('bench:rtt', '*', { i: String(i) });
+    await a.xAdd('bench:{ep}:rtt', '*', { i: String(i) });
     const got = (await read) as Array<{ messages: Array<{ id: string }> }> | null;
     rtts.push(performance.now() - t0);
     lastId = got?.[0]?.messages[0]?.id ?? lastId;
   }
-  await a.del('bench:rtt');
+  await a.del('bench:{ep}:rtt');
   await a.close();
   await r.close();
   b.row(
@@ -372,8 +372,7 @@ export async function restart(b: Bench): Promise<void> {
 
 /** Phase 7: each site applied its log's entries after its snapshot once and in order, and holds the control plane's set. */
 export async function audit(b: Bench): Promise<void> {
-  const rc = createClient({ url: await b.deployment.primaryUrl() });
-  await rc.connect();
+  const rc = await logReader(b.deployment);
   let lost = 0;
   let repeated = 0;
   let differ = 0;
@@ -410,9 +409,10 @@ export async function audit(b: Bench): Promise<void> {
       continue;
     }
     const after = a.events.slice(from + 1).map(([, v]) => v);
-    const log = (await rc.xRange(`ep:fleet:${a.site}:log`, `(${a.events[from]![1]}`, '+')).map((r) => r.id);
+    const snapshotAt = a.events[from]![1];
+    const log = (await rc.log(a.site)).filter((id) => compareVersions(id, snapshotAt) > 0);
     if (log.join() !== after.join()) lost++;
-    const set = await rc.hGetAll(`ep:fleet:${a.site}:set`);
+    const set = await rc.set(a.site);
     if (digest(Object.entries(set).map(([k, v]) => [k, JSON.parse(v) as unknown])) !== a.digest) differ++;
   }
   await rc.close();

@@ -11,7 +11,17 @@ import { resolvePath, type Resolved } from '../model/resources.js';
 import { runTransaction, type Change, type TxContext, type TxMode } from '../model/transaction.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { methodNotAllowed, options, principalOf, readBody, reply, pathAfter, type Ctx, searchParams } from './http.js';
+import {
+  listReply,
+  methodNotAllowed,
+  options,
+  principalOf,
+  readBody,
+  reply,
+  pathAfter,
+  type Ctx,
+  searchParams,
+} from './http.js';
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
@@ -298,20 +308,7 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   if (early) return early;
   const values = found.map((v) => v.value);
   const headers = { ETag: etag };
-  if (q.count) return reply(c, 200, { count: values.length }, { headers });
-  if (q.keys)
-    return reply(
-      c,
-      200,
-      values.map((v) => v.name ?? null),
-      { headers },
-    );
-  return reply(
-    c,
-    200,
-    values.map((v) => shape(r.def, v, q)),
-    { multi: true, headers },
-  );
+  return listReply(c, values, q, (v) => shape(r.def, v, q), headers);
 }
 
 /**

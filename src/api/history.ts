@@ -1,12 +1,13 @@
 /**
  * The last 15 minutes of each webhook exporter, kept in memory so that a freshly opened status
- * page (/ui/) can plot throughput at once: every `intervalMs` (5 s) one sample of its
- * `delivered` counter (180 samples), and its recent errors (the last 20 distinct
+ * page (/ui/) can plot throughput and lag at once: every `intervalMs` (5 s) one sample of its
+ * `delivered` counter and its lag (180 samples), and its recent errors (the last 20 distinct
  * `last-error`s). The states are read where the API reads them: the runtime of this process,
  * else the store's kv area (published by the process that runs the exporter).
  *
  * `GET /v1/state/volga/webhooks/<name>/history` (history-routes.ts) →
- * `{name, interval-seconds, samples: [{time, delivered}], errors: [{time, error}]}`; its
+ * `{name, interval-seconds, samples: [{time, delivered, lag}], errors: [{time, error}]}` (`lag`:
+ * the backlog summed over its topics, `topic-lag`); its
  * authorization is that of reading the exporter's state.
  */
 import { isObject, type JsonObject } from '../lib/json.js';
@@ -16,7 +17,7 @@ import type { Store } from '../store/store.js';
 import type { RuntimeView } from './runtime-view.js';
 import { errorText } from '../lib/error-text.js';
 
-export type Sample = { time: number; delivered: number };
+export type Sample = { time: number; delivered: number; lag: number };
 type Series = { samples: Sample[]; errors: Array<{ time: number; error: string }>; lastErrorKey?: string };
 
 export class DeliveredHistory {
@@ -80,7 +81,7 @@ export class DeliveredHistory {
       this.series.set(id, s);
     }
     const delivered = typeof state.delivered === 'number' ? state.delivered : 0;
-    s.samples.push({ time, delivered });
+    s.samples.push({ time, delivered, lag: lagOf(state) });
     if (s.samples.length > this.points) s.samples.splice(0, s.samples.length - this.points);
     const error = state['last-error'];
     if (typeof error === 'string') {
@@ -100,10 +101,22 @@ export class DeliveredHistory {
     return {
       name,
       'interval-seconds': this.intervalMs / 1000,
-      samples: (s?.samples ?? []).map((p) => ({ time: new Date(p.time).toISOString(), delivered: p.delivered })),
+      samples: (s?.samples ?? []).map((p) => ({
+        time: new Date(p.time).toISOString(),
+        delivered: p.delivered,
+        lag: p.lag,
+      })),
       errors: (s?.errors ?? []).map((e) => ({ time: new Date(e.time).toISOString(), error: e.error })),
     };
   }
+}
+
+/** The backlog summed over the exporter's topics (`topic-lag: [{topic, lag}]`). */
+function lagOf(state: JsonObject): number {
+  const list = Array.isArray(state['topic-lag']) ? state['topic-lag'] : [];
+  let sum = 0;
+  for (const t of list) if (isObject(t) && typeof t.lag === 'number') sum += t.lag;
+  return sum;
 }
 
 function parse(raw: string | undefined): JsonObject | undefined {

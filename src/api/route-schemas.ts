@@ -201,7 +201,10 @@ export const historyReply: Obj = {
     'interval-seconds': { type: 'number' },
     samples: {
       type: 'array',
-      items: { type: 'object', properties: { time: { type: 'string' }, delivered: { type: 'number' } } },
+      items: {
+        type: 'object',
+        properties: { time: { type: 'string' }, delivered: { type: 'number' }, lag: { type: 'number' } },
+      },
     },
     errors: {
       type: 'array',

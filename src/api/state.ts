@@ -11,7 +11,17 @@ import { resolvePath, resources, type ResourceDef, type Resolved } from '../mode
 import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, methodNotAllowed, options, principalOf, reply, pathAfter, searchParams, type Ctx } from './http.js';
+import {
+  checkSite,
+  listReply,
+  methodNotAllowed,
+  options,
+  principalOf,
+  reply,
+  pathAfter,
+  searchParams,
+  type Ctx,
+} from './http.js';
 import type { Principal } from '../auth/index.js';
 import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
@@ -329,19 +339,7 @@ async function readStateList(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved,
     );
   }
   const items = (await listed()).map((i) => i.value);
-  if (q.count) return reply(c, 200, { count: items.length });
-  if (q.keys)
-    return reply(
-      c,
-      200,
-      items.map((v) => v.name ?? null),
-    );
-  return reply(
-    c,
-    200,
-    items.map((v) => shape(r.def, v, q)),
-    { multi: true },
-  );
+  return listReply(c, items, q, (v) => shape(r.def, v, q));
 }
 
 async function readStateItem(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved, p: Principal): Promise<Response> {

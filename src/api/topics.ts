@@ -9,7 +9,7 @@ import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { checkSite, principalOf, readBody, reply, searchParams } from './http.js';
+import { checkSite, listReply, principalOf, readBody, reply, searchParams } from './http.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 
@@ -63,19 +63,7 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
       const w = q.where;
       items = items.filter((v) => w.test(v));
     }
-    if (q.count) return reply(c, 200, { count: items.length });
-    if (q.keys)
-      return reply(
-        c,
-        200,
-        items.map((v) => v.name ?? null),
-      );
-    return reply(
-      c,
-      200,
-      items.map((v) => (q.fields ? q.fields.apply(v) : v)),
-      { multi: true },
-    );
+    return listReply(c, items, q, (v) => (q.fields ? q.fields.apply(v) : v));
   });
   on(app, routes.topic, async (c) => {
     const q = parseQuery(searchParams(c), routes.topic.query);

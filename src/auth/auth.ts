@@ -27,6 +27,7 @@ import {
 import { prepareUserForStore, user } from '../resources/user.js';
 import { policy } from '../resources/policy/index.js';
 import { tenant as tenantResource } from '../resources/tenant.js';
+import { anyKeyOf } from '../resources/paths.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 import { bearerToken } from '../lib/bearer.js';
 
@@ -223,7 +224,7 @@ function createLogin(
 function principalCache(store: Store, now: () => number) {
   const principals = new BoundedMap<string, { principal: Principal; until: number }>(10_000);
   const forget = () => principals.clear();
-  const identityKey = (k: string) => [user, policy, tenantResource].some((r) => r.parseKey(k));
+  const identityKey = anyKeyOf([user, policy, tenantResource]);
   const unsubscribe = store.onChange((keys) => {
     if (keys.some(identityKey)) forget();
   });

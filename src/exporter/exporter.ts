@@ -52,6 +52,30 @@ function startAt(spec: ExporterSpec): StartAt {
 /** The counter name of an exporter's outcomes at a site (bus.ts AckCount). */
 export const countAs = (group: string, site: string): string => `${group}|${site}`;
 
+/** Opens a topic's reader, trying again every second until it opens or the exporter stops. */
+async function openReader(d: ExporterDeps, topic: string, start: StartAt, stopping: AbortSignal) {
+  const reader = new TopicReader(d.bus, topic, d.group, d.consumer, start, countAs(d.group, d.site), (t, counts) =>
+    d.state.setTopicCounts(t, counts),
+  );
+  while (!stopping.aborted) {
+    try {
+      await reader.open();
+      return reader;
+    } catch (err) {
+      d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, d.clock.now());
+      await realSleep(1000);
+    }
+  }
+  return undefined;
+}
+
+/** Waits for `p`, at most `ms`. */
+async function withDeadline(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 export class Exporter {
   private readonly readers = new Map<string, TopicReader>();
   private readonly opening = new Set<string>();
@@ -68,17 +92,10 @@ export class Exporter {
     setMaxListeners(0, this.stopCtl.signal);
     this.lag = new LagMonitor(d.bus, d.group, d.state, () => this.readers.keys());
     const ctx: DeliverContext = {
-      spec: d.spec,
-      agent: d.agent,
-      clock: d.clock,
-      sys: d.sys,
-      secrets: d.secrets,
-      state: d.state,
+      ...d,
       stopping: this.stopCtl.signal,
-      controls: d.controls,
-      oauth: d.oauth,
-      park: () => this.dispatcher.park(),
-      unpark: () => this.dispatcher.unpark(),
+      park: () => this.dispatcher.runner.park(),
+      unpark: () => this.dispatcher.runner.unpark(),
     };
     // The in-flight bound: fixed, or the adaptive limit with max-in-flight auto (delivery controls).
     const limit = () => d.controls.limiter?.limit ?? d.spec.maxInFlight;
@@ -106,26 +123,9 @@ export class Exporter {
   private async addTopic(topic: string, start: StartAt): Promise<void> {
     if (this.readers.has(topic) || this.opening.has(topic)) return;
     this.opening.add(topic);
-    const reader = new TopicReader(
-      this.d.bus,
-      topic,
-      this.d.group,
-      this.d.consumer,
-      start,
-      countAs(this.d.group, this.d.site),
-      (t, counts) => this.d.state.setTopicCounts(t, counts),
-    );
     try {
-      for (;;) {
-        if (this.stopCtl.signal.aborted) return;
-        try {
-          await reader.open();
-          break;
-        } catch (err) {
-          this.d.state.error(`cannot open topic ${topic}: ${errorText(err)}`, this.d.clock.now());
-          await realSleep(1000);
-        }
-      }
+      const reader = await openReader(this.d, topic, start, this.stopCtl.signal);
+      if (!reader) return;
       this.readers.set(topic, reader);
       this.d.state.addTopic(topic);
       this.lag.stale();
@@ -165,10 +165,7 @@ export class Exporter {
         await new Promise<void>((resolve) => {
           // Jittered so a thousand idle exporters do not poll in step.
           const timer = setTimeout(resolve, this.d.pollMs * (0.8 + 0.4 * Math.random()));
-          this.wakeLoop = () => {
-            clearTimeout(timer);
-            resolve();
-          };
+          this.wakeLoop = () => (clearTimeout(timer), resolve());
         });
         this.wakeLoop = undefined;
       }
@@ -228,24 +225,12 @@ export class Exporter {
     for (const c of this.cleanups) c();
     this.wakeLoop?.();
     this.d.controls.breakers.close();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, deadlineMs);
-    });
-    await Promise.race([Promise.all([this.loop, this.dispatcher.drain()]), deadline]);
+    await withDeadline(Promise.all([this.loop, this.dispatcher.drain()]), deadlineMs);
     // Past the deadline a running POST is not waited for and its message is not acked: it
     // stays pending and is read again by the next start (at-least-once).
-    this.dispatcher.abandon();
-    clearTimeout(timer);
+    this.dispatcher.runner.abandon();
     // Acks get their own short bound: they matter most, and Redis may be gone.
-    let ackTimer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([...this.readers.values()].map((r) => r.flush())),
-      new Promise<void>((resolve) => {
-        ackTimer = setTimeout(resolve, 1000);
-      }),
-    ]);
-    clearTimeout(ackTimer);
+    await withDeadline(Promise.all([...this.readers.values()].map((r) => r.flush())), 1000);
     await this.d.controls.close();
   }
 }

@@ -65,6 +65,66 @@ export type Runtime = {
   readonly bus: Bus;
 };
 
+/**
+ * Publishes the states of the supervisor's exporters that changed (their `version` moved) to the
+ * store's kv area, and removes those of exporters gone; `wrote` is told after a publication
+ * that wrote something. One publication at a time.
+ */
+function statePublisher(store: Store, supervisor: Supervisor, site: string, wrote: () => void): () => Promise<void> {
+  const published = new Map<string, number>();
+  let publishing = false;
+  return async () => {
+    if (publishing) return;
+    publishing = true;
+    let any = false;
+    try {
+      for (const [id, slot] of supervisor.slots) {
+        if (published.get(id) === slot.state.version) continue;
+        published.set(id, slot.state.version);
+        any = true;
+        await store.kvSet(
+          webhookStateKey(slot.tenant, slot.name, site),
+          JSON.stringify({ ...slot.state.toJson(), site }),
+        );
+      }
+      for (const id of [...published.keys()]) {
+        if (supervisor.slots.has(id)) continue;
+        published.delete(id);
+        any = true;
+        const slash = id.indexOf('/');
+        await store.kvDel(webhookStateKey(id.slice(0, slash), id.slice(slash + 1), site));
+      }
+    } catch (err) {
+      log('debug', 'runtime: cannot publish exporter states', { error: errorText(err) });
+    } finally {
+      publishing = false;
+      if (any) wrote();
+    }
+  };
+}
+
+/** Every heartbeatMs: this consumer's heartbeat, then what dead consumers left pending is taken over. */
+function livenessLoop(bus: Bus, consumer: string, supervisor: Supervisor): NodeJS.Timeout {
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void (async () => {
+      try {
+        await bus.heartbeat(consumer, heartbeatTtlMs);
+        const dead = await bus.deadConsumers();
+        if (dead.length > 0) await supervisor.claimDead(dead, claimMinIdleMs);
+      } catch (err) {
+        log('debug', 'runtime: heartbeat or claim failed', { error: errorText(err) });
+      } finally {
+        checking = false;
+      }
+    })();
+  }, heartbeatMs);
+  timer.unref();
+  return timer;
+}
+
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const consumer = opts.consumer ?? `${opts.settings.site}:${hostname()}:${process.pid}`;
@@ -98,58 +158,15 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
 
   const site = opts.settings.site;
   const withSite = (state: JsonObject): JsonObject => ({ ...state, site });
-  const published = new Map<string, number>();
   const stateListeners = new Set<() => void>();
-  let publishing = false;
-  const publish = async (): Promise<void> => {
-    if (publishing) return;
-    publishing = true;
-    let wrote = false;
-    try {
-      for (const [id, slot] of supervisor.slots) {
-        if (published.get(id) === slot.state.version) continue;
-        published.set(id, slot.state.version);
-        wrote = true;
-        await opts.store.kvSet(
-          webhookStateKey(slot.tenant, slot.name, site),
-          JSON.stringify(withSite(slot.state.toJson())),
-        );
-      }
-      for (const id of [...published.keys()]) {
-        if (supervisor.slots.has(id)) continue;
-        published.delete(id);
-        wrote = true;
-        const slash = id.indexOf('/');
-        await opts.store.kvDel(webhookStateKey(id.slice(0, slash), id.slice(slash + 1), site));
-      }
-    } catch (err) {
-      log('debug', 'runtime: cannot publish exporter states', { error: errorText(err) });
-    } finally {
-      publishing = false;
-      if (wrote) for (const l of stateListeners) l();
-    }
-  };
+  const publish = statePublisher(opts.store, supervisor, site, () => {
+    for (const l of stateListeners) l();
+  });
 
   const unsubscribe = opts.store.onChange((keys) => supervisor.onStoreChange(keys));
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
-  let checking = false;
-  const liveness = setInterval(() => {
-    if (checking) return;
-    checking = true;
-    void (async () => {
-      try {
-        await opts.bus.heartbeat(consumer, heartbeatTtlMs);
-        const dead = await opts.bus.deadConsumers();
-        if (dead.length > 0) await supervisor.claimDead(dead, claimMinIdleMs);
-      } catch (err) {
-        log('debug', 'runtime: heartbeat or claim failed', { error: errorText(err) });
-      } finally {
-        checking = false;
-      }
-    })();
-  }, heartbeatMs);
-  liveness.unref();
+  const liveness = livenessLoop(opts.bus, consumer, supervisor);
   const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
   // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
   const safety = setInterval(() => void supervisor.reconcile(), 30_000);

@@ -24,6 +24,7 @@ import { site } from '../resources/site.js';
 import { tenant } from '../resources/tenant.js';
 import { user } from '../resources/user.js';
 import { vault } from '../resources/vault.js';
+import { anyKeyOf } from '../resources/paths.js';
 import { webhook } from '../resources/webhook/index.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
 import type { Agent } from 'undici';
@@ -74,7 +75,8 @@ type Slot = {
 };
 
 /** The resources whose objects change what runs here (every one but applications). */
-const relevant = [webhook, site, deployment, settings, dnsZone, user, policy, tenant, vault, secret];
+/** Keys whose change may change what runs here (one regex: it is asked of every changed key). */
+const isRelevant = anyKeyOf([webhook, site, deployment, settings, dnsZone, user, policy, tenant, vault, secret]);
 const updateDeadlineMs = 2000;
 
 export const groupName = (tenant: string, name: string): string => `edgeplane:${tenant}:${name}`;
@@ -120,8 +122,7 @@ export class Supervisor {
 
   onStoreChange(keys: string[]): void {
     // Another site's object (a control plane holds a fleet of them) places nothing here.
-    const concerns = (k: string) =>
-      relevant.some((r) => r.parseKey(k)) && (site.parseKey(k)?.name ?? this.o.site) === this.o.site;
+    const concerns = (k: string) => isRelevant(k) && (site.parseKey(k)?.name ?? this.o.site) === this.o.site;
     if (keys.some(concerns)) void this.reconcile();
   }
 
@@ -250,23 +251,7 @@ export class Supervisor {
       }
     }
     const placement = placeHere(cfg['site-placement'], ctx);
-    // Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are.
-    if (cfg.enabled === false && placement.placed === true) {
-      state.setStatus('paused');
-      // The topics it consumed keep showing their backlog, which grows while it is paused.
-      const topics = new Set([...state.consumedTopics(), ...spec.topics]);
-      for (const t of topics) {
-        state.addTopic(t);
-        state.setTopicCounts(
-          t,
-          await this.busOf(tenant)
-            .counts(t, countAs(groupName(tenant, name), this.o.site))
-            .catch(() => noCounts()),
-        );
-      }
-      slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
-      return;
-    }
+    if (cfg.enabled === false && placement.placed === true) return this.pause(slot, spec);
     if (placement.placed !== true) {
       if (placement.placed === 'invalid') {
         state.error(`invalid configuration: ${placement.reason}`, this.o.clock.now());
@@ -274,6 +259,30 @@ export class Supervisor {
       } else state.setStatus('stopped');
       return;
     }
+    await this.run(slot, spec, ctx);
+  }
+
+  /** Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are. */
+  private async pause(slot: Slot, spec: ExporterSpec): Promise<void> {
+    const { tenant, name, state } = slot;
+    state.setStatus('paused');
+    // The topics it consumed keep showing their backlog, which grows while it is paused.
+    const topics = new Set([...state.consumedTopics(), ...spec.topics]);
+    for (const t of topics) {
+      state.addTopic(t);
+      state.setTopicCounts(
+        t,
+        await this.busOf(tenant)
+          .counts(t, countAs(groupName(tenant, name), this.o.site))
+          .catch(() => noCounts()),
+      );
+    }
+    slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
+  }
+
+  /** Secrets, controls and the HTTP agent of a placed exporter, then the exporter itself. */
+  private async run(slot: Slot, spec: ExporterSpec, ctx: SiteContext): Promise<void> {
+    const { tenant, name, state } = slot;
     const secrets = await readSecretVars(this.o.secrets, spec.secretVars);
     if (!secrets.ok) {
       slot.secretError = true;

@@ -15,13 +15,11 @@ import {
   type StreamEntry,
 } from '../bus/bus.js';
 import { log } from '../lib/log.js';
-import { errorText } from '../lib/error-text.js';
+import { AckQueue } from './ack-queue.js';
 
 /** Claims of a dead consumer's entries are at most this large, and this many per call. */
 const claimCount = 1000;
 const claimRounds = 100;
-/** The wait before acks that failed (Redis unreachable) are sent again. */
-const ackRetryMs = 200;
 
 export class TopicReader {
   /** '0'..id while reading our own pending list (redelivery after a restart), then '>'. */
@@ -29,19 +27,11 @@ export class TopicReader {
   /** Read entries in stream order, to know the last one handled with all before it. */
   private readonly order: Array<{ id: string; done: boolean }> = [];
   private lastHandled: string | undefined;
-  private acks: string[] = [];
-  /** The outcome of each id in `acks`, counted by the bus with the ack (exact across a kill -9). */
-  private outcomes: CountedOutcome[] = [];
   /** Entries taken over from dead consumers while running, read before anything else. */
   private readonly claimed: StreamEntry[] = [];
   /** Dead consumers with nothing left pending in this group. */
   private readonly drainedDead = new Set<string>();
-  /** Called once the acks queued with them are confirmed (the exporter's slots). */
-  private confirmed: Array<() => void> = [];
-  private ackQueued = false;
-  private readonly sending = new Set<Promise<void>>();
-  /** Set while failed acks wait to be sent again. */
-  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly acks: AckQueue;
 
   constructor(
     private readonly bus: Bus,
@@ -53,7 +43,9 @@ export class TopicReader {
     private readonly countAs: string = `${group}|`,
     /** Told the counted outcomes on this topic: at open, then after each ack. */
     private readonly onCounts: (topic: string, counts: OutcomeCounts) => void = () => {},
-  ) {}
+  ) {
+    this.acks = new AckQueue(bus, topic, group, countAs, (counts) => onCounts(topic, counts));
+  }
 
   async open(): Promise<void> {
     await this.bus.ensureGroup(this.topic, this.group, this.start);
@@ -151,73 +143,11 @@ export class TopicReader {
     const i = order[0]?.id === id ? 0 : order.findIndex((o) => o.id === id && !o.done);
     if (i >= 0) order[i]!.done = true;
     while (order[0]?.done) this.lastHandled = order.shift()!.id;
-    this.acks.push(id);
-    this.outcomes.push(outcome);
-    if (confirmed) this.confirmed.push(confirmed);
-    if (this.ackQueued) return;
-    this.ackQueued = true;
-    // Sent at the end of this turn, together with the acks of messages handled in the same
-    // turn; while an XACK is under way the next ones wait for it and go together (amortised:
-    // one round trip for many messages when many are in flight, one per message at 1).
-    queueMicrotask(this.ackTurn);
-  }
-
-  private readonly ackTurn = (): void => {
-    this.ackQueued = false;
-    if (this.sending.size === 0) this.sendAcks();
-  };
-
-  private sendAcks(): void {
-    if (this.acks.length === 0 || this.retryTimer) return;
-    const ids = this.acks;
-    const outcomes = this.outcomes;
-    const confirmed = this.confirmed;
-    this.acks = [];
-    this.outcomes = [];
-    this.confirmed = [];
-    const p = this.bus
-      .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
-      .then(
-        (counts) => {
-          if (counts) this.onCounts(this.topic, counts);
-          for (const c of confirmed) c();
-        },
-        (err: unknown) => {
-          log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
-          if (err instanceof BusError && err.code === 'no-group') {
-            // The group is gone (and recreated after the last message handled in order).
-            for (const c of confirmed) c();
-            return;
-          }
-          // Kept for the next try: an unacked handled message would be sent again after a restart.
-          this.acks.push(...ids);
-          this.outcomes.push(...outcomes);
-          this.confirmed.push(...confirmed);
-          this.retryTimer = setTimeout(() => {
-            this.retryTimer = undefined;
-            if (this.sending.size === 0) this.sendAcks();
-          }, ackRetryMs);
-          this.retryTimer.unref();
-        },
-      )
-      .finally(() => {
-        this.sending.delete(p);
-        // What was handled meanwhile goes now, in one XACK.
-        if (this.sending.size === 0) this.sendAcks();
-      });
-    this.sending.add(p);
+    this.acks.add(id, outcome, confirmed);
   }
 
   /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */
-  async flush(): Promise<void> {
-    for (let i = 0; i < 2; i++) {
-      while (this.sending.size > 0) await Promise.all([...this.sending]);
-      clearTimeout(this.retryTimer);
-      this.retryTimer = undefined;
-      this.sendAcks();
-      while (this.sending.size > 0) await Promise.all([...this.sending]);
-    }
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
+  flush(): Promise<void> {
+    return this.acks.flush();
   }
 }

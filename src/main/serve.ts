@@ -121,31 +121,70 @@ function failStart(setting: string, cause: string): never {
 }
 
 export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  let settings: Settings;
+  const settings = settingsOrFail(env);
+  setLogLevel(settings.logLevel);
+  const startup: Startup = { ready: false, reason: 'starting' };
+  const life: Life = { stopping: false };
+  const stop = stopper(life);
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
   try {
-    settings = loadSettings(env);
+    checkKeyFile(settings);
+    if (!settings.redis) {
+      prepareDataDir(settings.dataDir);
+      life.lock = lockDataDir(settings.dataDir);
+    }
+    life.server = httpServer(settings, startup, () => life.instance);
+    const port = await listen(life.server, settings);
+    if (life.stopping) return;
+
+    if (settings.redis) {
+      startup.reason = `connecting to Redis at ${describeTarget(settings.redis)}`;
+      if (!(await waitForRedis(settings.redis, startup, () => life.stopping))) return;
+    }
+    startup.reason = 'opening the store';
+    const inst = await createInstance(settings);
+    life.instance = inst;
+    startup.ready = true;
+    startup.reason = undefined;
+    if (life.stopping) {
+      // Stopped while starting: close what just started (a failure is logged, not left unhandled).
+      await inst.close(drainMs).catch((err: unknown) => log('error', 'shutdown failed', { error: errorText(err) }));
+      return;
+    }
+    announce(settings, port);
+  } catch (err) {
+    if (life.stopping) return;
+    life.lock?.release();
+    failStartOn(err, settings);
+  }
+}
+
+/** What the life cycle holds, filled as it starts; `stopping` once a signal came. */
+type Life = { instance?: Instance; lock?: DataDirLock; server?: Server; stopping: boolean };
+
+function settingsOrFail(env: NodeJS.ProcessEnv): Settings {
+  try {
+    return loadSettings(env);
   } catch (err) {
     if (err instanceof SettingsError) failStart(err.setting, err.message);
     throw err;
   }
-  setLogLevel(settings.logLevel);
+}
 
-  const startup: Startup = { ready: false, reason: 'starting' };
-  let instance: Instance | undefined;
-  let lock: DataDirLock | undefined;
-  let stopping = false;
-  let server: Server | undefined;
-
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+/** On SIGTERM/SIGINT: stop accepting, finish in-flight deliveries, release DATA_DIR, exit. */
+function stopper(life: Life): (signal: string) => void {
+  return (signal) => {
+    if (life.stopping) return;
+    life.stopping = true;
     log('info', `${signal}: stopping (finishing in-flight deliveries)`);
-    server?.close();
-    server?.closeIdleConnections();
-    const closing = instance ? instance.close(drainMs) : Promise.resolve();
+    life.server?.close();
+    life.server?.closeIdleConnections();
+    const closing = life.instance ? life.instance.close(drainMs) : Promise.resolve();
     closing.then(
       () => {
-        lock?.release();
+        life.lock?.release();
         process.exit(0);
       },
       (err: unknown) => {
@@ -154,76 +193,64 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
       },
     );
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+}
 
+function checkKeyFile(settings: Settings): void {
+  if (!settings.strongboxKeyFile) return;
   try {
-    if (settings.strongboxKeyFile) {
-      try {
-        accessSync(settings.strongboxKeyFile, constants.R_OK);
-      } catch (err) {
-        throw new StartupError('STRONGBOX_KEY_FILE', `cannot read the key file: ${errorText(err)}`);
-      }
-    }
-    if (!settings.redis) {
-      prepareDataDir(settings.dataDir);
-      lock = lockDataDir(settings.dataDir);
-    }
-    const notReady = (request: Request): Response =>
-      errorResponse(
-        new ApiError('unavailable', `edgeplane is not ready: ${startup.reason ?? 'starting'}`, { code: 'starting' }),
-        request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
-      );
-    server = createAdaptorServer({
-      // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
-      fetch: (request: Request, env: unknown) => (instance ? instance.app.fetch(request, env) : notReady(request)),
-      serverOptions: {
-        ...serverOptions,
-        // How often Node checks the two request time-outs below (its default is 30 s).
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
-      },
-    }) as Server;
-    server.on('clientError', answerClientError);
-    server.headersTimeout = settings.httpHeadersTimeoutMs;
-    server.requestTimeout = settings.httpRequestTimeoutMs;
-    server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;
-    const port = await listen(server, settings);
-    if (stopping) return;
-
-    if (settings.redis) {
-      startup.reason = `connecting to Redis at ${describeTarget(settings.redis)}`;
-      if (!(await waitForRedis(settings.redis, startup, () => stopping))) return;
-    }
-    startup.reason = 'opening the store';
-    const inst = await createInstance(settings);
-    instance = inst;
-    startup.ready = true;
-    startup.reason = undefined;
-    if (stopping) {
-      // Stopped while starting: close what just started (a failure is logged, not left unhandled).
-      await inst.close(drainMs).catch((err: unknown) => log('error', 'shutdown failed', { error: errorText(err) }));
-      return;
-    }
-
-    const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
-    const how = settings.adminPassword
-      ? 'the ADMIN_PASSWORD'
-      : settings.fleet.controlPlaneUrl !== undefined
-        ? 'a user of the control plane (synced here; this edge site generates no password)'
-        : 'the password printed at the first start (or set ADMIN_PASSWORD)';
-    log(
-      'info',
-      `edgeplane listening on http://${host}:${port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
-      { port, host: settings.host, site: settings.site },
-    );
+    accessSync(settings.strongboxKeyFile, constants.R_OK);
   } catch (err) {
-    if (stopping) return;
-    lock?.release();
-    if (err instanceof StartupError) failStart(err.setting, err.message);
-    if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
-    if (err instanceof SettingsError) failStart(err.setting, err.message);
-    if (err instanceof ConfigFileError) failStart('EDGEPLANE_CONFIG', err.message);
-    const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
-    failStart(setting, errorText(err));
+    throw new StartupError('STRONGBOX_KEY_FILE', `cannot read the key file: ${errorText(err)}`);
   }
+}
+
+/** The HTTP server: the instance's app once there is one, 503 `starting` until then. */
+function httpServer(settings: Settings, startup: Startup, instance: () => Instance | undefined): Server {
+  const notReady = (request: Request): Response =>
+    errorResponse(
+      new ApiError('unavailable', `edgeplane is not ready: ${startup.reason ?? 'starting'}`, { code: 'starting' }),
+      request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
+    );
+  const server = createAdaptorServer({
+    // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
+    fetch: (request: Request, env: unknown) => {
+      const inst = instance();
+      return inst ? inst.app.fetch(request, env) : notReady(request);
+    },
+    serverOptions: {
+      ...serverOptions,
+      // How often Node checks the two request time-outs below (its default is 30 s).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
+    },
+  }) as Server;
+  server.on('clientError', answerClientError);
+  server.headersTimeout = settings.httpHeadersTimeoutMs;
+  server.requestTimeout = settings.httpRequestTimeoutMs;
+  server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;
+  return server;
+}
+
+/** The "listening on" line, with how to log in. */
+function announce(settings: Settings, port: number): void {
+  const host = settings.host === '0.0.0.0' || settings.host === '::' ? 'localhost' : settings.host;
+  const how = settings.adminPassword
+    ? 'the ADMIN_PASSWORD'
+    : settings.fleet.controlPlaneUrl !== undefined
+      ? 'a user of the control plane (synced here; this edge site generates no password)'
+      : 'the password printed at the first start (or set ADMIN_PASSWORD)';
+  log(
+    'info',
+    `edgeplane listening on http://${host}:${port} (site ${settings.site}); log in: POST /v1/login {"username":"admin","password":"..."} with ${how}`,
+    { port, host: settings.host, site: settings.site },
+  );
+}
+
+/** A start-up failure as its one error line, naming the setting at fault. */
+function failStartOn(err: unknown, settings: Settings): never {
+  if (err instanceof StartupError) failStart(err.setting, err.message);
+  if (err instanceof DataDirError) failStart('DATA_DIR', err.message);
+  if (err instanceof SettingsError) failStart(err.setting, err.message);
+  if (err instanceof ConfigFileError) failStart('EDGEPLANE_CONFIG', err.message);
+  const setting = settings.redis ? redisSetting(settings.redis) : 'DATA_DIR';
+  failStart(setting, errorText(err));
 }

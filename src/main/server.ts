@@ -5,14 +5,15 @@
 import type { Hono } from 'hono';
 import { buildApp, type AppInput } from './app.js';
 import type { AppEnv } from '../api/deps.js';
-import { auditToBus, createAuth } from '../auth/index.js';
-import { openBus } from '../bus/index.js';
+import { auditToBus, createAuth, type Auth } from '../auth/index.js';
+import { openBus, type Bus } from '../bus/index.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { isObject } from '../lib/json.js';
 import { log, setLogLevel } from '../lib/log.js';
 import { describeTarget } from '../lib/redis.js';
 import type { Settings } from '../lib/settings.js';
 import { openStore } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { configKey } from '../store/keys.js';
 import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
@@ -21,7 +22,7 @@ import { createMetrics } from '../ops/metrics.js';
 import { applyConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
-import { openFleet } from '../fleet/role.js';
+import { openFleet, type Fleet } from '../fleet/role.js';
 import { siteHooks } from '../api/site-reads.js';
 import { secret as secretResource } from '../resources/secret.js';
 
@@ -51,21 +52,7 @@ export async function createInstance(
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
   await fleet.attachStrongbox(strongbox);
-  const auth = createAuth({
-    settings: fleet.authSettings(settings),
-    store,
-    audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
-    ...(opts.announce ? { announce: opts.announce } : {}),
-  });
-  if (fleet.role === 'edge-site' && fleet.authSettings(settings).adminPassword === undefined) {
-    // CONTRACT §7: a site's users are the control plane's once it syncs. A password generated
-    // here would be refused then, so none is generated (nor printed as if it worked).
-    if (!(await store.get(configKey(settings.tenant, 'system/users/admin'))))
-      log(
-        'info',
-        'edge site: no admin password is generated here; users (admin included) come from the control plane at the first sync (set ADMIN_PASSWORD for a local admin until then)',
-      );
-  } else await auth.bootstrap();
+  const auth = await openAuth(settings, fleet, bus, opts.announce);
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (fleet.metrics) metrics.fleet(fleet.metrics);
   if (settings.configFile) {
@@ -82,26 +69,7 @@ export async function createInstance(
       store,
       bus,
       deliveryObserver: metrics.deliveryObserver,
-      secrets: {
-        sealed: () => strongbox.sealed,
-        read: async (owner: string, vault: string, secret: string, fromTenant?: string) => {
-          // A parent's vault only when the parent shares it with the owner (auth/tenants.ts).
-          const tenant = await auth.tenants.vaultTenant(
-            owner,
-            fromTenant,
-            vault,
-            'value-from-vault-secret/from-tenant',
-          );
-          const key = secretResource.keyOf(tenant, vault, secret);
-          const entry = await store.get(key);
-          if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
-          const plain = decryptSecret(strongbox, key, entry.value);
-          const data = isObject(plain.data) ? plain.data : {};
-          return Object.fromEntries(
-            Object.entries(data).filter((e): e is [string, string] => typeof e[1] === 'string'),
-          );
-        },
-      },
+      secrets: { sealed: () => strongbox.sealed, read: vaultReader(store, strongbox, auth) },
     });
   }
   const history = new DeliveredHistory(store, settings.site, runtime).start();
@@ -135,5 +103,45 @@ export async function createInstance(
       await bus.close();
       await store.close();
     },
+  };
+}
+
+/** Auth over the fleet's store, auditing to the bus; the first admin bootstrapped where it belongs. */
+async function openAuth(
+  settings: Settings,
+  fleet: Fleet,
+  bus: Bus,
+  announce: ((line: string) => void) | undefined,
+): Promise<Auth> {
+  const store = fleet.store;
+  const auth = createAuth({
+    settings: fleet.authSettings(settings),
+    store,
+    audit: auditToBus(tenantBus(bus, settings.tenant, settings.tenant)),
+    ...(announce ? { announce } : {}),
+  });
+  if (fleet.role === 'edge-site' && fleet.authSettings(settings).adminPassword === undefined) {
+    // CONTRACT §7: a site's users are the control plane's once it syncs. A password generated
+    // here would be refused then, so none is generated (nor printed as if it worked).
+    if (!(await store.get(configKey(settings.tenant, 'system/users/admin'))))
+      log(
+        'info',
+        'edge site: no admin password is generated here; users (admin included) come from the control plane at the first sync (set ADMIN_PASSWORD for a local admin until then)',
+      );
+  } else await auth.bootstrap();
+  return auth;
+}
+
+/** How an exporter reads a vault secret's data: its own tenant's, or a parent's that shares it. */
+function vaultReader(store: Store, strongbox: Strongbox, auth: Auth) {
+  return async (owner: string, vault: string, secret: string, fromTenant?: string): Promise<Record<string, string>> => {
+    // A parent's vault only when the parent shares it with the owner (auth/tenants.ts).
+    const tenant = await auth.tenants.vaultTenant(owner, fromTenant, vault, 'value-from-vault-secret/from-tenant');
+    const key = secretResource.keyOf(tenant, vault, secret);
+    const entry = await store.get(key);
+    if (!entry) throw new Error(`secret ${vault}/${secret} does not exist`);
+    const plain = decryptSecret(strongbox, key, entry.value);
+    const data = isObject(plain.data) ? plain.data : {};
+    return Object.fromEntries(Object.entries(data).filter((e): e is [string, string] => typeof e[1] === 'string'));
   };
 }

@@ -27,7 +27,18 @@ export type ResourcePaths = {
   keyOf(tenant: string, ...names: string[]): string;
   /** The parts of a store key of one of this resource's objects; undefined for any other key. */
   parseKey(key: string): KeyParts | undefined;
+  /** The shape of the store keys of this resource's objects, for `anyKeyOf`. */
+  readonly keyShape: RegExp;
 };
+
+/**
+ * One test for "is this the key of an object of any of `rs`" (a change notification asks it of
+ * every key it carries, so it is one regex and allocates nothing).
+ */
+export function anyKeyOf(rs: ReadonlyArray<Pick<ResourcePaths, 'keyShape'>>): (key: string) => boolean {
+  const shape = new RegExp(rs.map((r) => `(?:${r.keyShape.source})`).join('|'));
+  return (key) => shape.test(key);
+}
 
 export function pathsOf(segments: readonly string[], shape: 'list' | 'object'): ResourcePaths {
   // These run on hot paths (every change notification asks several resources whether a key
@@ -49,6 +60,7 @@ export function pathsOf(segments: readonly string[], shape: 'list' | 'object'): 
   );
   return {
     pathOf,
+    keyShape,
     keyOf: (tenant, ...names) => configKey(tenant, pathOf(...names)),
     parseKey(key) {
       const m = keyShape.exec(key);

@@ -9,6 +9,7 @@ import { resources } from '../../src/resources/index.js';
 import { secret } from '../../src/resources/secret.js';
 import { settings } from '../../src/resources/settings.js';
 import { site } from '../../src/resources/site.js';
+import { anyKeyOf } from '../../src/resources/paths.js';
 import { webhook } from '../../src/resources/webhook/index.js';
 
 test('pathOf and keyOf: the list, an item, a nested item, a singleton, a route template', () => {
@@ -56,6 +57,23 @@ test('every resource reads back its own keys and no other resource claims them',
       key,
     );
   }
+});
+
+test('anyKeyOf: one test for the keys of several resources, the same answer as their parseKey', () => {
+  const isOf = anyKeyOf([webhook, secret, settings]);
+  for (const r of resources) {
+    const names = r.segments.filter((s) => s.startsWith(':')).map((_, i) => `n${i}`);
+    if (r.shape === 'list') names.push('item');
+    const key = r.keyOf('tenant-a', ...names);
+    assert.is(
+      isOf(key),
+      [webhook, secret, settings].some((o) => o.parseKey(key) !== undefined),
+      key,
+    );
+  }
+  assert.is(isOf('default/volga/webhooks'), false);
+  assert.is(isOf('default/volga/webhooks/a/b'), false);
+  assert.is(isOf('xdefault/system/settings/x'), false);
 });
 
 test.run();

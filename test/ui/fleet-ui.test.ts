@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
@@ -118,6 +118,8 @@ test('a control plane with two sites: a row per site under the exporter, the sit
     const shot = join(mkdtempSync(join(tmpdir(), 'edgeplane-fleet-ui-shot-')), 'fleet-status-page.png');
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(statSync(shot).size > 10_000);
+    // The README's picture (docs/img/fleet-status-page.png), refreshed on request.
+    if (process.env.EDGEPLANE_UPDATE_SCREENSHOTS === '1') copyFileSync(shot, 'docs/img/fleet-status-page.png');
     process.stdout.write(`fleet status page screenshot: ${shot}\n`);
     assert.equal(problems, []);
   } finally {

@@ -58,7 +58,25 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
     }
     declared.add(n);
   });
-  // A header value whose fixed text holds CR or LF could never be sent (header-value.ts).
+  headerTextProblems(obj, xPath, out);
+  templateProblems(obj, xPath, spec, declared, out);
+  const placement = obj['site-placement'];
+  if (
+    typeof placement === 'object' &&
+    placement !== null &&
+    !Array.isArray(placement) &&
+    typeof placement['match-site-labels'] === 'string'
+  ) {
+    const expr = placement['match-site-labels'];
+    attempt(out, xPath, 'site-placement/match-site-labels', () => compileLabelExpr(expr));
+  }
+  retryProblems(obj, xPath, out);
+  out.push(...controlProblems(obj, xPath));
+  return out;
+}
+
+/** A header value whose fixed text holds CR or LF could never be sent (header-value.ts). */
+function headerTextProblems(obj: JsonObject, xPath: string, out: ApiError[]): void {
   (Array.isArray(obj.headers) ? obj.headers : []).forEach((h, i) => {
     const value = typeof h === 'object' && h !== null && !Array.isArray(h) ? h.value : undefined;
     if (typeof value !== 'string') return;
@@ -82,6 +100,16 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
       ),
     );
   });
+}
+
+/** url, data, ordering-key and header templates: from the compiled form, else each compiled alone. */
+function templateProblems(
+  obj: JsonObject,
+  xPath: string,
+  spec: ExporterSpec | undefined,
+  declared: ReadonlySet<string>,
+  out: ApiError[],
+): void {
   if (spec) {
     const { url, data } = spec;
     if (url.static) attempt(out, xPath, 'url', () => checkStaticUrl(url.renderSample(() => '')));
@@ -109,16 +137,10 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
         );
     });
   }
-  const placement = obj['site-placement'];
-  if (
-    typeof placement === 'object' &&
-    placement !== null &&
-    !Array.isArray(placement) &&
-    typeof placement['match-site-labels'] === 'string'
-  ) {
-    const expr = placement['match-site-labels'];
-    attempt(out, xPath, 'site-placement/match-site-labels', () => compileLabelExpr(expr));
-  }
+}
+
+/** retry-interval at least minRetryMs, and not above max-retry-interval. */
+function retryProblems(obj: JsonObject, xPath: string, out: ApiError[]): void {
   const ri = String(obj['retry-interval'] ?? retryDefaults['retry-interval']);
   const mri = String(obj['max-retry-interval'] ?? retryDefaults['max-retry-interval']);
   if ((durationMs(ri) ?? Infinity) < minRetryMs) {
@@ -139,8 +161,6 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
       ),
     );
   }
-  out.push(...controlProblems(obj, xPath));
-  return out;
 }
 
 /** A url without variables is known now: it must be an absolute http or https URL. */

@@ -9,9 +9,11 @@
 import uPlot from 'uplot';
 import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
 import { errorText } from '../../lib/error-text.js';
+import { robustTop } from './plot-scale.js';
 
 type State = Record<string, unknown>;
-type Sample = { time: number; delivered: number };
+/** A sample of an exporter: its delivered counter and its lag (summed over its topics). */
+type Sample = { time: number; delivered: number; lag?: number };
 type ErrorLine = { time: number; exporter: string; error: string };
 
 const REFRESH_MS = 2000;
@@ -27,6 +29,9 @@ const samples = new Map<string, Sample[]>();
 const lastPoll = new Map<string, Sample>();
 const errors = new Map<string, ErrorLine>();
 const historyLoaded = new Set<string>();
+/** What the plot's scale and burst legend read: set by each renderPlot. */
+let currentTop = 1;
+let currentBursts: Array<number | null> = [];
 
 class Unauthorized extends Error {}
 
@@ -93,10 +98,10 @@ function addSample(name: string, s: Sample): void {
 async function loadHistory(name: string): Promise<void> {
   historyLoaded.add(name);
   const h = (await api(`/v1/state/volga/webhooks/${encodeURIComponent(name)}/history`)) as {
-    samples?: Array<{ time: string; delivered: number }>;
+    samples?: Array<{ time: string; delivered: number; lag?: number }>;
     errors?: Array<{ time: string; error: string }>;
   };
-  const server = (h.samples ?? []).map((p) => ({ time: Date.parse(p.time), delivered: p.delivered }));
+  const server = (h.samples ?? []).map((p) => ({ time: Date.parse(p.time), delivered: p.delivered, lag: p.lag }));
   const mine = samples.get(name) ?? [];
   const first = mine[0]?.time ?? Infinity;
   samples.set(name, [...server.filter((p) => p.time < first - 1000), ...mine]);
@@ -117,7 +122,7 @@ function renderExporters(states: State[]): void {
     const rate =
       before && now > before.time ? ((delivered - before.delivered) * 1000) / (now - before.time) : undefined;
     lastPoll.set(name, { time: now, delivered });
-    addSample(name, { time: now, delivered });
+    addSample(name, { time: now, delivered, lag: lagOf(s) });
     if (typeof s['last-error'] === 'string') {
       const at = typeof s['last-error-time'] === 'string' ? Date.parse(s['last-error-time']) : now;
       noteError(name, at, s['last-error']);
@@ -244,69 +249,146 @@ function renderSites(sites: State[] | undefined): void {
   $('no-sites').hidden = sites.length > 0;
 }
 
-/** delivered/s per exporter in 5 s buckets over the last 15 minutes (counter increase / 5 s). */
+/** Per bucket index of `xs` (5 s buckets from `start`): the time's bucket. */
+const bucketOf = (time: number, start: number): number => Math.ceil((time - start) / BUCKET_MS);
+
+/** delivered/s of one exporter in 5 s buckets over the window (counter increase / 5 s). */
+function rateSeries(list: Sample[], start: number, buckets: number): Array<number | null> {
+  const ys: Array<number | null> = new Array<number | null>(buckets).fill(null);
+  for (let i = 1; i < list.length; i++) {
+    const a = list[i - 1] as Sample;
+    const b = list[i] as Sample;
+    if (b.time <= a.time || b.time < start) continue;
+    const at = bucketOf(b.time, start);
+    if (at < 0 || at >= ys.length) continue;
+    ys[at] = (ys[at] ?? 0) + Math.max(0, b.delivered - a.delivered) / (BUCKET_MS / 1000);
+  }
+  // Between the first and the last sample, a bucket without deliveries is 0, not a gap.
+  const first = list[0];
+  const last = list[list.length - 1];
+  if (first && last) {
+    const from = Math.max(0, bucketOf(first.time, start));
+    const to = Math.min(ys.length - 1, bucketOf(last.time, start));
+    for (let i = from; i <= to; i++) ys[i] ??= 0;
+  }
+  return ys;
+}
+
+/** The lag summed over the exporters: per bucket, each exporter's last sample in it. */
+function lagSeries(start: number, buckets: number): Array<number | null> {
+  const ys: Array<number | null> = new Array<number | null>(buckets).fill(null);
+  for (const list of samples.values()) {
+    const mine: Array<number | null> = new Array<number | null>(buckets).fill(null);
+    for (const p of list) {
+      const at = bucketOf(p.time, start);
+      if (p.lag !== undefined && at >= 0 && at < buckets) mine[at] = p.lag;
+    }
+    mine.forEach((v, i) => {
+      if (v !== null) ys[i] = (ys[i] ?? 0) + v;
+    });
+  }
+  return ys;
+}
+
+/** Writes each burst's real rate beside its marker at the top edge (the line leaves the scale there). */
+function labelBursts(u: uPlot): void {
+  const ctx = u.ctx;
+  ctx.save();
+  ctx.fillStyle = '#c62828';
+  ctx.font = `${Math.round(12 * devicePixelRatio)}px system-ui, sans-serif`;
+  ctx.textBaseline = 'middle';
+  currentBursts.forEach((rate, i) => {
+    const x = u.data[0][i];
+    if (rate === null || x === undefined) return;
+    const px = u.valToPos(x, 'x', true);
+    const py = u.valToPos(currentTop * 1.04, 'y', true);
+    ctx.fillText(`↑ ${rate.toFixed(0)}/s (burst)`, px + 9 * devicePixelRatio, py);
+  });
+  ctx.restore();
+}
+
+/**
+ * The throughput plot: delivered/s per exporter (left axis, a robust scale: plot-scale.ts),
+ * a burst above that scale marked at the top edge with its real rate, and the total lag as a
+ * dashed line on its own axis (right).
+ */
 function renderPlot(): void {
   const names = [...samples.keys()].sort();
   const end = Math.ceil(Date.now() / BUCKET_MS) * BUCKET_MS;
   const start = end - WINDOW_MS;
   const xs: number[] = [];
   for (let t = start; t <= end; t += BUCKET_MS) xs.push(t / 1000);
-  let top = 0;
-  const series = names.map((name) => {
-    const ys: Array<number | null> = xs.map(() => null);
-    const list = samples.get(name) ?? [];
-    for (let i = 1; i < list.length; i++) {
-      const a = list[i - 1] as Sample;
-      const b = list[i] as Sample;
-      if (b.time <= a.time || b.time < start) continue;
-      const at = Math.ceil((b.time - start) / BUCKET_MS);
-      if (at < 0 || at >= ys.length) continue;
-      const rate = (ys[at] ?? 0) + Math.max(0, b.delivered - a.delivered) / (BUCKET_MS / 1000);
-      ys[at] = rate;
-      top = Math.max(top, rate);
-    }
-    // Between the first and the last sample, a bucket without deliveries is 0, not a gap.
-    const first = list[0];
-    const last = list[list.length - 1];
-    if (first && last) {
-      const from = Math.max(0, Math.ceil((first.time - start) / BUCKET_MS));
-      const to = Math.min(ys.length - 1, Math.ceil((last.time - start) / BUCKET_MS));
-      for (let i = from; i <= to; i++) ys[i] ??= 0;
-    }
-    return ys;
+  const series = names.map((name) => rateSeries(samples.get(name) ?? [], start, xs.length));
+  const rates = series.flat().filter((v): v is number => v !== null);
+  const top = Math.max(0, ...rates);
+  const scale = robustTop(rates);
+  // A bucket above the scale: the marker sits at the top edge, the legend shows the real rate.
+  const burstRate = xs.map((_x, i) => {
+    const m = Math.max(0, ...series.map((ys) => ys[i] ?? 0));
+    return scale.clipped && m > scale.top ? m : null;
   });
-  $('plot').dataset.maxRate = String(top);
-  const data = [xs, ...series] as uPlot.AlignedData;
-  const width = Math.max(300, $('plot').clientWidth || 800);
-  const colors = ['#2f5da8', '#1a7f37', '#b35900', '#8e24aa', '#c62828', '#00838f'];
-  if (!plot || plotNames !== names.join('|')) {
-    plot?.destroy();
-    plotNames = names.join('|');
-    plot = new uPlot(
-      {
-        width,
-        height: 240,
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
-        axes: [{}, { label: 'delivered/s', size: 60 }],
-        series: [
-          {},
-          ...names.map((name, i) => ({
-            label: name,
-            stroke: colors[i % colors.length],
-            fill: `${colors[i % colors.length]}1f`,
-            width: 2,
-            spanGaps: true,
-            points: { show: true, size: 5 },
-          })),
-        ],
-      },
-      data,
-      $('plot'),
-    );
-  } else {
-    plot.setSize({ width, height: 240 });
+  const bursts = burstRate.map((r) => (r === null ? null : scale.top * 1.04));
+  const lag = lagSeries(start, xs.length);
+  currentTop = scale.top;
+  currentBursts = burstRate;
+  const el = $('plot');
+  el.dataset.maxRate = String(top);
+  el.dataset.scaleTop = String(scale.top);
+  el.dataset.bursts = String(burstRate.filter((r) => r !== null).length);
+  el.dataset.lagMax = String(Math.max(0, ...lag.filter((v): v is number => v !== null)));
+  const data = [xs, ...series, bursts, lag] as uPlot.AlignedData;
+  const width = Math.max(300, el.clientWidth || 800);
+  const colors = ['#2f5da8', '#1a7f37', '#b35900', '#8e24aa', '#00838f', '#6d4c41'];
+  if (plot && plotNames === names.join('|')) {
+    plot.setSize({ width, height: 260 });
     plot.setData(data);
+    return;
   }
+  plot?.destroy();
+  plotNames = names.join('|');
+  plot = new uPlot(
+    {
+      width,
+      height: 260,
+      scales: {
+        x: { time: true },
+        // The y range follows the robust top, not the burst (read at each setData).
+        y: { range: () => [0, currentTop * 1.1] },
+        lag: { range: (_u, _min, max) => [0, Math.max(10, max * 1.1)] },
+      },
+      hooks: { draw: [labelBursts] },
+      axes: [
+        {},
+        { label: 'delivered/s', size: 60 },
+        { label: 'lag (entries, dashed)', scale: 'lag', side: 1, size: 60, grid: { show: false } },
+      ],
+      series: [
+        {},
+        ...names.map((name, i) => ({
+          label: name,
+          stroke: colors[i % colors.length],
+          fill: `${colors[i % colors.length]}1f`,
+          width: 2,
+          spanGaps: true,
+          points: { show: true, size: 5 },
+        })),
+        {
+          label: 'burst (off the scale)',
+          stroke: '#c62828',
+          width: 0,
+          paths: () => null,
+          points: { show: true, size: 11, width: 2, fill: '#ffffff' },
+          value: (_u: uPlot, _v: number | null, _s: number, idx: number | null) => {
+            const r = idx === null ? null : currentBursts[idx];
+            return r === null || r === undefined ? '–' : `${r.toFixed(1)}/s`;
+          },
+        },
+        { label: 'lag (all exporters)', scale: 'lag', stroke: '#555555', width: 1.5, dash: [6, 4], spanGaps: true },
+      ],
+    },
+    data,
+    el,
+  );
 }
 
 async function refresh(): Promise<void> {
@@ -314,6 +396,7 @@ async function refresh(): Promise<void> {
     const states = (await api('/v1/state/volga/webhooks')) as State[];
     renderExporters(states);
     noteSites(states);
+
     const names = new Set(states.map((s) => String(s.name)));
     for (const name of samples.keys()) if (!names.has(name)) samples.delete(name);
     await Promise.all(

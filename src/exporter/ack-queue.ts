@@ -1,0 +1,107 @@
+/**
+ * The acks of one consumed topic: each handled message's XACK, with its outcome counted in the
+ * same round trip (bus.ts AckCount: exact counters across a kill -9). The acks of one turn go
+ * together; while an XACK is under way, the messages handled meanwhile wait and go together in
+ * the next one (amortised: one round trip for many messages when many are in flight, one per
+ * message at max-in-flight 1). Each message's `confirmed` is called once Redis confirmed its
+ * ack: the exporter frees the message's in-flight slot only then, so handled but unacknowledged
+ * messages count toward max-in-flight and a kill -9 re-sends at most that many. A failed XACK
+ * is kept and sent again after `ackRetryMs`.
+ */
+import { BusError, type Bus, type CountedOutcome, type OutcomeCounts } from '../bus/bus.js';
+import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
+
+/** The wait before acks that failed (Redis unreachable) are sent again. */
+const ackRetryMs = 200;
+
+export class AckQueue {
+  private acks: string[] = [];
+  /** The outcome of each id in `acks`, counted by the bus with the ack. */
+  private outcomes: CountedOutcome[] = [];
+  /** Called once the acks queued with them are confirmed (the exporter's slots). */
+  private confirmed: Array<() => void> = [];
+  private ackQueued = false;
+  private readonly sending = new Set<Promise<void>>();
+  /** Set while failed acks wait to be sent again. */
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly topic: string,
+    private readonly group: string,
+    /** The name the outcomes are counted under (bus.ts AckCount). */
+    private readonly countAs: string,
+    /** Told the counted totals after each ack. */
+    private readonly onCounts: (counts: OutcomeCounts) => void,
+  ) {}
+
+  add(id: string, outcome: CountedOutcome, confirmed?: () => void): void {
+    this.acks.push(id);
+    this.outcomes.push(outcome);
+    if (confirmed) this.confirmed.push(confirmed);
+    if (this.ackQueued) return;
+    this.ackQueued = true;
+    // Sent at the end of this turn, together with the acks of messages handled in the same turn.
+    queueMicrotask(this.ackTurn);
+  }
+
+  private readonly ackTurn = (): void => {
+    this.ackQueued = false;
+    if (this.sending.size === 0) this.sendAcks();
+  };
+
+  private sendAcks(): void {
+    if (this.acks.length === 0 || this.retryTimer) return;
+    const ids = this.acks;
+    const outcomes = this.outcomes;
+    const confirmed = this.confirmed;
+    this.acks = [];
+    this.outcomes = [];
+    this.confirmed = [];
+    const p = this.bus
+      .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
+      .then(
+        (counts) => {
+          if (counts) this.onCounts(counts);
+          for (const c of confirmed) c();
+        },
+        (err: unknown) => {
+          log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
+          if (err instanceof BusError && err.code === 'no-group') {
+            // The group is gone (and recreated after the last message handled in order).
+            for (const c of confirmed) c();
+            return;
+          }
+          // Kept for the next try: an unacked handled message would be sent again after a restart.
+          this.acks.push(...ids);
+          this.outcomes.push(...outcomes);
+          this.confirmed.push(...confirmed);
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = undefined;
+            if (this.sending.size === 0) this.sendAcks();
+          }, ackRetryMs);
+          this.retryTimer.unref();
+        },
+      )
+      .finally(() => {
+        this.sending.delete(p);
+        // What was handled meanwhile goes now, in one XACK.
+        if (this.sending.size === 0) this.sendAcks();
+      });
+    this.sending.add(p);
+  }
+
+  /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */
+  async flush(): Promise<void> {
+    for (let i = 0; i < 2; i++) {
+      while (this.sending.size > 0) await Promise.all([...this.sending]);
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+      this.sendAcks();
+      while (this.sending.size > 0) await Promise.all([...this.sending]);
+    }
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+}
