@@ -172,6 +172,12 @@ async function waitHealthy(child: ChildProcess, url: string): Promise<void> {
 
 const strongboxKey = randomBytes(32).toString('base64');
 
+/** Control planes still running are killed when the bench exits, even on a crash. */
+const started = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
 /** Open files a control plane needs: one a site it serves (its sync stream; acks close their connection) and room. */
 export const fdsNeeded = Math.ceil(SITES / CPS) + 4096;
 
@@ -224,6 +230,8 @@ export async function startControlPlane(
       BENCH_INSTANCE: String(instance),
     },
   });
+  started.add(child);
+  child.once('exit', () => started.delete(child));
   const url = `http://127.0.0.1:${port}`;
   await waitHealthy(child, url);
   return { child, url, port, dataDir, instance };

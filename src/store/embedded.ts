@@ -139,47 +139,7 @@ function configOps(
       return { revision: state.revision, etags };
     },
 
-    async commit(ops, note): Promise<CommitResult> {
-      checkOpen();
-      if (ops.length === 0) return { ok: true, etags: {}, revision: state.revision };
-      for (const op of ops) {
-        const e = op.expect;
-        if (e === undefined) continue;
-        const cur = objects.get(op.key);
-        if (e === null && cur) return { ok: false, key: op.key, reason: 'exists' };
-        if (e !== null && !cur) return { ok: false, key: op.key, reason: 'missing' };
-        if (e !== null && e !== '*' && cur && cur.etag !== e)
-          return { ok: false, key: op.key, reason: 'etag-mismatch' };
-      }
-      // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
-      const encoded: EncodeOp[] = [];
-      const etags: Record<string, string> = {};
-      for (const op of ops) {
-        if (op.op === 'put') {
-          encoded.push({ k: op.key, text: JSON.stringify(op.value) });
-          etags[op.key] = etagOf(op.value);
-        } else {
-          encoded.push({ k: op.key, d: 1 });
-          delete etags[op.key];
-        }
-      }
-      // CONFIG_HISTORY=0: no history is kept.
-      const noteText = note && keepMs > 0 ? encodeNote(note) : undefined;
-      aof.append(encodeCommit(state.revision + 1, encoded, noteText));
-      const revision = ++state.revision;
-      if (noteText !== undefined) {
-        const now = Date.now();
-        history.push({ revision, text: noteText, time: Date.parse(note!.time) || now });
-        if (history.length % 256 === 0) dropExpired(history, keepMs, now);
-      }
-      for (const op of encoded) {
-        const etag = etags[op.k];
-        if ('text' in op && etag) objects.set(op.k, { text: op.text, etag });
-        else objects.delete(op.k);
-      }
-      changed(encoded.map((op) => op.k));
-      return { ok: true, etags, revision };
-    },
+    commit: atomicCommit(state, { aof, keepMs, checkOpen, changed }),
 
     async revision() {
       checkOpen();
@@ -199,5 +159,50 @@ function configOps(
       }
       return out;
     },
+  };
+}
+
+/** The commit: all or nothing, checked, written to the file, then applied and announced. */
+function atomicCommit(state: EmbeddedState, { aof, keepMs, checkOpen, changed }: ConfigDeps): Store['commit'] {
+  const { objects, history } = state;
+  return async (ops, note): Promise<CommitResult> => {
+    checkOpen();
+    if (ops.length === 0) return { ok: true, etags: {}, revision: state.revision };
+    for (const op of ops) {
+      const e = op.expect;
+      if (e === undefined) continue;
+      const cur = objects.get(op.key);
+      if (e === null && cur) return { ok: false, key: op.key, reason: 'exists' };
+      if (e !== null && !cur) return { ok: false, key: op.key, reason: 'missing' };
+      if (e !== null && e !== '*' && cur && cur.etag !== e) return { ok: false, key: op.key, reason: 'etag-mismatch' };
+    }
+    // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
+    const encoded: EncodeOp[] = [];
+    const etags: Record<string, string> = {};
+    for (const op of ops) {
+      if (op.op === 'put') {
+        encoded.push({ k: op.key, text: JSON.stringify(op.value) });
+        etags[op.key] = etagOf(op.value);
+      } else {
+        encoded.push({ k: op.key, d: 1 });
+        delete etags[op.key];
+      }
+    }
+    // CONFIG_HISTORY=0: no history is kept.
+    const noteText = note && keepMs > 0 ? encodeNote(note) : undefined;
+    aof.append(encodeCommit(state.revision + 1, encoded, noteText));
+    const revision = ++state.revision;
+    if (noteText !== undefined) {
+      const now = Date.now();
+      history.push({ revision, text: noteText, time: Date.parse(note!.time) || now });
+      if (history.length % 256 === 0) dropExpired(history, keepMs, now);
+    }
+    for (const op of encoded) {
+      const etag = etags[op.k];
+      if ('text' in op && etag) objects.set(op.k, { text: op.text, etag });
+      else objects.delete(op.k);
+    }
+    changed(encoded.map((op) => op.k));
+    return { ok: true, etags, revision };
   };
 }
