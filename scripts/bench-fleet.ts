@@ -83,6 +83,8 @@ async function setUp(): Promise<Bench> {
 async function main(): Promise<void> {
   // BENCH_MODE=history: the configuration history's cost on the commit path (scripts/bench-history.ts).
   if (process.env.BENCH_MODE === 'history') return (await import('./bench-history.js')).historyBench();
+  // BENCH_MODE=rollout: a staged rollout over 1,000 sites in 4 waves (scripts/bench-fleet-rollout.ts).
+  if (process.env.BENCH_MODE === 'rollout') return (await import('./bench-fleet-rollout.js')).rolloutBench();
   process.stdout.write(`fleet bench: ${SITES} sites, ${PROCS} site processes, ${CPS} control plane(s)\n`);
   const b = await setUp();
   try {

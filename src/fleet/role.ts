@@ -73,75 +73,78 @@ export type FleetOptions = {
   rolloutTickMs?: number;
 };
 
+/** An edge site: its store refuses writes to synced objects, and the sync loop applies what the control plane sends. */
+async function openEdgeSite(settings: Settings, store: Store, url: string, token: string): Promise<Fleet> {
+  const f = settings.fleet;
+  const managed = new ManagedKeys();
+  await managed.load(store);
+  let sync: SiteSync | undefined;
+  let box: Strongbox | undefined;
+  let publicKey: string | undefined;
+  const siteKey = async (): Promise<string> => {
+    if (publicKey) return publicKey;
+    if (!box || box.sealed) {
+      // Sealed, a site that has its key pair still syncs (secrets stay closed until unsealed);
+      // a site without one waits, as it needs its master key to keep the private part.
+      const known = await storedPublicKey(store);
+      if (known) return known;
+      throw new Error('the secret store is sealed and this site has no key pair yet: unseal (or init) it to sync');
+    }
+    return (publicKey = await loadSiteKey(store, box, settings.site));
+  };
+  const loadKey = () =>
+    siteKey().catch((err: unknown) =>
+      log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
+        error: errorText(err),
+      }),
+    );
+  return {
+    role: 'edge-site',
+    store: readOnlySynced(store, managed),
+    authSettings: (s) => (managed.has(user.keyOf(s.tenant, adminUser)) ? { ...s, adminPassword: undefined } : s),
+    userRoutes: () => [],
+    siteRoutes: () => [],
+    siteState: async () => undefined,
+    reads: undefined,
+    readyChecks: [
+      {
+        name: 'fleet-sync',
+        // Connected or not, a site that applied a configuration serves it (offline autonomy).
+        run: async () =>
+          (await store.get(syncRecordKey, { fresh: true }))
+            ? undefined
+            : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
+      },
+    ],
+    async attachStrongbox(b) {
+      box = b;
+      b.onUnseal(async () => void (await loadKey()));
+      if (!b.sealed) await loadKey();
+    },
+    start(hooks) {
+      sync = startSiteSync({
+        url,
+        site: settings.site,
+        token,
+        ca: f.controlPlaneCa,
+        target: storeTarget(store, managed),
+        publicKey: siteKey,
+        hooks,
+        reportIntervalMs: f.reportIntervalMs,
+        // Three keep-alives without a bookmark: the link is dead (a half-open TCP connection).
+        idleTimeoutMs: 3 * f.keepAliveMs,
+      });
+    },
+    async close() {
+      await sync?.stop();
+    },
+  };
+}
+
 export async function openFleet(settings: Settings, store: Store, opts: FleetOptions = {}): Promise<Fleet> {
   const f = settings.fleet;
-  if (f.controlPlaneUrl !== undefined && f.siteToken !== undefined) {
-    const managed = new ManagedKeys();
-    await managed.load(store);
-    const url = f.controlPlaneUrl;
-    const token = f.siteToken;
-    let sync: SiteSync | undefined;
-    let box: Strongbox | undefined;
-    let publicKey: string | undefined;
-    const siteKey = async (): Promise<string> => {
-      if (publicKey) return publicKey;
-      if (!box || box.sealed) {
-        // Sealed, a site that has its key pair still syncs (secrets stay closed until unsealed);
-        // a site without one waits, as it needs its master key to keep the private part.
-        const known = await storedPublicKey(store);
-        if (known) return known;
-        throw new Error('the secret store is sealed and this site has no key pair yet: unseal (or init) it to sync');
-      }
-      return (publicKey = await loadSiteKey(store, box, settings.site));
-    };
-    const loadKey = () =>
-      siteKey().catch((err: unknown) =>
-        log('warn', 'fleet: cannot load this site’s key pair; synced secrets stay closed', {
-          error: errorText(err),
-        }),
-      );
-    return {
-      role: 'edge-site',
-      store: readOnlySynced(store, managed),
-      authSettings: (s) => (managed.has(user.keyOf(s.tenant, adminUser)) ? { ...s, adminPassword: undefined } : s),
-      userRoutes: () => [],
-      siteRoutes: () => [],
-      siteState: async () => undefined,
-      reads: undefined,
-      readyChecks: [
-        {
-          name: 'fleet-sync',
-          // Connected or not, a site that applied a configuration serves it (offline autonomy).
-          run: async () =>
-            (await store.get(syncRecordKey, { fresh: true }))
-              ? undefined
-              : `this edge site has never synced from its control plane ${url} (it is trying; see the fleet log lines)`,
-        },
-      ],
-      async attachStrongbox(b) {
-        box = b;
-        b.onUnseal(async () => void (await loadKey()));
-        if (!b.sealed) await loadKey();
-      },
-      start(hooks) {
-        sync = startSiteSync({
-          url,
-          site: settings.site,
-          token,
-          ca: f.controlPlaneCa,
-          target: storeTarget(store, managed),
-          publicKey: siteKey,
-          hooks,
-          reportIntervalMs: f.reportIntervalMs,
-          // Three keep-alives without a bookmark: the link is dead (a half-open TCP connection).
-          idleTimeoutMs: 3 * f.keepAliveMs,
-        });
-      },
-      async close() {
-        await sync?.stop();
-      },
-    };
-  }
+  if (f.controlPlaneUrl !== undefined && f.siteToken !== undefined)
+    return openEdgeSite(settings, store, f.controlPlaneUrl, f.siteToken);
   const fleetLog: FleetLog = settings.redis ? await openRedisFleetLog(settings.redis) : createEmbeddedFleetLog();
   const relay: FleetRelay = settings.redis ? await openRedisRelay(settings.redis) : createEmbeddedRelay();
   let projector: Projector | undefined;

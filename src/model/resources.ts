@@ -17,7 +17,8 @@ export function listRulesOf(def: ResourceDef): {
   keyOf: (path: readonly string[]) => string;
 } {
   return {
-    ordered: (p) => def.ordered.has(p.join('/')),
+    // A rollout's waves run in the order written, on every resource (resources/rollout.ts).
+    ordered: (p) => def.ordered.has(p.join('/')) || (p.length === 2 && p[0] === 'rollout' && p[1] === 'waves'),
     keyOf: (p) => def.listKeys?.[p.join('/')] ?? 'name',
   };
 }

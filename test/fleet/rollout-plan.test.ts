@@ -145,6 +145,27 @@ test('API: a bad rollout is a 400 naming the field, and changes nothing', async 
   assert.is((await api.json('GET', '/v1/config/volga/webhooks/h')).status, 404, 'nothing was written');
 });
 
+test('API: the waves keep the order written, through a PUT and a plain PATCH of another field', async () => {
+  const waves = [{ percent: 75 }, { 'match-site-labels': 'b = c' }, { percent: 100 }, { 'match-site-labels': 'a = b' }];
+  const waves2 = [{ percent: 90 }, { percent: 95 }];
+  assert.is(
+    (await api.json('PUT', '/v1/config/volga/webhooks/o', { body: { ...hook({ waves }), name: 'o' } })).status,
+    201,
+  );
+  assert.is(
+    (await api.json('PATCH', '/v1/config/volga/webhooks/o', { body: { url: 'http://127.0.0.1:9/y' } })).status,
+    204,
+  );
+  const read = (await api.json('GET', '/v1/config/volga/webhooks/o')).body as { rollout: { waves: unknown } };
+  assert.equal(read.rollout.waves, waves);
+  // A plain patch replaces the list as a whole, as with any ordered list.
+  const patched = await api.json('PATCH', '/v1/config/volga/webhooks/o', { body: { rollout: { waves: waves2 } } });
+  assert.is(patched.status, 204);
+  const again = (await api.json('GET', '/v1/config/volga/webhooks/o')).body as { rollout: { waves: unknown } };
+  assert.equal(again.rollout.waves, waves2);
+  assert.is((await api.json('DELETE', '/v1/config/volga/webhooks/o')).status, 204);
+});
+
 test('API: rollout operations: 404 without the object, 409 without a rollout to act on', async () => {
   const abort = await api.json('POST', '/v1/state/volga/webhooks/h/rollout/abort');
   assert.is(abort.status, 404);

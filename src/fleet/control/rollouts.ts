@@ -137,8 +137,197 @@ export function exporterStatuses(report: SiteReport, key: string): NonNullable<W
   return out;
 }
 
+/** What the steps of a rollout share: the options, the clock, the record's reads and writes, the projector's pass. */
+type Ctx = {
+  o: RolloutsOptions;
+  now: () => number;
+  load(key: string): Promise<RolloutRecord | undefined>;
+  /** Writes `rec` unless the stored record moved past generation `gen`; true when written. */
+  save(rec: RolloutRecord, gen: number): Promise<boolean>;
+  project(): Promise<void>;
+};
+
+/** The revision that made the content at `key` (at or below `upTo`) and the content before it. */
+async function madeBy(
+  store: Store,
+  key: string,
+  upTo: number,
+): Promise<{ revision: number; before: JsonObject | null } | undefined> {
+  let at = upTo;
+  for (let page = 0; page < 20; page++) {
+    const revs = await store.history({ upTo: at, limit: 100 });
+    for (const r of revs) {
+      const c = r.changes.find((x) => x.key === key);
+      if (c) return { revision: r.revision, before: c.before ?? null };
+    }
+    if (revs.length < 100) return undefined;
+    at = revs[revs.length - 1]!.revision - 1;
+  }
+  return undefined;
+}
+
+async function begin(c: Ctx, p: PassView, key: string, spec: RolloutSpec, old: RolloutRecord | undefined) {
+  const etag = p.etags.get(key)!;
+  const made = await madeBy(c.o.store, key, p.rev);
+  const base = { key, etag, spec, revision: made?.revision ?? p.rev, waveStarted: c.now(), projected: false };
+  const done = (reason: string): RolloutRecord => ({
+    ...base,
+    previous: null,
+    waves: [],
+    wave: 0,
+    state: 'done',
+    reason,
+    updated: 0,
+    gen: old?.gen ?? 0,
+  });
+  // Sites still on the content before an unfinished rollout keep it: that is the previous content.
+  const previous = old && old.state !== 'done' ? old.previous : made?.before;
+  if (previous === undefined)
+    return done(
+      'the previous content is not in the configuration history (CONFIG_HISTORY): sent to every site at once',
+    );
+  const targets: Array<{ name: string; labels: ReturnType<typeof siteLabelRecord> }> = [];
+  for (const s of p.sites) {
+    if (!applicableTo(p.view, s, c.o.root, p.index).has(key) && !(await p.holds(s, key))) continue;
+    targets.push({ name: s, labels: siteLabelRecord(siteLabels(s, p.view.get(siteResource.keyOf(c.o.root, s)))) });
+  }
+  if (targets.length === 0) return done('the object reaches no site');
+  // Back to the content the sites run (a configuration rollback after a rolled-back change): nothing to roll out.
+  if (previous !== null && etagOf(previous) === etag)
+    return { ...done('the sites run this content already'), waves: [targets.map((t) => t.name).sort()] };
+  const waves = planWaves(spec, targets);
+  const reason = old && old.state === 'progressing' ? `superseded the rollout of revision ${old.revision}` : '';
+  return { ...done(reason), previous, waves, state: 'progressing' as const };
+}
+
+/** Starts the rollouts of changed objects; the records of those not done, and the keys of every object with a rollout. */
+async function prepare(c: Ctx, p: PassView): Promise<{ active: RolloutRecord[]; keys: string[] }> {
+  const active: RolloutRecord[] = [];
+  const seen: string[] = [];
+  for (const [key, value] of p.view) {
+    const spec = parseRollout(value);
+    if (!spec || !p.etags.has(key)) continue;
+    seen.push(key);
+    const stored = await c.load(key);
+    let rec: RolloutRecord | undefined = stored;
+    if (stored?.etag !== p.etags.get(key)) {
+      const next = await begin(c, p, key, spec, stored);
+      // Another process began it first: its record (the same plan, from the same revision) holds.
+      if (!(await c.save(next, stored?.gen ?? 0))) rec = (await c.load(key)) ?? next;
+      else rec = next;
+      if (rec === next && next.state === 'progressing')
+        log('info', 'fleet: rollout started', { key, revision: next.revision, waves: next.waves.length });
+    }
+    if (rec && rec.state !== 'done') active.push(rec);
+  }
+  return { active, keys: seen };
+}
+
+/** Per site, the configuration it is to be given while `active` rollouts hold some of its objects back. */
+function siteViews(p: PassView, active: RolloutRecord[]): SiteViews {
+  if (active.length === 0) return () => undefined;
+  /** The keys `site` keeps at their previous content. */
+  const held = (site: string): RolloutRecord[] =>
+    active.filter((r) => r.state === 'rolled-back' || !r.waves.slice(0, r.wave + 1).some((w) => w.includes(site)));
+  const views = new Map<string, { view: ConfigView; index: ViewIndex }>();
+  return (site) => {
+    const recs = held(site);
+    if (recs.length === 0) return undefined;
+    const id = recs.map((r) => r.key).join('\n');
+    let v = views.get(id);
+    if (!v) {
+      const view = new Map(p.view);
+      for (const r of recs)
+        if (r.previous) view.set(r.key, r.previous);
+        else view.delete(r.key);
+      views.set(id, (v = { view, index: indexView(view) }));
+    }
+    return v;
+  };
+}
+
+/** What the control plane knows of `site` for the rollout of `key`. */
+async function observe(o: RolloutsOptions, key: string, site: string): Promise<WaveSite> {
+  const [applied, report] = await Promise.all([o.inSync(site), o.lastReport(site).catch(() => undefined)]);
+  if (!report) return { site, applied };
+  return { site, applied, report: { at: Date.parse(report.time), statuses: exporterStatuses(report, key) } };
+}
+
+/** One look at the current wave of a progressing rollout: give its sites the change, or judge it. */
+async function step(c: Ctx, rec: RolloutRecord): Promise<void> {
+  const gen = rec.gen;
+  if (!rec.projected) {
+    // (waveStarted was set before: a site may apply and report before this pass resolves.)
+    await c.project();
+    await c.save({ ...rec, projected: true }, gen);
+    return;
+  }
+  const wave = rec.waves[rec.wave] ?? [];
+  const sites = await Promise.all(wave.map((s) => observe(c.o, rec.key, s)));
+  const through = rec.waves.slice(0, rec.wave).reduce((n, w) => n + w.length, 0);
+  const g = gate({ spec: rec.spec, now: c.now(), waveStarted: rec.waveStarted, healthySince: rec.healthySince, sites });
+  if (g.kind === 'wait') {
+    const next = { ...rec, reason: g.reason, updated: through + g.applied, healthySince: g.healthySince };
+    if (next.reason !== rec.reason || next.updated !== rec.updated || next.healthySince !== rec.healthySince)
+      await c.save(next, gen);
+    return;
+  }
+  if (g.kind === 'fail') {
+    const state = rec.spec.onFailure === 'rollback' ? 'rolled-back' : 'paused';
+    log('warn', `fleet: rollout ${state} at wave ${rec.wave + 1}`, { key: rec.key, reason: g.reason });
+    if (
+      await c.save(
+        {
+          ...rec,
+          state,
+          reason: g.reason,
+          healthySince: undefined,
+          updated: state === 'paused' ? through + sites.filter((x) => x.applied).length : 0,
+        },
+        gen,
+      )
+    )
+      await c.project();
+    return;
+  }
+  const last = rec.wave + 1 >= rec.waves.length;
+  const total = rec.waves.reduce((n, w) => n + w.length, 0);
+  const next: RolloutRecord = last
+    ? { ...rec, state: 'done', reason: '', updated: total, healthySince: undefined }
+    : {
+        ...rec,
+        wave: rec.wave + 1,
+        projected: false,
+        waveStarted: c.now(),
+        reason: '',
+        updated: through + wave.length,
+        healthySince: undefined,
+      };
+  if (!(await c.save(next, gen))) return;
+  log('info', last ? 'fleet: rollout done' : `fleet: rollout at wave ${next.wave + 1}`, { key: rec.key });
+  if (!last) await step(c, next);
+}
+
+async function command(
+  c: Ctx,
+  key: string,
+  user: string,
+  from: RolloutState[],
+  to: RolloutState,
+): Promise<'ok' | 'none' | 'state'> {
+  const [rec, entry] = await Promise.all([c.load(key), c.o.store.get(key, { fresh: true })]);
+  if (!rec || !entry || rec.etag !== entry.etag || rec.waves.length === 0) return 'none';
+  if (!from.includes(rec.state)) return 'state';
+  const reason = `${to === 'progressing' ? 'resumed' : 'aborted'} by ${user}`;
+  // A resumed wave is judged on reports since it started, as before: a site still failing pauses it again.
+  const next: RolloutRecord = { ...rec, state: to, reason, healthySince: undefined };
+  if (to === 'rolled-back') next.updated = 0;
+  if (!(await c.save(next, rec.gen))) return command(c, key, user, from, to);
+  await c.project();
+  return 'ok';
+}
+
 export function createRollouts(o: RolloutsOptions): Rollouts {
-  const now = o.now ?? Date.now;
   const tickMs = o.tickMs ?? 500;
   const leaseMs = o.leaseMs ?? 3000;
   /** Keys of the objects with a rollout, as the last pass saw them (what the driver looks at). */
@@ -148,176 +337,26 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
   let ticking: Promise<void> | undefined;
   let stopped = false;
   let leaseUntil = 0;
-
   const load = async (key: string) => decode(await o.store.kvGet(recordPrefix + key));
-  /** Writes `rec` unless the stored record moved past generation `gen`; true when written. */
-  const save = async (rec: RolloutRecord, gen: number): Promise<boolean> => {
-    const cur = await load(rec.key);
-    if (cur && cur.gen !== gen) return false;
-    await o.store.kvSet(recordPrefix + rec.key, JSON.stringify({ ...rec, gen: gen + 1 }));
-    rec.gen = gen + 1;
-    return true;
+  const c: Ctx = {
+    o,
+    now: o.now ?? Date.now,
+    load,
+    async save(rec, gen) {
+      const cur = await load(rec.key);
+      if (cur && cur.gen !== gen) return false;
+      await o.store.kvSet(recordPrefix + rec.key, JSON.stringify({ ...rec, gen: gen + 1 }));
+      rec.gen = gen + 1;
+      return true;
+    },
+    project: async () => await project?.(),
   };
-
-  /** The revision that made the content at `key` (at or below `upTo`) and the content before it. */
-  async function madeBy(
-    key: string,
-    upTo: number,
-  ): Promise<{ revision: number; before: JsonObject | null } | undefined> {
-    let at = upTo;
-    for (let page = 0; page < 20; page++) {
-      const revs = await o.store.history({ upTo: at, limit: 100 });
-      for (const r of revs) {
-        const c = r.changes.find((x) => x.key === key);
-        if (c) return { revision: r.revision, before: c.before ?? null };
-      }
-      if (revs.length < 100) return undefined;
-      at = revs[revs.length - 1]!.revision - 1;
-    }
-    return undefined;
-  }
-
-  async function begin(p: PassView, key: string, spec: RolloutSpec, old: RolloutRecord | undefined) {
-    const etag = p.etags.get(key)!;
-    const made = await madeBy(key, p.rev);
-    const base = { key, etag, spec, revision: made?.revision ?? p.rev, waveStarted: now(), projected: false };
-    const done = (reason: string): RolloutRecord => ({
-      ...base,
-      previous: null,
-      waves: [],
-      wave: 0,
-      state: 'done',
-      reason,
-      updated: 0,
-      gen: old?.gen ?? 0,
-    });
-    // Sites still on the content before an unfinished rollout keep it: that is the previous content.
-    const previous = old && old.state !== 'done' ? old.previous : made?.before;
-    if (previous === undefined)
-      return done(
-        'the previous content is not in the configuration history (CONFIG_HISTORY): sent to every site at once',
-      );
-    const targets: Array<{ name: string; labels: ReturnType<typeof siteLabelRecord> }> = [];
-    for (const s of p.sites) {
-      if (!applicableTo(p.view, s, o.root, p.index).has(key) && !(await p.holds(s, key))) continue;
-      targets.push({ name: s, labels: siteLabelRecord(siteLabels(s, p.view.get(siteResource.keyOf(o.root, s)))) });
-    }
-    if (targets.length === 0) return done('the object reaches no site');
-    // Back to the content the sites run (a configuration rollback after a rolled-back change): nothing to roll out.
-    if (previous !== null && etagOf(previous) === etag)
-      return { ...done('the sites run this content already'), waves: [targets.map((t) => t.name).sort()] };
-    const waves = planWaves(spec, targets);
-    const reason = old && old.state === 'progressing' ? `superseded the rollout of revision ${old.revision}` : '';
-    return { ...done(reason), previous, waves, state: 'progressing' as const };
-  }
-
-  async function prepare(p: PassView): Promise<SiteViews> {
-    const active: RolloutRecord[] = [];
-    const seen: string[] = [];
-    for (const [key, value] of p.view) {
-      const spec = parseRollout(value);
-      if (!spec || !p.etags.has(key)) continue;
-      seen.push(key);
-      const stored = await load(key);
-      let rec: RolloutRecord | undefined = stored;
-      if (stored?.etag !== p.etags.get(key)) {
-        const next = await begin(p, key, spec, stored);
-        // Another process began it first: its record (the same plan, from the same revision) holds.
-        if (!(await save(next, stored?.gen ?? 0))) rec = (await load(key)) ?? next;
-        else rec = next;
-        if (rec === next && next.state === 'progressing')
-          log('info', 'fleet: rollout started', { key, revision: next.revision, waves: next.waves.length });
-      }
-      if (rec && rec.state !== 'done') active.push(rec);
-    }
-    keys = seen;
-    if (active.length === 0) return () => undefined;
-    /** The keys `site` keeps at their previous content. */
-    const held = (site: string): RolloutRecord[] =>
-      active.filter((r) => r.state === 'rolled-back' || !r.waves.slice(0, r.wave + 1).some((w) => w.includes(site)));
-    const views = new Map<string, { view: ConfigView; index: ViewIndex }>();
-    return (site) => {
-      const recs = held(site);
-      if (recs.length === 0) return undefined;
-      const id = recs.map((r) => r.key).join('\n');
-      let v = views.get(id);
-      if (!v) {
-        const view = new Map(p.view);
-        for (const r of recs)
-          if (r.previous) view.set(r.key, r.previous);
-          else view.delete(r.key);
-        views.set(id, (v = { view, index: indexView(view) }));
-      }
-      return v;
-    };
-  }
-
-  /** What the control plane knows of `site` for the rollout of `key`. */
-  async function observe(key: string, site: string): Promise<WaveSite> {
-    const [applied, report] = await Promise.all([o.inSync(site), o.lastReport(site).catch(() => undefined)]);
-    if (!report) return { site, applied };
-    return { site, applied, report: { at: Date.parse(report.time), statuses: exporterStatuses(report, key) } };
-  }
-
-  async function step(rec: RolloutRecord): Promise<void> {
-    const gen = rec.gen;
-    if (!rec.projected) {
-      // (waveStarted was set before: a site may apply and report before this pass resolves.)
-      await project?.();
-      await save({ ...rec, projected: true }, gen);
-      return;
-    }
-    const wave = rec.waves[rec.wave] ?? [];
-    const sites = await Promise.all(wave.map((s) => observe(rec.key, s)));
-    const through = rec.waves.slice(0, rec.wave).reduce((n, w) => n + w.length, 0);
-    const g = gate({ spec: rec.spec, now: now(), waveStarted: rec.waveStarted, healthySince: rec.healthySince, sites });
-    if (g.kind === 'wait') {
-      const next = { ...rec, reason: g.reason, updated: through + g.applied, healthySince: g.healthySince };
-      if (next.reason !== rec.reason || next.updated !== rec.updated || next.healthySince !== rec.healthySince)
-        await save(next, gen);
-      return;
-    }
-    if (g.kind === 'fail') {
-      const state = rec.spec.onFailure === 'rollback' ? 'rolled-back' : 'paused';
-      log('warn', `fleet: rollout ${state} at wave ${rec.wave + 1}`, { key: rec.key, reason: g.reason });
-      if (
-        await save(
-          {
-            ...rec,
-            state,
-            reason: g.reason,
-            healthySince: undefined,
-            updated: state === 'paused' ? through + sites.filter((x) => x.applied).length : 0,
-          },
-          gen,
-        )
-      )
-        await project?.();
-      return;
-    }
-    const last = rec.wave + 1 >= rec.waves.length;
-    const total = rec.waves.reduce((n, w) => n + w.length, 0);
-    const next: RolloutRecord = last
-      ? { ...rec, state: 'done', reason: '', updated: total, healthySince: undefined }
-      : {
-          ...rec,
-          wave: rec.wave + 1,
-          projected: false,
-          waveStarted: now(),
-          reason: '',
-          updated: through + wave.length,
-          healthySince: undefined,
-        };
-    if (!(await save(next, gen))) return;
-    log('info', last ? 'fleet: rollout done' : `fleet: rollout at wave ${next.wave + 1}`, { key: rec.key });
-    if (!last) await step(next);
-  }
 
   /** True while this process holds the driver's lease (taken when free). */
   async function leader(): Promise<boolean> {
-    if (now() < leaseUntil) return true;
+    if (c.now() < leaseUntil) return true;
     if ((await o.store.kvIncr(leaseKey, 1, leaseMs)) !== 1) return false;
-    leaseUntil = now() + leaseMs - Math.min(1000, leaseMs / 3);
+    leaseUntil = c.now() + leaseMs - Math.min(1000, leaseMs / 3);
     return true;
   }
 
@@ -326,30 +365,16 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
     for (const key of keys) {
       if (stopped) return;
       const rec = await load(key);
-      if (rec?.state === 'progressing') await step(rec);
+      if (rec?.state === 'progressing') await step(c, rec);
     }
   }
 
-  async function command(
-    key: string,
-    user: string,
-    from: RolloutState[],
-    to: RolloutState,
-  ): Promise<'ok' | 'none' | 'state'> {
-    const [rec, entry] = await Promise.all([load(key), o.store.get(key, { fresh: true })]);
-    if (!rec || !entry || rec.etag !== entry.etag || rec.waves.length === 0) return 'none';
-    if (!from.includes(rec.state)) return 'state';
-    const reason = `${to === 'progressing' ? 'resumed' : 'aborted'} by ${user}`;
-    // A resumed wave is judged on reports since it started, as before: a site still failing pauses it again.
-    const next: RolloutRecord = { ...rec, state: to, reason, healthySince: undefined };
-    if (to === 'rolled-back') next.updated = 0;
-    if (!(await save(next, rec.gen))) return command(key, user, from, to);
-    await project?.();
-    return 'ok';
-  }
-
   return {
-    prepare,
+    async prepare(p) {
+      const got = await prepare(c, p);
+      keys = got.keys;
+      return siteViews(p, got.active);
+    },
     async state(key) {
       const [rec, entry] = await Promise.all([load(key), o.store.get(key)]);
       if (!rec || !entry || rec.etag !== entry.etag) return undefined;
@@ -363,8 +388,8 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
         reason: rec.reason,
       };
     },
-    resume: (key, user) => command(key, user, ['paused'], 'progressing'),
-    abort: (key, user) => command(key, user, ['progressing', 'paused'], 'rolled-back'),
+    resume: (key, user) => command(c, key, user, ['paused'], 'progressing'),
+    abort: (key, user) => command(c, key, user, ['progressing', 'paused'], 'rolled-back'),
     start(p) {
       project = p;
       const run = () => {
