@@ -183,9 +183,9 @@ for (const start of [sentinel, cluster]) {
       await sink.waitFor((r) => r.some((x) => x.body.includes('seq-warmup')), 'the exporter delivers', 60_000);
 
       // The producer (its own process, test/helpers/producer-proc.ts) keeps to FAILOVER_RATE
-      // messages a second (default 1,000) for 10 s, pipelined; a batch counts as produced once
+      // messages a second (default 1,000) for 15 s, pipelined; a batch counts as produced once
       // a replica confirmed it (WAIT on the stream's node), as a produce answered 2xx would.
-      const run = startProducer(set.target, 'flow', produceRate, 10_000);
+      const run = startProducer(set.target, 'flow', produceRate, 15_000);
       producing = run;
       let killedAt = 0;
       let promotedAt = 0;
