@@ -175,19 +175,8 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
-export function startSiteSync(o: SiteSyncOptions): SiteSync {
-  const random = o.random ?? Math.random;
-  const base = o.baseBackoffMs ?? 500;
-  const max = o.maxBackoffMs ?? 30_000;
-  // bodyTimeout: a stream silent for idleTimeoutMs (no change, no bookmark) is a dead link.
-  const agent = new Agent({ bodyTimeout: o.idleTimeoutMs ?? 300_000, ...(o.ca ? { connect: { ca: o.ca } } : {}) });
-  let stopped = false;
-  let connected = false;
-  let current: AbortController | undefined;
-  let wakeSleep: (() => void) | undefined;
-
-  // Acknowledgements: the newest applied version, one POST at a time (older ones are skipped).
-  const ackUrl = `${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`;
+/** Acknowledgements: the newest applied version, one POST at a time (older ones are skipped). */
+function startAcker(ackUrl: string, token: string, agent: Agent, isStopped: () => boolean) {
   let ackNext: string | undefined;
   let acking = false;
   /** The version the control plane has recorded as applied (an answered ack, or the Last-Event-ID it took). */
@@ -200,7 +189,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     if (acking) return;
     acking = true;
     void (async () => {
-      while (ackNext !== undefined && !stopped) {
+      while (ackNext !== undefined && !isStopped()) {
         const v = ackNext;
         ackNext = undefined;
         ackInFlight = v;
@@ -210,7 +199,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         // together would otherwise keep 10,000 more sockets open for the keep-alive time.
         await request(`${ackUrl}?version=${encodeURIComponent(v)}`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${o.token}` },
+          headers: { authorization: `Bearer ${token}` },
           reset: true,
           dispatcher: agent,
         })
@@ -224,6 +213,143 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       acking = false;
     })();
   };
+  return {
+    ack,
+    known,
+    setAcked: (version: string) => {
+      acked = version;
+    },
+  };
+}
+
+/** Answers a `site=` read from the control plane beside the loop. */
+function answerRead(
+  hooks: NonNullable<SiteSyncOptions['hooks']>,
+  post: (route: string, body: unknown) => ReturnType<typeof undiciFetch>,
+  site: string,
+  data: string,
+): void {
+  void (async () => {
+    const doc = JSON.parse(data) as unknown;
+    if (!isObject(doc) || typeof doc.id !== 'string') return;
+    const { id, tenant, path, query } = doc;
+    if (typeof tenant !== 'string' || typeof path !== 'string' || typeof query !== 'string') return;
+    const a = await hooks.read({ tenant, path, query });
+    const res = await post('answer', { id, status: a.status, body: a.body });
+    await res.body?.cancel();
+  })().catch((err: unknown) =>
+    // The control plane answers from the last report after its wait.
+    log('warn', 'fleet: could not answer a read from the control plane', {
+      site,
+      error: errorChainText(err),
+    }),
+  );
+}
+
+/** Feeds a sync stream's body through the SSE parser to `handle`; true when an event arrived. */
+async function readEvents(
+  body: AsyncIterable<unknown>,
+  handle: (ev: EventSourceMessage) => Promise<void>,
+): Promise<boolean> {
+  let progressed = false;
+  const events: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (ev) => events.push(ev) });
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+    while (events.length > 0) {
+      await handle(events.shift()!);
+      progressed = true;
+    }
+  }
+  return progressed;
+}
+
+/** The site's report to the control plane: sent on its changes, at most every `minIntervalMs`. */
+function startHooksReporter(
+  hooks: NonNullable<SiteSyncOptions['hooks']>,
+  post: (route: string, body: unknown) => ReturnType<typeof undiciFetch>,
+  minIntervalMs: number,
+): { reporter: Reporter; stopChanges: () => void } {
+  const reporter = startReporter({
+    build: async () => ({ tenants: await hooks.report() }),
+    send: async (report) => {
+      const res = await post('report', report).catch(() => undefined);
+      await res?.body?.cancel();
+      return res?.status === 204;
+    },
+    minIntervalMs,
+  });
+  return { reporter, stopChanges: hooks.onChange(() => reporter.changed()) };
+}
+
+/** Opens the sync stream (resuming from `version`); throws unless the control plane answers 200. */
+async function openStream(
+  o: SiteSyncOptions,
+  agent: Agent,
+  publicKey: string,
+  version: string | undefined,
+  signal: AbortSignal,
+) {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${o.token}`,
+    accept: 'text/event-stream',
+    [siteKeyHeader]: publicKey,
+  };
+  if (version) headers['last-event-id'] = version;
+  const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
+    headers,
+    dispatcher: agent,
+    signal,
+  });
+  if (res.status !== 200 || !res.body) {
+    const text = await res.text().catch(() => '');
+    throw new Error(`control plane answered ${res.status}: ${text.slice(0, 300)}`);
+  }
+  return res.body;
+}
+
+/** Applies one event of the sync stream to the site and acknowledges what it applied. */
+async function applyEvent(
+  o: SiteSyncOptions,
+  acks: ReturnType<typeof startAcker>,
+  answer: (data: string) => void,
+  ev: EventSourceMessage,
+): Promise<void> {
+  const { ack, known } = acks;
+  if (ev.event === 'request') return answer(ev.data);
+  if (ev.event === 'bookmark' && ev.id) {
+    // Recorded like an empty entry (skipped when the site already has it), and acknowledged
+    // unless the control plane has that version already: an idle site's bookmarks then cost
+    // the stream's few bytes and no request (the stream itself keeps its presence current).
+    await o.target.applyEntry(ev.id, []);
+    if (!known(ev.id)) ack(ev.id);
+  } else if (ev.event === 'change' && ev.id) {
+    const changes = parseChanges(ev.data);
+    if (await o.target.applyEntry(ev.id, changes))
+      log('info', 'fleet: applied change', { site: o.site, version: ev.id, objects: changes.length });
+    ack(ev.id);
+  } else if (ev.event === 'snapshot' && ev.id) {
+    const objects = parseSnapshot(ev.data);
+    await o.target.applySnapshot(ev.id, objects);
+    log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: objects.size });
+    ack(ev.id);
+  }
+  // `reset` only announces the snapshot that follows; unknown events are ignored.
+}
+
+export function startSiteSync(o: SiteSyncOptions): SiteSync {
+  const random = o.random ?? Math.random;
+  const base = o.baseBackoffMs ?? 500;
+  const max = o.maxBackoffMs ?? 30_000;
+  // bodyTimeout: a stream silent for idleTimeoutMs (no change, no bookmark) is a dead link.
+  const agent = new Agent({ bodyTimeout: o.idleTimeoutMs ?? 300_000, ...(o.ca ? { connect: { ca: o.ca } } : {}) });
+  let stopped = false;
+  let connected = false;
+  let current: AbortController | undefined;
+  let wakeSleep: (() => void) | undefined;
+
+  const acks = startAcker(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`, o.token, agent, () => stopped);
 
   const post = (route: string, body: unknown) =>
     undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/${route}`, {
@@ -234,100 +360,28 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     });
 
   const hooks = o.hooks;
-  let reporter: Reporter | undefined;
-  let stopChanges: (() => void) | undefined;
-  if (hooks) {
-    reporter = startReporter({
-      build: async () => ({ tenants: await hooks.report() }),
-      send: async (report) => {
-        const res = await post('report', report).catch(() => undefined);
-        await res?.body?.cancel();
-        return res?.status === 204;
-      },
-      minIntervalMs: o.reportIntervalMs ?? 500,
-    });
-    const r = reporter;
-    stopChanges = hooks.onChange(() => r.changed());
-  }
+  const { reporter, stopChanges } = hooks
+    ? startHooksReporter(hooks, post, o.reportIntervalMs ?? 500)
+    : { reporter: undefined, stopChanges: undefined };
 
   /** A `site=` read from the control plane: answered beside the loop. */
   const answer = (data: string) => {
-    if (!hooks) return;
-    void (async () => {
-      const doc = JSON.parse(data) as unknown;
-      if (!isObject(doc) || typeof doc.id !== 'string') return;
-      const { id, tenant, path, query } = doc;
-      if (typeof tenant !== 'string' || typeof path !== 'string' || typeof query !== 'string') return;
-      const a = await hooks.read({ tenant, path, query });
-      const res = await post('answer', { id, status: a.status, body: a.body });
-      await res.body?.cancel();
-    })().catch((err: unknown) =>
-      // The control plane answers from the last report after its wait.
-      log('warn', 'fleet: could not answer a read from the control plane', {
-        site: o.site,
-        error: errorChainText(err),
-      }),
-    );
+    if (hooks) answerRead(hooks, post, o.site, data);
   };
 
-  async function handle(ev: EventSourceMessage): Promise<void> {
-    if (ev.event === 'request') return answer(ev.data);
-    if (ev.event === 'bookmark' && ev.id) {
-      // Recorded like an empty entry (skipped when the site already has it), and acknowledged
-      // unless the control plane has that version already: an idle site's bookmarks then cost
-      // the stream's few bytes and no request (the stream itself keeps its presence current).
-      await o.target.applyEntry(ev.id, []);
-      if (!known(ev.id)) ack(ev.id);
-    } else if (ev.event === 'change' && ev.id) {
-      const changes = parseChanges(ev.data);
-      if (await o.target.applyEntry(ev.id, changes))
-        log('info', 'fleet: applied change', { site: o.site, version: ev.id, objects: changes.length });
-      ack(ev.id);
-    } else if (ev.event === 'snapshot' && ev.id) {
-      const objects = parseSnapshot(ev.data);
-      await o.target.applySnapshot(ev.id, objects);
-      log('info', 'fleet: applied snapshot', { site: o.site, version: ev.id, objects: objects.size });
-      ack(ev.id);
-    }
-    // `reset` only announces the snapshot that follows; unknown events are ignored.
-  }
+  const handle = (ev: EventSourceMessage) => applyEvent(o, acks, answer, ev);
 
   async function once(): Promise<boolean> {
     const version = await o.target.load();
     const publicKey = await o.publicKey();
     const abort = new AbortController();
     current = abort;
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${o.token}`,
-      accept: 'text/event-stream',
-      [siteKeyHeader]: publicKey,
-    };
-    if (version) headers['last-event-id'] = version;
-    const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
-      headers,
-      dispatcher: agent,
-      signal: abort.signal,
-    });
-    if (res.status !== 200 || !res.body) {
-      const text = await res.text().catch(() => '');
-      throw new Error(`control plane answered ${res.status}: ${text.slice(0, 300)}`);
-    }
+    const body = await openStream(o, agent, publicKey, version, abort.signal);
     connected = true;
     // The control plane records the Last-Event-ID a stream resumes from as applied.
-    if (version) acked = version;
+    if (version) acks.setAcked(version);
     reporter?.connected();
-    let progressed = false;
-    const events: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (ev) => events.push(ev) });
-    const decoder = new TextDecoder();
-    for await (const chunk of res.body) {
-      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-      while (events.length > 0) {
-        await handle(events.shift()!);
-        progressed = true;
-      }
-    }
-    return progressed;
+    return readEvents(body, handle);
   }
 
   const realSleep = (ms: number) =>
