@@ -161,65 +161,8 @@ async function siteDocument(c: Context, what: string): Promise<Record<string, un
   return doc;
 }
 
-/** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */
-export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  const inboxOf = createInboxes(o.fleetLog);
-  const batch = o.batch ?? 500;
-  on(app, routes.sync, async (c) => {
-    const site = c.req.param('name');
-    await authenticateSite(deps, c, site);
-    const params = onlyParameter(c, 'after', 'sync');
-    const publicKey = presentedKey(c);
-    const bearer = bearerToken(c.req.header('authorization')) ?? '';
-    const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
-    let start = resumeFrom;
-    if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
-      // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
-      // for it, then send everything again; what the site holds was sealed for another key.
-      await deps.store.kvSet(recordedKeyOf(site), publicKey);
-      await o.reseal?.(site);
-      start = undefined;
-    }
-    const id = randomUUID();
-    const ttl = o.keepAliveMs * 3;
-    await o.presence.connected(site, id, ttl);
-    // The version a site resumes from is the last one it applied.
-    if (resumeFrom !== undefined && parseVersion(resumeFrom)) await o.presence.applied(site, resumeFrom);
-    return streamSSE(
-      c,
-      async (stream) => {
-        let aborted = false;
-        // Reads for this site from any control-plane process go down this stream, as they come.
-        const stopReads = o.relay.onRead(site, (read) => {
-          if (!aborted) void stream.writeSSE({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
-        });
-        stream.onAbort(() => {
-          aborted = true;
-          stopReads();
-          void o.presence.disconnected(site, id).catch(() => undefined);
-        });
-        try {
-          await serve(
-            stream,
-            site,
-            start,
-            () => aborted,
-            () => o.presence.connected(site, id, ttl),
-            // A new token revokes this one: the stream ends, and no change reaches its holder.
-            () => isTokenOf(deps.store, site, bearer),
-          );
-        } finally {
-          stopReads();
-          await o.presence.disconnected(site, id).catch(() => undefined);
-        }
-      },
-      async () => {
-        // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
-      },
-    );
-  });
-
+/** The routes a site reports through: acknowledgements, state reports, answers to reads. */
+function siteStateRoutes(app: Hono<AppEnv>, deps: AppDeps, o: SyncOptions): void {
   // The site acknowledges each version it applied: ?version=<id> (or {"version": "<id>"}) → 204.
   on(app, routes.ack, async (c) => {
     const site = c.req.param('name');
@@ -278,79 +221,149 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.relay.answer(site, doc.id, { status, body: (doc.body ?? null) as Json });
     return new Response(null, { status: 204 });
   });
+}
+
+/** Sends one site's changes down its sync stream until it ends or its token is replaced. */
+async function serve(
+  o: SyncOptions,
+  inboxOf: ReturnType<typeof createInboxes>,
+  batch: number,
+  stream: SSEStreamingApi,
+  site: string,
+  start: string | undefined,
+  aborted: () => boolean,
+  alive: () => Promise<void>,
+  valid: () => Promise<boolean>,
+) {
+  // Open before the first read, so nothing appended after that read goes unheard.
+  const inbox = inboxOf(site);
+  const send = (e: FleetEntry) =>
+    stream.writeSSE({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
+  try {
+    let version = start;
+    /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
+    let more = false;
+    let quiet = false;
+    let lastAlive = Date.now();
+    while (!aborted()) {
+      if (!(await valid())) return;
+      const heard = inbox.take();
+      if (version === undefined) {
+        const snap = await o.fleetLog.snapshot(site);
+        await stream.writeSSE({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
+        const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
+        await stream.writeSSE({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
+        version = snap.version;
+      } else {
+        // The entries the notifications carried, while they follow on from this stream's
+        // version (those it already sent are skipped); at a gap, the log is read.
+        let gap = heard.missed || more || quiet;
+        more = false;
+        for (const e of heard.entries) {
+          if (gap || compareVersions(e.version, version) <= 0) continue;
+          if (e.prev !== version) gap = true;
+          else {
+            await send(e);
+            version = e.version;
+          }
+        }
+        if (gap) {
+          // After a quiet spell too: a notification lost while pub/sub reconnected shows here.
+          const entries = await o.fleetLog.since(site, version, batch);
+          if (entries === 'reset') {
+            version = undefined;
+            continue;
+          }
+          for (const e of entries) {
+            await send(e);
+            version = e.version;
+          }
+          if (entries.length >= batch) {
+            more = true; // the rest is read next, without waiting
+            continue;
+          }
+          if (quiet && entries.length === 0)
+            // A bookmark: where this stream is, so an idle site's resume point stays current.
+            await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
+        }
+      }
+      // The stream's presence is refreshed every keepAliveMs, quiet or busy.
+      if (Date.now() - lastAlive >= o.keepAliveMs) {
+        lastAlive = Date.now();
+        await alive();
+      }
+      quiet = !(await inbox.wait(o.keepAliveMs)) && !aborted();
+    }
+  } finally {
+    inbox.close();
+  }
+}
+
+/** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */
+export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const inboxOf = createInboxes(o.fleetLog);
+  const batch = o.batch ?? 500;
+  on(app, routes.sync, async (c) => {
+    const site = c.req.param('name');
+    await authenticateSite(deps, c, site);
+    const params = onlyParameter(c, 'after', 'sync');
+    const publicKey = presentedKey(c);
+    const bearer = bearerToken(c.req.header('authorization')) ?? '';
+    const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    let start = resumeFrom;
+    if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
+      // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
+      // for it, then send everything again; what the site holds was sealed for another key.
+      await deps.store.kvSet(recordedKeyOf(site), publicKey);
+      await o.reseal?.(site);
+      start = undefined;
+    }
+    const id = randomUUID();
+    const ttl = o.keepAliveMs * 3;
+    await o.presence.connected(site, id, ttl);
+    // The version a site resumes from is the last one it applied.
+    if (resumeFrom !== undefined && parseVersion(resumeFrom)) await o.presence.applied(site, resumeFrom);
+    return streamSSE(
+      c,
+      async (stream) => {
+        let aborted = false;
+        // Reads for this site from any control-plane process go down this stream, as they come.
+        const stopReads = o.relay.onRead(site, (read) => {
+          if (!aborted) void stream.writeSSE({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
+        });
+        stream.onAbort(() => {
+          aborted = true;
+          stopReads();
+          void o.presence.disconnected(site, id).catch(() => undefined);
+        });
+        try {
+          await serve(
+            o,
+            inboxOf,
+            batch,
+            stream,
+            site,
+            start,
+            () => aborted,
+            () => o.presence.connected(site, id, ttl),
+            // A new token revokes this one: the stream ends, and no change reaches its holder.
+            () => isTokenOf(deps.store, site, bearer),
+          );
+        } finally {
+          stopReads();
+          await o.presence.disconnected(site, id).catch(() => undefined);
+        }
+      },
+      async () => {
+        // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
+      },
+    );
+  });
+
+  siteStateRoutes(app, deps, o);
   // OPTIONS and 405 before the site's token is checked, as for every route (nothing is read).
   allowRoutes(app);
 
-  async function serve(
-    stream: SSEStreamingApi,
-    site: string,
-    start: string | undefined,
-    aborted: () => boolean,
-    alive: () => Promise<void>,
-    valid: () => Promise<boolean>,
-  ) {
-    // Open before the first read, so nothing appended after that read goes unheard.
-    const inbox = inboxOf(site);
-    const send = (e: FleetEntry) =>
-      stream.writeSSE({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
-    try {
-      let version = start;
-      /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
-      let more = false;
-      let quiet = false;
-      let lastAlive = Date.now();
-      while (!aborted()) {
-        if (!(await valid())) return;
-        const heard = inbox.take();
-        if (version === undefined) {
-          const snap = await o.fleetLog.snapshot(site);
-          await stream.writeSSE({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
-          const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
-          await stream.writeSSE({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
-          version = snap.version;
-        } else {
-          // The entries the notifications carried, while they follow on from this stream's
-          // version (those it already sent are skipped); at a gap, the log is read.
-          let gap = heard.missed || more || quiet;
-          more = false;
-          for (const e of heard.entries) {
-            if (gap || compareVersions(e.version, version) <= 0) continue;
-            if (e.prev !== version) gap = true;
-            else {
-              await send(e);
-              version = e.version;
-            }
-          }
-          if (gap) {
-            // After a quiet spell too: a notification lost while pub/sub reconnected shows here.
-            const entries = await o.fleetLog.since(site, version, batch);
-            if (entries === 'reset') {
-              version = undefined;
-              continue;
-            }
-            for (const e of entries) {
-              await send(e);
-              version = e.version;
-            }
-            if (entries.length >= batch) {
-              more = true; // the rest is read next, without waiting
-              continue;
-            }
-            if (quiet && entries.length === 0)
-              // A bookmark: where this stream is, so an idle site's resume point stays current.
-              await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
-          }
-        }
-        // The stream's presence is refreshed every keepAliveMs, quiet or busy.
-        if (Date.now() - lastAlive >= o.keepAliveMs) {
-          lastAlive = Date.now();
-          await alive();
-        }
-        quiet = !(await inbox.wait(o.keepAliveMs)) && !aborted();
-      }
-    } finally {
-      inbox.close();
-    }
-  }
   return app;
 }
