@@ -203,32 +203,138 @@ async function trimLogs(fleetLog: FleetLog, sites: string[], cutoff: number, sto
   }
 }
 
+/** What a projector keeps between passes. */
+interface PassState {
+  /** Per site: the log's head version, the revision it projects, the etags it holds. */
+  known: Map<string, Known>;
+  /** Sites left by the last pass because the secret store is sealed (logged once per pass). */
+  sealedSkips: Set<string>;
+  /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
+  redo: Set<string>;
+  /** Sites a caller asked to project (projectSite): the next pass looks at them. */
+  wanted: Set<string>;
+  /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
+  again: boolean;
+  againFull: boolean;
+}
+
+async function knownOf(o: ProjectorOptions, st: PassState, site: string): Promise<Known> {
+  let k = st.known.get(site);
+  if (!k) st.known.set(site, (k = await loadKnown(o.fleetLog, site)));
+  return k;
+}
+
+/** Appends to one site's log the changes that bring it to `read`. */
+async function projectSite(
+  o: ProjectorOptions,
+  st: PassState,
+  site: string,
+  read: Read,
+  views: SiteViews,
+): Promise<void> {
+  const { rev, view } = read;
+  const k = await knownOf(o, st, site);
+  if (k.rev > rev) return; // another process already projected a newer configuration
+  // A site whose turn in a rollout has not come gets the rolled-out objects' previous content.
+  const given = views(site) ?? read;
+  // A site whose object was deleted receives nothing more: its synced set empties.
+  const desired = view.has(siteResource.keyOf(o.root, site))
+    ? applicableTo(given.view, site, o.root, given.index)
+    : new Map<string, JsonObject>();
+  const diff = await siteChanges(o, site, k, read, desired);
+  if (diff === 'sealed') {
+    st.sealedSkips.add(site);
+    st.redo.add(site);
+    return;
+  }
+  if (diff === 'unsealable') {
+    st.redo.add(site);
+    return;
+  }
+  const { changes, etags } = diff;
+  if (changes.length === 0) return;
+  const version = await o.fleetLog.append(site, k.version, rev, changes);
+  if (version === undefined) {
+    // Another process appended first: forget what we knew and look again.
+    st.known.delete(site);
+    st.again = true;
+    return;
+  }
+  st.known.set(site, { version, rev, etags });
+}
+
+/** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
+async function projectSites(
+  o: ProjectorOptions,
+  st: PassState,
+  sites: Set<string>,
+  read: Read,
+  scope: Set<string> | 'all',
+  views: SiteViews,
+): Promise<void> {
+  // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
+  // sites this process knows nothing of yet, and at those a previous pass had to leave.
+  const asked = new Set(st.wanted);
+  st.wanted.clear();
+  const todo =
+    scope === 'all'
+      ? [...sites]
+      : [...sites].filter((s) => scope.has(s) || !st.known.has(s) || st.redo.has(s) || asked.has(s));
+  st.redo.clear();
+  st.sealedSkips.clear();
+  // Sites are independent (each append is a compare-and-set on that site's log alone), so
+  // their appends go out together, pipelined on the log's connection, a bounded number at once.
+  const queue = todo;
+  const worker = async () => {
+    for (let site = queue.shift(); site !== undefined; site = queue.shift())
+      await projectSite(o, st, site, read, views);
+  };
+  await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
+  if (st.sealedSkips.size > 0)
+    log('warn', 'fleet: the secret store is sealed, so secrets cannot be sealed for these sites; unseal it', {
+      sites: [...st.sealedSkips].slice(0, 20).join(', '),
+      count: st.sealedSkips.size,
+    });
+}
+
+/** The name of the root tenant's site whose object is at `key`, if it is one. */
+function rootSiteAt(root: string, key: string): string | undefined {
+  const p = siteResource.parseKey(key);
+  return p?.tenant === root ? p.name : undefined;
+}
+
+/** The sites to project: those with a log and those named in `read`, other than this process's own. */
+function sitesOf(o: ProjectorOptions, logged: readonly string[], read: Read): Set<string> {
+  const sites = new Set(logged);
+  for (const key of read.view.keys()) {
+    const s = rootSiteAt(o.root, key);
+    if (s !== undefined) sites.add(s);
+  }
+  sites.delete(o.ownSite);
+  return sites;
+}
+
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
-  const known = new Map<string, Known>();
-  /** The name of the root tenant's site whose object is at `key`, if it is one. */
-  const rootSite = (key: string) => {
-    const p = siteResource.parseKey(key);
-    return p?.tenant === o.root ? p.name : undefined;
-  };
-  /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
-  let again = false;
-  let againFull = false;
+  const rootSite = (key: string) => rootSiteAt(o.root, key);
   let lastTrim = 0;
   let trimming: Promise<void> | undefined;
-  const sealedSkips = new Set<string>();
-  /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
-  const redo = new Set<string>();
-  /** Sites a caller asked to project (projectSite): the next pass looks at them. */
-  const wanted = new Set<string>();
+  const st: PassState = {
+    known: new Map(),
+    sealedSkips: new Set(),
+    redo: new Set(),
+    wanted: new Set(),
+    again: false,
+    againFull: false,
+  };
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
   const reader = snapshotReader(o.store);
   const scheduler = createPassScheduler(async (full) => {
-    again = false;
-    againFull = false;
+    st.again = false;
+    st.againFull = false;
     await pass(full);
-    return againFull ? 'again-full' : again ? 'again' : 'done';
+    return st.againFull ? 'again-full' : st.again ? 'again' : 'done';
   });
   const project = (full = true) => scheduler.request(full);
 
@@ -241,44 +347,6 @@ export function startProjector(o: ProjectorOptions): Projector {
     return { read: last, changed: snap.changed };
   }
 
-  async function knownOf(site: string): Promise<Known> {
-    let k = known.get(site);
-    if (!k) known.set(site, (k = await loadKnown(o.fleetLog, site)));
-    return k;
-  }
-
-  async function projectSite(site: string, read: Read, views: SiteViews): Promise<void> {
-    const { rev, view } = read;
-    const k = await knownOf(site);
-    if (k.rev > rev) return; // another process already projected a newer configuration
-    // A site whose turn in a rollout has not come gets the rolled-out objects' previous content.
-    const given = views(site) ?? read;
-    // A site whose object was deleted receives nothing more: its synced set empties.
-    const desired = view.has(siteResource.keyOf(o.root, site))
-      ? applicableTo(given.view, site, o.root, given.index)
-      : new Map<string, JsonObject>();
-    const diff = await siteChanges(o, site, k, read, desired);
-    if (diff === 'sealed') {
-      sealedSkips.add(site);
-      redo.add(site);
-      return;
-    }
-    if (diff === 'unsealable') {
-      redo.add(site);
-      return;
-    }
-    const { changes, etags } = diff;
-    if (changes.length === 0) return;
-    const version = await o.fleetLog.append(site, k.version, rev, changes);
-    if (version === undefined) {
-      // Another process appended first: forget what we knew and look again.
-      known.delete(site);
-      again = true;
-      return;
-    }
-    known.set(site, { version, rev, etags });
-  }
-
   async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
     const logged = await o.fleetLog.sites();
@@ -288,25 +356,20 @@ export function startProjector(o: ProjectorOptions): Projector {
     if (logged.every((s) => s === o.ownSite) && !(await named())) return;
     const got = await readView();
     if (!got) {
-      again = true;
-      if (full) againFull = true;
+      st.again = true;
+      if (full) st.againFull = true;
       return;
     }
     const { read, changed } = got;
-    const sites = new Set(logged);
-    for (const key of read.view.keys()) {
-      const s = rootSite(key);
-      if (s !== undefined) sites.add(s);
-    }
-    sites.delete(o.ownSite);
+    const sites = sitesOf(o, logged, read);
     const views: SiteViews = o.rollouts
       ? await o.rollouts.prepare({
           ...read,
           sites,
-          holds: async (site, key) => (await knownOf(site)).etags.has(key),
+          holds: async (site, key) => (await knownOf(o, st, site)).etags.has(key),
         })
       : () => undefined;
-    await projectSites(sites, read, full ? 'all' : concerned(read, changed, sites, known), views);
+    await projectSites(o, st, sites, read, full ? 'all' : concerned(read, changed, sites, st.known), views);
     if (now() - lastTrim >= 60_000 && !trimming) {
       lastTrim = now();
       trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(
@@ -315,45 +378,14 @@ export function startProjector(o: ProjectorOptions): Projector {
     }
   }
 
-  /** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
-  async function projectSites(
-    sites: Set<string>,
-    read: Read,
-    scope: Set<string> | 'all',
-    views: SiteViews,
-  ): Promise<void> {
-    // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
-    // sites this process knows nothing of yet, and at those a previous pass had to leave.
-    const asked = new Set(wanted);
-    wanted.clear();
-    const todo =
-      scope === 'all'
-        ? [...sites]
-        : [...sites].filter((s) => scope.has(s) || !known.has(s) || redo.has(s) || asked.has(s));
-    redo.clear();
-    sealedSkips.clear();
-    // Sites are independent (each append is a compare-and-set on that site's log alone), so
-    // their appends go out together, pipelined on the log's connection, a bounded number at once.
-    const queue = todo;
-    const worker = async () => {
-      for (let site = queue.shift(); site !== undefined; site = queue.shift()) await projectSite(site, read, views);
-    };
-    await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
-    if (sealedSkips.size > 0)
-      log('warn', 'fleet: the secret store is sealed, so secrets cannot be sealed for these sites; unseal it', {
-        sites: [...sealedSkips].slice(0, 20).join(', '),
-        count: sealedSkips.size,
-      });
-  }
-
   /** Forgets what this process knows of the sites whose log another process appended to. */
   async function resync(): Promise<void> {
-    const sites = [...known.keys()];
+    const sites = [...st.known.keys()];
     try {
       const heads = await o.fleetLog.heads(sites);
-      for (const site of sites) if (heads.get(site) !== known.get(site)?.version) known.delete(site);
+      for (const site of sites) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);
     } catch {
-      known.clear();
+      st.known.clear();
     }
     await project();
   }
@@ -367,7 +399,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   return {
     project,
     projectSite(site) {
-      wanted.add(site);
+      st.wanted.add(site);
       return scheduler.request(false);
     },
     async stop() {
