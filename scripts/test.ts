@@ -95,6 +95,11 @@ const CHECKS: [string, string[]][] = [
   ['check: formatting (prettier --check)', ['node_modules/prettier/bin/prettier.cjs', '--check', '.']],
   ['check: types (tsc --noEmit)', ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']],
   ['check: layers (scripts/check-layers.ts)', ['--import', 'tsx', 'scripts/check-layers.ts']],
+  // No function over 100 lines (classes are reported, not failed).
+  [
+    'check: function length (scripts/long-functions.ts --check)',
+    ['--import', 'tsx', 'scripts/long-functions.ts', '--check'],
+  ],
   // Type-aware: no-floating-promises and no-misused-promises (eslint.config.js).
   ['check: promises (eslint)', ['node_modules/eslint/bin/eslint.js', '--max-warnings', '0', '.']],
   // Unused files, exports and dependencies; exceptions in knip.jsonc, each with its reason.
