@@ -26,7 +26,7 @@ async function pair(): Promise<{ primary: RedisServer; replica: RedisServer; tar
     'the replica in sync',
     20_000,
   );
-  return { primary, replica, target: { kind: 'standalone', url: primary.url, replicaTimeoutMs: 300 } };
+  return { primary, replica, target: { kind: 'standalone', url: primary.url, replicaTimeoutMs: 2000 } };
 }
 
 /** The replica stops answering for `seconds` (the command is not awaited: it blocks the server). */
@@ -55,8 +55,8 @@ test('store: commits and durable kv wait for the replica; none in time → not-r
     const ok = await store.commit([{ op: 'put', key: 't/a', value: { n: 1 } }]);
     assert.ok(ok.ok);
     assert.is(await ask(replica.port, ['HGET', 'ep:cfg:t/a', 'e']), ok.ok ? ok.etags['t/a'] : '', 'on the replica');
-    freeze(replica, 2);
-    await new Promise((r) => setTimeout(r, 100));
+    freeze(replica, 8);
+    await new Promise((r) => setTimeout(r, 300));
     await notReplicated(store.commit([{ op: 'put', key: 't/b', value: { n: 2 } }]));
     assert.equal((await store.get('t/b', { fresh: true }))?.value, { n: 2 }, 'the change is on the primary');
     await notReplicated(store.kvSet('token', 'x', 60_000, { durable: true }));
@@ -76,8 +76,8 @@ test('bus: produce and a group position wait for the replica; none in time → n
   try {
     const id = await bus.produce('t', { payload: '1' });
     assert.ok(/^\d+-\d+$/.test(id));
-    freeze(replica, 2);
-    await new Promise((r) => setTimeout(r, 100));
+    freeze(replica, 8);
+    await new Promise((r) => setTimeout(r, 300));
     await notReplicated(bus.produce('t', { payload: '2' }));
     await notReplicated(bus.setGroupPosition('t', 'g', { at: 'beginning' }));
   } finally {
@@ -100,7 +100,7 @@ test('without a replica nothing waits', async () => {
 
 test('Cluster: WAIT on the primary of the written key; its replica frozen → not-replicated, other slots confirmed', async () => {
   const c = await startRedisCluster({ debug: true });
-  const target: RedisTarget = { kind: 'cluster', nodes: c.nodes, replicaTimeoutMs: 300 };
+  const target: RedisTarget = { kind: 'cluster', nodes: c.nodes, replicaTimeoutMs: 2000 };
   const store = await openRedisStore(target);
   const bus = await openRedisBus(target);
   try {
@@ -113,8 +113,8 @@ test('Cluster: WAIT on the primary of the written key; its replica frozen → no
     let other = '';
     for (let i = 0; i < 100 && !other; i++) if ((await c.primaryOf(`volga:t${i}`)) !== configPrimary) other = `t${i}`;
     assert.ok(other, 'a topic on another primary');
-    freeze({ port: configReplica } as RedisServer, 2);
-    await new Promise((r) => setTimeout(r, 100));
+    freeze({ port: configReplica } as RedisServer, 8);
+    await new Promise((r) => setTimeout(r, 300));
     await notReplicated(store.commit([{ op: 'put', key: 't/b', value: { n: 2 } }]));
     assert.equal((await store.get('t/b', { fresh: true }))?.value, { n: 2 }, 'the change is on the primary');
     assert.ok(/^\d+-\d+$/.test(await bus.produce(other, { payload: '1' })), 'another slot: confirmed by its replica');
