@@ -109,33 +109,44 @@ test('a half-written lock file does not block', () => {
 
 /**
  * `count` processes take the lock of `dir` at the same instant (each waits for the same wall
- * time after starting); each prints "held" or "refused", holds a held lock for a second, exits.
+ * time after starting); each prints "held" or "refused". A holder keeps its lock until every
+ * process has answered (its stdin closes then), so one that starts late under load still finds
+ * the lock held rather than released.
  */
 async function race(dir: string, count: number): Promise<string[]> {
-  // Each holder keeps the lock longer than a start waits for an owner that runs (3 s).
   const at = Date.now() + 4000;
   const code = `
     const { lockDataDir } = await import(${JSON.stringify(new URL('../../src/main/data-dir.ts', import.meta.url).href)});
     while (Date.now() < ${at});
-    try { lockDataDir(${JSON.stringify(dir)}); console.log('held'); await new Promise((r) => setTimeout(r, 6000)); }
-    catch (err) { console.log('refused'); }`;
-  const runs = Array.from(
-    { length: count },
-    () =>
+    let held = false;
+    try { lockDataDir(${JSON.stringify(dir)}); held = true; } catch (err) {}
+    console.log(held ? 'held' : 'refused');
+    if (held) await new Promise((r) => { process.stdin.on('data', () => {}); process.stdin.on('end', r); });`;
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    }),
+  );
+  const answers = children.map(
+    (child) =>
       new Promise<string>((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-          stdio: ['ignore', 'pipe', 'inherit'],
-        });
         let out = '';
-        child.stdout.on('data', (d: Buffer) => (out += String(d)));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        child.on('exit', () => {
-          clearTimeout(timer);
-          resolve(out.trim());
+        child.stdout.on('data', (d: Buffer) => {
+          out += String(d);
+          if (out.includes('\n')) resolve(out.trim());
         });
+        child.on('exit', () => resolve(out.trim()));
       }),
   );
-  return Promise.all(runs);
+  const exits = children.map((child) => new Promise<void>((resolve) => child.on('exit', () => resolve())));
+  const timer = setTimeout(() => children.forEach((c) => c.kill('SIGKILL')), 60_000);
+  try {
+    return await Promise.all(answers);
+  } finally {
+    children.forEach((c) => c.stdin.end());
+    await Promise.all(exits);
+    clearTimeout(timer);
+  }
 }
 
 test('processes starting at the same instant: exactly one holds the lock, with or without a stale lock there', async () => {
