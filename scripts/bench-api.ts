@@ -23,7 +23,8 @@
  *    link node_modules, `npm run build` there), only the writes of 2., on Redis and embedded,
  *    for that bundle and ours in the same sitting: each run is a transaction then the 100
  *    PUTs, alternating the two builds run by run, each on its own redis-server; medians and
- *    the server's CPU per PUT (from /proc) for each, and after ÷ before.
+ *    the server's CPU per PUT and per transaction (from /proc) for each, and after ÷ before.
+ *    BENCH_BUILD=0 skips building this tree's bundle (one built already).
  *
  * Redis is a private redis-server started with test/helpers/redis.ts. Options (env):
  * BENCH_SECONDS (per autocannon run, default 3), BENCH_ROUNDS (default 3),
@@ -255,16 +256,20 @@ async function benchWrites({ store, api, token }: Api, bareRps: number, rows: Ro
   rows.push({ what: `${OBJECTS} single PUTs, in turn`, store, p50: median(putTimes), note: `median of ${TX_RUNS}` });
 }
 
-/** One run of 2.: a 100-object transaction, then 100 single PUTs in turn; times and the server's CPU for the PUTs. */
-async function writeRun({ api, token }: Api, run: number): Promise<{ tx: number; puts: number; putCpu: number }> {
+/** One run of 2.: a 100-object transaction, then 100 single PUTs in turn; times and the server's CPU for each. */
+async function writeRun(
+  { api, token }: Api,
+  run: number,
+): Promise<{ tx: number; txCpu: number; puts: number; putCpu: number }> {
   const version = `r${run}`;
   const docs = Array.from({ length: OBJECTS }, (_, i) => ({ 'x-path': `/v1/config/applications/tx-${i}`, version }));
+  const txCpu0 = cpuMicros(api.pid);
   const tx = await timed(() => send(api, token, 'PATCH', '/v1/config', docs));
   const cpu0 = cpuMicros(api.pid);
   const puts = await timed(async () => {
     for (let i = 0; i < OBJECTS; i++) await send(api, token, 'PUT', `/v1/config/applications/one-${i}`, { version });
   });
-  return { tx, puts, putCpu: cpuMicros(api.pid) - cpu0 };
+  return { tx, txCpu: cpu0 - txCpu0, puts, putCpu: cpuMicros(api.pid) - cpu0 };
 }
 
 /** 3.: the writes of 2. for `baseline` and this build, alternating run by run. */
@@ -278,7 +283,7 @@ async function compareWrites(baseline: string): Promise<void> {
       ['redis', 'REDIS_URL'],
       ['embedded', ''],
     ] as const) {
-      const pair: Array<{ name: string; api: Api; puts: number[]; tx: number[]; cpu: number }> = [];
+      const pair: Array<{ name: string; api: Api; puts: number[]; tx: number[]; cpu: number; txCpu: number }> = [];
       for (const [name, bundle] of [
         ['before', baseline],
         ['after', undefined],
@@ -290,7 +295,7 @@ async function compareWrites(baseline: string): Promise<void> {
         // Warm-up: the JIT and the read cache, as after the GET/PUT rounds of 1.
         for (let i = 0; i < 300; i++)
           await send(api.api, api.token, 'PUT', `/v1/config/applications/w-${i % 50}`, { version: `${i}` });
-        pair.push({ name, api, puts: [], tx: [], cpu: 0 });
+        pair.push({ name, api, puts: [], tx: [], cpu: 0, txCpu: 0 });
       }
       for (let run = 0; run < TX_RUNS; run++)
         for (const p of run % 2 === 0 ? pair : [...pair].reverse()) {
@@ -298,15 +303,18 @@ async function compareWrites(baseline: string): Promise<void> {
           p.puts.push(r.puts);
           p.tx.push(r.tx);
           p.cpu += r.putCpu;
+          p.txCpu += r.txCpu;
         }
       for (const p of pair)
         lines.push(
           `${store.padEnd(8)}  ${p.name.padEnd(6)}  100 PUTs in turn median ${median(p.puts).toFixed(1)} ms, ` +
-            `server CPU ${(p.cpu / TX_RUNS / OBJECTS).toFixed(0)} µs a PUT; 100-object transaction median ${median(p.tx).toFixed(1)} ms`,
+            `server CPU ${(p.cpu / TX_RUNS / OBJECTS).toFixed(0)} µs a PUT; 100-object transaction median ${median(p.tx).toFixed(1)} ms, ` +
+            `server CPU ${(p.txCpu / TX_RUNS / 1000).toFixed(1)} ms`,
         );
       const [before, after] = pair as [(typeof pair)[0], (typeof pair)[0]];
       lines.push(
-        `${store.padEnd(8)}  after ÷ before: PUTs ${(median(after.puts) / median(before.puts)).toFixed(2)}, CPU a PUT ${(after.cpu / before.cpu).toFixed(2)}`,
+        `${store.padEnd(8)}  after ÷ before: PUTs ${(median(after.puts) / median(before.puts)).toFixed(2)}, CPU a PUT ${(after.cpu / before.cpu).toFixed(2)}; ` +
+          `transaction ${(median(after.tx) / median(before.tx)).toFixed(2)}, its CPU ${(after.txCpu / Math.max(1, before.txCpu)).toFixed(2)}`,
       );
     }
   } finally {
