@@ -88,6 +88,12 @@ function changeFeed() {
 
 type ConfigDeps = { aof: AofWriter; keepMs: number; checkOpen: () => void; changed: (keys: string[]) => void };
 
+/** Whether a key is `prefix` or below it ('' holds every key). */
+const below = (prefix: string) => {
+  const inside = prefix + '/';
+  return (k: string) => prefix === '' || k === prefix || k.startsWith(inside);
+};
+
 function parse(key: string, o: StoredObject): Entry {
   o.value ??= deepFreeze(JSON.parse(o.text) as JsonObject);
   return { key, value: o.value, etag: o.etag };
@@ -104,11 +110,11 @@ function configOps(
     const o = objects.get(key);
     return o && parse(key, o);
   };
-  /** The last list read of each prefix, at the revision it was read. */
-  const lists = new BoundedMap<string, { revision: number; entries: Entry[] }>(64);
-  const below = (prefix: string) => {
-    const inside = prefix + '/';
-    return (k: string) => prefix === '' || k === prefix || k.startsWith(inside);
+  /** The last list read of each prefix, kept until a commit changes a key under it (dropLists). */
+  const lists = new BoundedMap<string, Entry[]>(64);
+  const dropLists = (keys: readonly string[]): void => {
+    if (lists.size === 0) return;
+    for (const prefix of lists.keys()) if (keys.some(below(prefix))) lists.delete(prefix);
   };
 
   return {
@@ -120,14 +126,16 @@ function configOps(
 
     async list(prefix) {
       checkOpen();
-      // The same frozen array until the next commit: a list read again is not rebuilt (nor re-sorted).
+      // The same frozen array until a commit changes a key under the prefix: a list read again
+      // is not rebuilt (nor re-sorted), and commits elsewhere (every PUT of another resource)
+      // leave it be.
       const hit = lists.get(prefix);
-      if (hit?.revision === state.revision) return hit.entries;
+      if (hit) return hit;
       const inside = below(prefix);
       const out: Entry[] = [];
       for (const [k, o] of objects) if (inside(k)) out.push(parse(k, o));
       const entries = Object.freeze(out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) as Entry[];
-      lists.set(prefix, { revision: state.revision, entries });
+      lists.set(prefix, entries);
       return entries;
     },
 
@@ -139,7 +147,7 @@ function configOps(
       return { revision: state.revision, etags };
     },
 
-    commit: atomicCommit(state, { aof, keepMs, checkOpen, changed }),
+    commit: atomicCommit(state, { aof, keepMs, checkOpen, changed }, dropLists),
 
     async revision() {
       checkOpen();
@@ -163,7 +171,11 @@ function configOps(
 }
 
 /** The commit: all or nothing, checked, written to the file, then applied and announced. */
-function atomicCommit(state: EmbeddedState, { aof, keepMs, checkOpen, changed }: ConfigDeps): Store['commit'] {
+function atomicCommit(
+  state: EmbeddedState,
+  { aof, keepMs, checkOpen, changed }: ConfigDeps,
+  dropLists: (keys: readonly string[]) => void,
+): Store['commit'] {
   const { objects, history } = state;
   return async (ops, note): Promise<CommitResult> => {
     checkOpen();
@@ -202,7 +214,9 @@ function atomicCommit(state: EmbeddedState, { aof, keepMs, checkOpen, changed }:
       if ('text' in op && etag) objects.set(op.k, { text: op.text, etag });
       else objects.delete(op.k);
     }
-    changed(encoded.map((op) => op.k));
+    const keys = encoded.map((op) => op.k);
+    dropLists(keys);
+    changed(keys);
     return { ok: true, etags, revision };
   };
 }

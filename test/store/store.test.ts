@@ -169,6 +169,35 @@ embedded('open compacts a file much larger than its live data, keeping the state
   await c.close();
 });
 
+embedded('a list read is kept until a commit under its prefix, and commits elsewhere keep it', async () => {
+  const s = await openEmbeddedStore(tempDir());
+  await s.commit([
+    { op: 'put', key: 't/a/1', value: { n: 1 } },
+    { op: 'put', key: 't/b/1', value: { n: 2 } },
+  ]);
+  const first = await s.list('t/a');
+  await s.commit([{ op: 'put', key: 't/b/2', value: { n: 3 } }]);
+  await s.commit([{ op: 'put', key: 't/ab', value: { n: 4 } }]);
+  assert.ok((await s.list('t/a')) === first, 'commits outside t/a keep its list');
+  await s.commit([{ op: 'put', key: 't/a/2', value: { n: 5 } }]);
+  assert.equal(
+    (await s.list('t/a')).map((e) => e.key),
+    ['t/a/1', 't/a/2'],
+  );
+  const all = await s.list('');
+  await s.commit([{ op: 'delete', key: 't/a/1' }]);
+  assert.ok((await s.list('')) !== all);
+  assert.equal(
+    (await s.list('t/a')).map((e) => e.key),
+    ['t/a/2'],
+  );
+  assert.equal(
+    (await s.list('')).map((e) => e.key),
+    ['t/a/2', 't/ab', 't/b/1', 't/b/2'],
+  );
+  await s.close();
+});
+
 embedded('openStore picks embedded without a Redis URL', async () => {
   const dir = tempDir();
   const s = await openStore({ redis: undefined, dataDir: join(dir, 'nested') });
