@@ -222,6 +222,36 @@ test('passes after commits (no full pass) keep every site at exactly what applie
   }
 });
 
+test('without a fleet, commits start no pass until one names a site; that site then gets everything that applies', async () => {
+  const { url, store, log, close } = await openProjector(12, { resyncMs: 3_600_000 });
+  try {
+    // The process's own site and exporters, no other site: nothing to project.
+    await put(store, 'default/sites/hq', { name: 'hq' });
+    for (let i = 0; i < 3; i++)
+      await put(store, `default/volga/webhooks/w${i}`, {
+        name: `w${i}`,
+        url: 'http://x/',
+        topics: ['t'],
+        'site-placement': { 'all-sites': true },
+      });
+    await sleep(200);
+    assert.equal(await log.sites(), []);
+    // The first other site: it receives the exporters committed before it.
+    await put(store, 'default/sites/s1', { name: 's1' });
+    const view = new Map((await store.list('')).map((e) => [e.key, e.value]));
+    const expected = [...applicableTo(view, 's1', 'default').keys()].sort();
+    for (let i = 0; i < 3; i++) assert.ok(expected.includes(`default/volga/webhooks/w${i}`), `w${i} applies to s1`);
+    await eventually(
+      async () => JSON.stringify([...(await replay(url, 's1')).keys()].sort()) === JSON.stringify(expected),
+      "s1's log replays to what applies to it",
+      SITE_WAIT,
+    );
+    assert.equal(await log.sites(), ['s1']);
+  } finally {
+    await close();
+  }
+});
+
 test('the history is trimmed beside the passes, once a minute: an old version then needs a snapshot', async () => {
   let clock = Date.now();
   const { store, log, projector, close } = await openProjector(12, {

@@ -329,6 +329,16 @@ export function startProjector(o: ProjectorOptions): Projector {
   };
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
+  /**
+   * The last pass found no fleet (no site but this process's own, named or with a log). Until a
+   * commit names a site, commits start no pass: every log is made for a site named in the
+   * configuration, so only such a commit can make a fleet (the periodic full pass still runs).
+   */
+  let fleetless = false;
+  const mayMakeFleet = (key: string): boolean => {
+    const s = rootSite(key);
+    return s !== undefined && s !== o.ownSite;
+  };
   const reader = snapshotReader(o.store);
   const scheduler = createPassScheduler(async (full) => {
     st.again = false;
@@ -353,7 +363,8 @@ export function startProjector(o: ProjectorOptions): Projector {
     // (Looked for only while no site has a log: afterwards the full read below finds them.)
     const named = async () =>
       (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSite(e.key) !== o.ownSite);
-    if (logged.every((s) => s === o.ownSite) && !(await named())) return;
+    fleetless = logged.every((s) => s === o.ownSite) && !(await named());
+    if (fleetless) return;
     const got = await readView();
     if (!got) {
       st.again = true;
@@ -390,7 +401,10 @@ export function startProjector(o: ProjectorOptions): Projector {
     await project();
   }
 
-  const unsubscribe = o.store.onChange(() => void project(false));
+  const unsubscribe = o.store.onChange((keys) => {
+    if (fleetless && !keys.some(mayMakeFleet)) return;
+    void project(false);
+  });
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
