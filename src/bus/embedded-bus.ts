@@ -37,6 +37,7 @@ export function openEmbeddedBus(dataDir: string | undefined, opts: { compactMinB
     async close(): Promise<void> {
       discovery.close();
       wakes.clear();
+      log.close();
     },
   };
 }

@@ -4,7 +4,17 @@
  * file `bus.jsonl` under DATA_DIR that rebuilds them at open. Every change goes through
  * `record`: applied in memory, then appended. A large log is compacted at open.
  */
-import { appendFileSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { BusError, compareIds, noCounts, type CountedOutcome, type OutcomeCounts, type StreamEntry } from './bus.js';
 import { log } from '../lib/log.js';
@@ -125,6 +135,8 @@ export type StreamLog = {
   group(topic: string, name: string): Group;
   /** Applies one change and appends it to the log. */
   record(r: Record_): void;
+  /** Closes the log's file (a change recorded after appends to it by name, as before it was opened). */
+  close(): void;
 };
 
 /** The streams of `dataDir`'s log (in memory only without a DATA_DIR), replayed and compacted at open. */
@@ -148,6 +160,8 @@ export function openStreamLog(dataDir: string | undefined, opts: { compactMinByt
     if (existsSync(file) && statSync(file).size > (opts.compactMinBytes ?? defaultCompactMinBytes))
       compact(file, streams);
   }
+  // Kept open (an append per message and per delivery: opening the file for each cost more than the write).
+  let fd = file ? openSync(file, 'a') : undefined;
   return {
     streams,
     stream,
@@ -158,7 +172,13 @@ export function openStreamLog(dataDir: string | undefined, opts: { compactMinByt
     },
     record(r) {
       applyRecord(stream(r.topic), r);
-      if (file) appendFileSync(file, JSON.stringify(r) + '\n');
+      if (fd !== undefined) writeSync(fd, JSON.stringify(r) + '\n');
+      else if (file) appendFileSync(file, JSON.stringify(r) + '\n');
+    },
+    close() {
+      if (fd === undefined) return;
+      closeSync(fd);
+      fd = undefined;
     },
   };
 }
