@@ -1,8 +1,9 @@
 /**
  * `npm run bench:exporter`: the exporter as users run it, against two honest floors, in one run.
  * Starts its own redis-server and, each in its own plain-Node process (scripts/bench-parties.ts):
- * the sink (raw node:http, 204, keep-alive), the sink's load generator (the sink measured
- * alone: it must take at least 3× the fastest floor's rate, so the sink never sets the pace),
+ * the sink (raw node:net, requests parsed by hand, 200, keep-alive), the sink's load generator
+ * (raw node:net: the sink measured alone; it must take at least 3× the fastest floor's rate, so
+ * the sink never sets the pace),
  * the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
  * floor (XREADGROUP, one POST per message, XACK, a slot freed once its XACK is confirmed); and
  * the product (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one
@@ -12,7 +13,9 @@
  * on), the feature runs: `batch` of 100 at each max-in-flight, `ordering-key` with 64 keys and
  * `signing` at 64. Every party runs once per round, BENCH_ROUNDS (3) rounds interleaved, the best
  * of each kept. Rates are measured at the sink (first to last message). Prints each party's
- * rate, the product's CPU µs per message, the ratios and their goals, and the load average;
+ * rate, the CPU µs per message of the party itself (the product's from /proc, a helper's as it
+ * reports it) and of the sink, the ratios and their goals, the sink's CPU capacity (1 s ÷ its
+ * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles). Every loop is bounded.
@@ -212,26 +215,25 @@ async function idleRun(url: string, store: Store): Promise<void> {
   await bus.close();
 }
 
-/** A party measured at the sink: its rate, and the product's CPU µs per message when it ran. */
-type Party = { name: string; run(path: string): Promise<number>; product: boolean };
+/** A party measured at the sink: its rate, and a helper party's own CPU time (µs) when it reports it. */
+type Party = { name: string; run(path: string): Promise<{ rate: number; cpu?: number }>; product: boolean };
 
 function parties(redisUrl: string, sink: string, product: Product): Party[] {
   const list: Party[] = [];
-  const helper = (name: string, go: (target: string) => Promise<void>): Party => ({
+  const helper = (name: string, go: (target: string) => Promise<number>): Party => ({
     name,
     product: false,
     async run(path) {
       // Listened for at once: the party may finish before the sink has been polled.
       const done = go(`${sink}${path}`);
       const rate = await rateAt(sink, path);
-      await done;
-      return rate;
+      return { rate, cpu: await done };
     },
   });
   const ours = (name: string, inFlight: number | 'auto', extra: JsonObject = {}): Party => ({
     name,
     product: true,
-    run: (path) => productRun(product, sink, inFlight, path.slice(1), { extra }),
+    run: async (path) => ({ rate: await productRun(product, sink, inFlight, path.slice(1), { extra }) }),
   });
   list.push(helper('sink alone', (t) => loadSink(t, 64, messages)));
   let groups = 0;
@@ -252,17 +254,26 @@ function parties(redisUrl: string, sink: string, product: Product): Party[] {
 
 const features = process.env.BENCH_FEATURES !== '0';
 
-function report(best: Map<string, { rate: number; cpu: number; all: number[] }>): string {
+/** Per party: its best round's rate, and in that round the CPU µs a message of the party itself (product or helper) and of the sink. */
+type Best = { rate: number; cpu: number; sinkCpu: number; all: number[] };
+
+function report(best: Map<string, Best>): string {
   const r = (k: string) => best.get(k)?.rate ?? NaN;
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '—');
   const q = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '—');
   const lines: string[] = [];
   for (const [k, v] of best)
     lines.push(
-      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s${v.cpu ? `, product CPU ${v.cpu.toFixed(1)} µs/msg` : ''} (rounds ${v.all.map(f).join(' ')})`,
+      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds ${v.all.map(f).join(' ')})`,
     );
-  const floors = Math.max(...inFlightSettings.map((n) => r(`plain floor ${n}`)));
+  const floors = Math.max(...inFlightSettings.flatMap((n) => [r(`plain floor ${n}`), r(`acking floor ${n}`)]));
+  const alone = best.get('sink alone');
   lines.push(`sink alone ÷ fastest floor = ${q(r('sink alone') / floors)} (goal ≥ 3)`);
+  // What one core of the sink's own CPU would take: its CPU a message in the run alone.
+  if (alone?.sinkCpu)
+    lines.push(
+      `sink CPU capacity (1 s ÷ its CPU a message alone: ${f(1e6 / alone.sinkCpu)} msg/s) ÷ fastest floor = ${q(1e6 / alone.sinkCpu / floors)}`,
+    );
   for (const n of inFlightSettings)
     lines.push(
       `max-in-flight ${n}: product ÷ plain floor ${q(r(`product ${n}`) / r(`plain floor ${n}`))}` +
@@ -290,17 +301,19 @@ async function main(): Promise<void> {
     product = await startProduct(redis.url);
     await signingSecret(product);
     const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    const best = new Map<string, { rate: number; cpu: number; all: number[] }>();
+    const best = new Map<string, Best>();
     const list = parties(redis.url, sink.url, product);
     // Interleaved, best of each: the load of a shared machine drifts between runs.
     for (let round = 1; round <= rounds; round++)
       for (const [i, party] of list.entries()) {
         const cpu0 = cpuMicros(product.child.pid!);
-        const rate = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
-        const cpu = party.product ? (cpuMicros(product.child.pid!) - cpu0) / messages : 0;
-        const b = best.get(party.name) ?? { rate: 0, cpu: 0, all: [] };
-        b.all.push(rate);
-        if (rate > b.rate) Object.assign(b, { rate, cpu });
+        const sink0 = cpuMicros(sink.child.pid!);
+        const r = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
+        const cpu = (party.product ? cpuMicros(product.child.pid!) - cpu0 : (r.cpu ?? 0)) / messages;
+        const sinkCpu = (cpuMicros(sink.child.pid!) - sink0) / messages;
+        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [] };
+        b.all.push(r.rate);
+        if (r.rate > b.rate) Object.assign(b, { rate: r.rate, cpu, sinkCpu });
         best.set(party.name, b);
       }
     const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');

@@ -1,10 +1,14 @@
 /**
- * The helper parties of `npm run bench:exporter`, each plain Node in its own process (`node -e`):
- * - the sink: raw `node:http`, keep-alive, answers 204 and counts messages per path (a request
+ * The helper parties of `npm run bench:exporter`, each plain Node in its own process (`node -e`);
+ * the load generator and the floors print the CPU time they used (`CPU <µs>`) when they end (the
+ * sink's is read from /proc by the bench):
+ * - the sink: raw `node:net` (requests parsed by hand: request line, content-length or chunked
+ *   body), keep-alive, answers 200 with an empty body and counts messages per path (a request
  *   on `/batch-*` counts the messages its body carries), `GET /?path=P` → {count, first, last};
- *   `/arc-*` paths are a sink of limited capacity (bench:arc);
- * - the sink's load generator: as many POSTs at once as asked, over as many keep-alive
- *   connections, to measure the sink alone;
+ *   `/arc-*` paths are a sink of limited capacity (bench:arc). No HTTP library: the sink must
+ *   not be what sets the pace;
+ * - the sink's load generator, raw `node:net` too: as many POSTs at once as asked, over as many
+ *   keep-alive connections, one request at a time on each, to measure the sink alone;
  * - the plain floor: XREAD COUNT 500 batches, one undici POST per message, `in-flight` at once
  *   over as many connections, nothing acknowledged;
  * - the acking floor, the minimal correct at-least-once loop: XREADGROUP, one POST per message,
@@ -13,8 +17,67 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { waitLine } from './product-proc.js';
 
-const sinkCode = `
-const http = require('node:http');
+/** Printed by every party at its end: its own CPU time (user + system), µs. */
+const cpuLine = `
+const cpuAtEnd = () => { const u = process.cpuUsage(); process.stdout.write('CPU ' + (u.user + u.system) + '\\n'); };
+`;
+
+/**
+ * An HTTP/1.1 message reader over a socket's bytes: calls \`on(head, body)\` for each complete
+ * request or response (body by content-length, or chunked), keeps what is incomplete.
+ */
+const httpReader = `
+function chunkedEnd(buf, at) {
+  const parts = [];
+  for (let guard = 0; guard < 1e6; guard++) {
+    const eol = buf.indexOf('\\r\\n', at);
+    if (eol < 0) return undefined;
+    const size = parseInt(buf.toString('latin1', at, eol), 16);
+    if (!(size >= 0)) throw new Error('bad chunk size');
+    if (buf.length < eol + 2 + size + 2) return undefined;
+    if (size === 0) {
+      const end = buf.indexOf('\\r\\n\\r\\n', eol);
+      return end < 0 ? undefined : [Buffer.concat(parts), end + 4];
+    }
+    parts.push(buf.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  throw new Error('too many chunks');
+}
+function httpReader(on) {
+  let buf = null;
+  return (chunk) => {
+    buf = buf === null ? chunk : Buffer.concat([buf, chunk]);
+    for (let guard = 0; guard < 1e6; guard++) {
+      const end = buf.indexOf('\\r\\n\\r\\n');
+      if (end < 0) return;
+      const head = buf.toString('latin1', 0, end);
+      const lower = head.toLowerCase();
+      let body, next;
+      const cl = lower.indexOf('\\r\\ncontent-length:');
+      if (cl >= 0) {
+        const len = parseInt(lower.slice(cl + 17, cl + 40), 10);
+        if (buf.length < end + 4 + len) return;
+        body = buf.subarray(end + 4, end + 4 + len);
+        next = end + 4 + len;
+      } else if (lower.includes('\\r\\ntransfer-encoding: chunked')) {
+        const r = chunkedEnd(buf, end + 4);
+        if (!r) return;
+        [body, next] = r;
+      } else {
+        body = buf.subarray(0, 0);
+        next = end + 4;
+      }
+      buf = next === buf.length ? null : buf.subarray(next);
+      on(head, body);
+      if (buf === null) return;
+    }
+  };
+}
+`;
+
+const sinkCode = `${httpReader}
+const net = require('node:net');
 const stats = new Map();
 const note = (url, n) => {
   const now = performance.now();
@@ -23,77 +86,73 @@ const note = (url, n) => {
   s.count += n;
   s.last = now;
 };
-const srv = http.createServer((req, res) => {
-  if (req.method === 'GET') {
-    const p = new URL(req.url, 'http://x').searchParams.get('path');
-    res.end(JSON.stringify(stats.get(p) || { count: 0, first: 0, last: 0 }));
-    return;
-  }
-  if (req.url.startsWith('/arc-')) {
-    req.resume();
-    req.on('end', () => arc(req, res));
-    return;
-  }
-  if (req.url.startsWith('/batch-')) {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      note(req.url, body.split('"id":').length - 1);
-      res.writeHead(204);
-      res.end();
-    });
-    return;
-  }
-  req.resume();
-  req.on('end', () => {
-    note(req.url, 1);
-    res.writeHead(204);
-    res.end();
-  });
+const OK = Buffer.from('HTTP/1.1 200 OK\\r\\ncontent-length: 0\\r\\nkeep-alive: timeout=60\\r\\n\\r\\n');
+const UNAVAILABLE = Buffer.from('HTTP/1.1 503 Service Unavailable\\r\\ncontent-length: 0\\r\\n\\r\\n');
+const json = (text) => {
+  const b = Buffer.from(text);
+  return Buffer.concat([Buffer.from('HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + b.length + '\\r\\n\\r\\n'), b]);
+};
+const srv = net.createServer((sock) => {
+  sock.setNoDelay(true);
+  sock.on('error', () => {});
+  sock.on('data', httpReader((head, body) => {
+    const sp = head.indexOf(' ');
+    const method = head.slice(0, sp);
+    const url = head.slice(sp + 1, head.indexOf(' ', sp + 1));
+    if (method === 'GET') {
+      const p = new URL(url, 'http://x').searchParams.get('path');
+      sock.write(json(JSON.stringify(stats.get(p) || { count: 0, first: 0, last: 0 })));
+      return;
+    }
+    if (url.startsWith('/arc-')) return arc(sock, url);
+    note(url, url.startsWith('/batch-') ? body.toString('utf8').split('"id":').length - 1 : 1);
+    sock.write(OK);
+  }));
 });
 // Paths /arc-*: a sink of limited capacity: ARC_CAP1 requests at once (ARC_CAP2 after ARC_SWITCH
 // deliveries), each held ARC_SERVICE_MS; a request beyond the capacity is answered 503 at once.
+// (undici sends one request at a time on a connection: answers stay in order.)
 const env = process.env;
 const arcState = new Map();
-function arc(req, res) {
-  let a = arcState.get(req.url);
-  if (!a) arcState.set(req.url, (a = { active: 0 }));
-  const cap = (stats.get(req.url)?.count ?? 0) < +env.ARC_SWITCH ? +env.ARC_CAP1 : +env.ARC_CAP2;
-  if (a.active >= cap) { res.writeHead(503); res.end(); return; }
+function arc(sock, url) {
+  let a = arcState.get(url);
+  if (!a) arcState.set(url, (a = { active: 0 }));
+  const cap = (stats.get(url)?.count ?? 0) < +env.ARC_SWITCH ? +env.ARC_CAP1 : +env.ARC_CAP2;
+  if (a.active >= cap) return void sock.write(UNAVAILABLE);
   a.active++;
   setTimeout(() => {
     a.active--;
-    note(req.url, 1);
-    res.writeHead(200);
-    res.end();
+    note(url, 1);
+    sock.write(OK);
   }, +env.ARC_SERVICE_MS);
 }
-srv.keepAliveTimeout = 60000;
 srv.listen(0, '127.0.0.1', () => process.stdout.write('PORT ' + srv.address().port + '\\n'));
 `;
 
-/** The sink alone: `n` POSTs of a 60-byte body, `inFlight` at once over as many connections. */
-const loadCode = `
-const { Agent, request } = require('undici');
+/** The sink alone: \`n\` POSTs of a 60-byte JSON body, \`inFlight\` at once over as many connections. */
+const loadCode = `${cpuLine}${httpReader}
+const net = require('node:net');
 const [sink, inFlight, n] = process.argv.slice(1);
-(async () => {
-  const agent = new Agent({ connections: +inFlight, keepAliveTimeout: 60000 });
-  const body = JSON.stringify({ site: 'bench', id: '1732550000000-0', temp: 21, pad: 'xxxxxxxx' });
-  let sent = 0;
-  const worker = async () => {
-    while (sent < +n) {
-      sent++;
-      const res = await request(sink, { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json' } });
-      await res.body.dump();
-    }
-  };
-  await Promise.all(Array.from({ length: +inFlight }, worker));
-  await agent.close();
-})().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+const u = new URL(sink);
+const body = JSON.stringify({ site: 'bench', id: '1732550000000-0', temp: 21, pad: 'xxxxxxxx' });
+const request = Buffer.from('POST ' + u.pathname + ' HTTP/1.1\\r\\nhost: ' + u.host + '\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + Buffer.byteLength(body) + '\\r\\n\\r\\n' + body);
+let sent = 0, done = 0;
+const finish = () => { cpuAtEnd(); process.exit(0); };
+for (let i = 0; i < +inFlight; i++) {
+  const sock = net.connect(+u.port, u.hostname);
+  sock.setNoDelay(true);
+  sock.on('error', (e) => { console.error(e); process.exit(1); });
+  sock.on('connect', () => { if (sent < +n) { sent++; sock.write(request); } });
+  sock.on('data', httpReader((head) => {
+    if (!head.startsWith('HTTP/1.1 2')) { console.error('sink answered ' + head.split('\\r\\n')[0]); process.exit(1); }
+    if (++done === +n) finish();
+    else if (sent < +n) { sent++; sock.write(request); }
+  }));
+}
+setTimeout(() => { console.error('load generator: ' + done + ' of ' + n + ' after 10 minutes'); process.exit(1); }, 600000).unref();
 `;
 
-const floorCode = `
+const floorCode = `${cpuLine}
 const { createClient } = require('redis');
 const { Agent, request } = require('undici');
 const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
@@ -123,10 +182,10 @@ const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
   while (running > 0) await new Promise((r) => { freed = r; });
   await agent.close();
   await c.close();
-})().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+})().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
-const ackingFloorCode = `
+const ackingFloorCode = `${cpuLine}
 const { createClient } = require('redis');
 const { Agent, request } = require('undici');
 const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
@@ -158,10 +217,12 @@ const key = 'volga:' + topic;
   while (running > 0) await new Promise((r) => { freed = r; });
   await agent.close();
   await c.close();
-})().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+})().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
-export async function startSink(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+export type Sink = { url: string; child: ChildProcess };
+
+export async function startSink(env: Record<string, string>): Promise<Sink> {
   const child = spawn(process.execPath, ['-e', sinkCode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
@@ -170,15 +231,21 @@ export async function startSink(env: Record<string, string>): Promise<{ url: str
   return { url: `http://127.0.0.1:${m[1]}`, child };
 }
 
-/** Runs one party to its end; rejects when it fails. */
-function run(code: string, args: string[]): Promise<void> {
-  const child = spawn(process.execPath, ['-e', code, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+/** Runs one party to its end; resolves with the CPU time it used (µs), rejects when it fails. */
+function run(code: string, args: string[]): Promise<number> {
+  const child = spawn(process.execPath, ['-e', code, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   return new Promise((resolve, reject) =>
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`party exited with ${code}`)))),
+    child.once('exit', (code) => {
+      const cpu = /CPU (\d+)/.exec(out);
+      if (code === 0 && cpu) resolve(Number(cpu[1]));
+      else reject(new Error(`party exited with ${code}`));
+    }),
   );
 }
 
-export const loadSink = (target: string, inFlight: number, n: number): Promise<void> =>
+export const loadSink = (target: string, inFlight: number, n: number): Promise<number> =>
   run(loadCode, [target, String(inFlight), String(n)]);
 
 export const plainFloor = (redisUrl: string, target: string, inFlight: number, n: number, topic: string) =>
@@ -191,4 +258,4 @@ export const ackingFloor = (
   n: number,
   topic: string,
   group: string,
-): Promise<void> => run(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
+): Promise<number> => run(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
