@@ -36,6 +36,10 @@
  * (127.0.0.2, .3, ...: ephemeral ports), and a control plane is started through prlimit(1) with
  * the open files its sites need when the inherited limit is lower.
  *
+ * BENCH_UNTIL=<phase> (fleet, allSites, churn, idle, restart) stops the run after that phase.
+ * Memory per site is the live heap after a full GC: each control plane runs with
+ * fleet-bench/memory-probe.cjs preloaded, which answers SIGUSR2 with process.memoryUsage();
+ * BENCH_HEAP_SNAPSHOTS=1 also writes a heap snapshot at each probe (in the control plane's DATA_DIR).
  * BENCH_PROFILE=1 runs the control plane with --cpu-prof into ./profiles (its first process is
  * then stopped with SIGTERM, so its profile is written). BENCH_BUILD=0 reuses build/. Every
  * loop is bounded.
@@ -44,7 +48,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CPS, PROCS, SITES } from './fleet-bench/common.js';
+import { CPS, PROCS, SITES, UNTIL } from './fleet-bench/common.js';
 import {
   Api,
   Bench,
@@ -89,12 +93,13 @@ async function main(): Promise<void> {
   const b = await setUp();
   try {
     await baselines(b);
-    await fleet(b);
-    await allSites(b);
-    await churn(b);
-    await idle(b);
-    await restart(b);
-    await audit(b);
+    // BENCH_UNTIL=<phase>: stop after it (the audit runs only after the whole sequence).
+    const phases = { fleet, allSites, churn, idle, restart };
+    for (const [name, phase] of Object.entries(phases)) {
+      await phase(b);
+      if (name === UNTIL) break;
+    }
+    if (!UNTIL || UNTIL === 'restart') await audit(b);
     printFigures(b);
   } finally {
     await b.stop();

@@ -18,6 +18,8 @@ export const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 32);
 export const ALL_ROUNDS = Number(process.env.BENCH_ALL_ROUNDS ?? 3);
 export const BASE_WRITES = Number(process.env.BENCH_BASE_WRITES ?? 100);
 export const PROFILE = process.env.BENCH_PROFILE === '1';
+/** BENCH_UNTIL=<phase> (fleet, allSites, churn, idle, restart): the run stops after that phase. */
+export const UNTIL = process.env.BENCH_UNTIL ?? '';
 export const PASSWORD = 'bench-password-1';
 export const TENANT = 'default';
 export const GROUPS = 50;
@@ -78,7 +80,8 @@ export type ToChild =
       sites: Array<{ site: string; token: string }>;
     }
   | { type: 'expect'; id: number; t0: number; items: Item[] }
-  | { type: 'status'; rid: number }
+  /** `upTo`: count as stuck only the expectations of writes up to this id (see Tracker.stuck). */
+  | { type: 'status'; rid: number; upTo?: number }
   | { type: 'results'; rid: number; final: boolean }
   | { type: 'audit'; rid: number }
   | { type: 'stop'; rid: number };

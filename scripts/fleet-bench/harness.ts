@@ -203,8 +203,12 @@ export async function startControlPlane(
   instance: number,
 ): Promise<Cp> {
   const bundle = join(process.cwd(), 'build', 'edgeplane.cjs');
+  // The memory probe (memory-probe.cjs): on SIGUSR2, a full GC and the heap in use, into a file.
   const node = [
     process.execPath,
+    '--expose-gc',
+    '-r',
+    join(process.cwd(), 'scripts', 'fleet-bench', 'memory-probe.cjs'),
     ...(PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles')] : []),
   ];
   if (PROFILE) mkdirSync('profiles', { recursive: true });
@@ -228,6 +232,7 @@ export async function startControlPlane(
       // Processes sharing one Redis share the secret store's key (README, Fleet).
       STRONGBOX_KEY: strongboxKey,
       BENCH_INSTANCE: String(instance),
+      BENCH_MEMORY_PROBE: join(dataDir, 'memory-probe.json'),
     },
   });
   started.add(child);
@@ -243,6 +248,28 @@ export async function newControlPlane(
   instance: number,
 ): Promise<Cp> {
   return startControlPlane(redisEnv, await freePort(), dataDir, instance);
+}
+
+type ProbeAnswer = { n: number; heapUsed: number; external: number; arrayBuffers: number; rss: number };
+
+/** The control plane's memory after a full GC (memory-probe.cjs answers SIGUSR2), bounded at 60 s. */
+export async function probeMemory(cp: Cp): Promise<ProbeAnswer> {
+  const file = join(cp.dataDir, 'memory-probe.json');
+  const read = (): ProbeAnswer | undefined => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as ProbeAnswer;
+    } catch {
+      return undefined;
+    }
+  };
+  const before = read()?.n ?? 0;
+  cp.child.kill('SIGUSR2');
+  for (let i = 0; i < 600; i++) {
+    await sleep(100);
+    const got = read();
+    if (got && got.n > before) return got;
+  }
+  throw new Error('the control plane did not answer the memory probe');
 }
 
 export function procStat(pid: number): { cpuMs: number; rssMb: number } {
@@ -301,7 +328,8 @@ export class Bench {
   folded = 0;
   /** Expectations of the writes after the restart that no site met (phase 6), for the audit. */
   afterLeft = 0;
-  private writeId = 0;
+  /** The id of the last write made (expectations are numbered by it). */
+  writeId = 0;
   /** 1-site commit → applied p50 and p99 (phase 1), the ratios' baseline. */
   base = { p50: NaN, p99: NaN };
 
@@ -362,8 +390,9 @@ export class Bench {
     for (const [c, l] of per) c.proc.send({ type: 'expect', id, t0, items: l });
   }
 
-  async status(): Promise<Status> {
-    const all = await Promise.all(this.children.map((c) => c.ask<{ status: Status }>({ type: 'status' })));
+  /** The site processes' status, summed; `upTo`: stuck counts only writes up to that id. */
+  async status(upTo?: number): Promise<Status> {
+    const all = await Promise.all(this.children.map((c) => c.ask<{ status: Status }>({ type: 'status', upTo })));
     const sum = emptyStatus();
     for (const { status: s } of all) for (const k of Object.keys(sum) as Array<keyof Status>) sum[k] += s[k];
     return sum;

@@ -132,9 +132,26 @@ class Tracker {
     }
   }
 
-  stuck(): number {
+  /**
+   * Expectations whose site does not hold the newest state expected of their object; with
+   * `upTo`, only those of writes up to that id, each met once the site holds that write or a
+   * later one (later writes may still be arriving: a site that has them is caught up).
+   */
+  stuck(upTo?: number): number {
     let n = 0;
-    for (const [k, list] of this.pending) if (this.isStuck(k, list)) n += list.length;
+    for (const [k, list] of this.pending) {
+      if (upTo === undefined) {
+        if (this.isStuck(k, list)) n += list.length;
+        continue;
+      }
+      const before = list.filter((p) => p.id <= upTo);
+      const want = before[before.length - 1];
+      if (!want) continue;
+      const [site, key] = k.split('\n') as [string, string];
+      const held = this.holds(site, key);
+      const caught = want.marker === null ? held === null || markerIndex(held) > want.id : markerIndex(held) >= want.id;
+      if (!caught) n += before.length;
+    }
     return n;
   }
 
@@ -190,7 +207,7 @@ function simTarget(tracker: Tracker, site: string, sim: Sim) {
   };
 }
 
-function statusOf(tracker: Tracker, sockets: ReturnType<typeof countSockets>): Status {
+function statusOf(tracker: Tracker, sockets: ReturnType<typeof countSockets>, upTo?: number): Status {
   let connected = 0;
   let synced = 0;
   for (const s of tracker.sims.values()) {
@@ -203,7 +220,7 @@ function statusOf(tracker: Tracker, sockets: ReturnType<typeof countSockets>): S
     connected,
     synced,
     pending: tracker.pendingCount,
-    stuck: tracker.stuck(),
+    stuck: tracker.stuck(upTo),
     bytes: sockets.bytes(),
     segments: sockets.segments(),
     connects: sockets.connects(),
@@ -252,7 +269,7 @@ export async function siteProcess(): Promise<void> {
       case 'expect':
         return tracker.expect(msg.id, msg.t0, msg.items);
       case 'status':
-        return reply({ rid: msg.rid, status: statusOf(tracker, sockets) });
+        return reply({ rid: msg.rid, status: statusOf(tracker, sockets, msg.upTo) });
       case 'results': {
         const end = msg.final ? tracker.endPhase() : { folded: 0, unmet: [] };
         reply({ rid: msg.rid, results: tracker.results, ...end });

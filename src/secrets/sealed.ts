@@ -23,7 +23,6 @@ import {
   createPrivateKey,
   createPublicKey,
   diffieHellman,
-  generateKeyPairSync,
   hkdfSync,
   randomBytes,
   type KeyObject,
@@ -52,13 +51,27 @@ function publicKeyObject(publicKey: string): KeyObject {
   return createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: publicKey }, format: 'jwk' });
 }
 
+/** PKCS#8 DER of an X25519 private key (RFC 8410), up to its 32 raw bytes. */
+const x25519Pkcs8Prefix = Buffer.from('302e020100300506032b656e04220420', 'hex');
+
+/**
+ * A new X25519 private key: 32 random bytes (every 32 bytes are one; X25519 clamps them), as
+ * PKCS#8 DER. Not generateKeyPairSync: on Node 20 a garbage collection that runs while a key
+ * made by it is exported can destroy its key-generation job inside the same lock, and the
+ * process hangs for good (seen with thousands of keys: gdb showed ~KeyGenJob waiting on a mutex
+ * from a GC inside KeyObjectHandle::ExportJWK).
+ */
+function newX25519(): { privateKey: KeyObject; der: Buffer } {
+  const der = Buffer.concat([x25519Pkcs8Prefix, randomBytes(32)]);
+  return { privateKey: createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }), der };
+}
+
 /** A new X25519 key pair: the private key as PKCS#8 DER in base64 (to be stored encrypted). */
 export function generateSiteKey(): { publicKey: string; privateDer: string } {
-  const pair = generateKeyPairSync('x25519');
-  const jwk = pair.publicKey.export({ format: 'jwk' });
+  const { privateKey, der } = newX25519();
   return {
-    publicKey: String(jwk.x),
-    privateDer: pair.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+    publicKey: String(createPublicKey(privateKey).export({ format: 'jwk' }).x),
+    privateDer: der.toString('base64'),
   };
 }
 
@@ -76,9 +89,9 @@ function derive(privateKey: KeyObject, publicKey: KeyObject, ephemeral: Buffer, 
 /** Seals `plain` for the site whose public key is `publicKey`; `tag` travels in clear. */
 export function seal(publicKey: string, plain: string, context: string, tag: string): string {
   const site = publicKeyObject(publicKey);
-  const eph = generateKeyPairSync('x25519');
-  const ephRaw = Buffer.from(String(eph.publicKey.export({ format: 'jwk' }).x), 'base64url');
-  const key = derive(eph.privateKey, site, ephRaw, Buffer.from(publicKey, 'base64url'));
+  const eph = newX25519().privateKey;
+  const ephRaw = Buffer.from(String(createPublicKey(eph).export({ format: 'jwk' }).x), 'base64url');
+  const key = derive(eph, site, ephRaw, Buffer.from(publicKey, 'base64url'));
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(context));

@@ -96,6 +96,23 @@ export function indexView(view: ConfigView): ViewIndex {
   return index;
 }
 
+/**
+ * The index of a view that differs from the previous one (indexed as `prev`) only in the keys
+ * `changed`, without a scan: `prev` itself when only site objects changed (an index holds
+ * none), with the new content of exporters changed in place; undefined when anything else
+ * changed (or an exporter came or went), and the view must be indexed again.
+ */
+export function reindexView(prev: ViewIndex, view: ConfigView, changed: ReadonlySet<string>): ViewIndex | undefined {
+  let moved = false;
+  for (const key of changed) {
+    if (siteResource.parseKey(key)) continue;
+    if (!webhook.parseKey(key) || !view.has(key) || !prev.webhooks.some((w) => w.key === key)) return undefined;
+    moved = true;
+  }
+  if (!moved) return prev;
+  return { ...prev, webhooks: prev.webhooks.map((w) => (changed.has(w.key) ? { ...w, cfg: view.get(w.key)! } : w)) };
+}
+
 function copy(view: ConfigView, key: string, into: Map<string, JsonObject>): boolean {
   const v = view.get(key);
   if (v) into.set(key, v);

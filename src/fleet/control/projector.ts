@@ -33,7 +33,8 @@ import { log } from '../../lib/log.js';
 import type { Strongbox } from '../../secrets/strongbox.js';
 import { site as siteResource } from '../../resources/site.js';
 import { webhook } from '../../resources/webhook/index.js';
-import { applicableTo, indexView, webhookPlacement, type ViewIndex } from './applicable.js';
+import { applicableTo, indexView, reindexView, webhookPlacement, type ViewIndex } from './applicable.js';
+import { createSiteLabelIndex, type SiteLabelIndex } from './site-labels.js';
 import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
 import { createPassScheduler } from './pass-scheduler.js';
@@ -90,7 +91,8 @@ const trimsAtOnce = 8;
 /**
  * The sites whose set a change of `changed` may alter, or 'all'. A site object concerns its
  * own site only (its labels place exporters there, for every tenant); a webhook exporter
- * concerns the sites that hold it and those where it is placed now; anything else (settings,
+ * concerns the sites that hold it and those where it is placed now (its placement evaluated
+ * at the candidates the label index gives, not at every site); anything else (settings,
  * users, deployments, vaults, tenants...) may concern any site.
  */
 function concerned(
@@ -98,6 +100,7 @@ function concerned(
   changed: ReadonlySet<string>,
   sites: Set<string>,
   known: ReadonlyMap<string, Known>,
+  labels: SiteLabelIndex,
 ): Set<string> | 'all' {
   const out = new Set<string>();
   for (const key of changed) {
@@ -106,9 +109,12 @@ function concerned(
       out.add(named);
       continue;
     }
-    if (!webhook.parseKey(key)) return 'all';
+    const w = webhook.parseKey(key);
+    if (!w) return 'all';
+    for (const [s, k] of known) if (k.etags.has(key) && sites.has(s)) out.add(s);
     const placed = webhookPlacement(read.view, read.index, key);
-    for (const s of sites) if (known.get(s)?.etags.has(key) || placed(s)) out.add(s);
+    const candidates = labels.candidates(w.tenant, read.view.get(key)?.['site-placement']);
+    for (const s of candidates ?? sites) if (sites.has(s) && placed(s)) out.add(s);
   }
   return out;
 }
@@ -303,13 +309,10 @@ function rootSiteAt(root: string, key: string): string | undefined {
   return p?.tenant === root ? p.name : undefined;
 }
 
-/** The sites to project: those with a log and those named in `read`, other than this process's own. */
-function sitesOf(o: ProjectorOptions, logged: readonly string[], read: Read): Set<string> {
+/** The sites to project: those with a log and those named in the configuration, other than this process's own. */
+function sitesOf(o: ProjectorOptions, logged: readonly string[], labels: SiteLabelIndex): Set<string> {
   const sites = new Set(logged);
-  for (const key of read.view.keys()) {
-    const s = rootSiteAt(o.root, key);
-    if (s !== undefined) sites.add(s);
-  }
+  for (const s of labels.sitesOf(o.root)) sites.add(s);
   sites.delete(o.ownSite);
   return sites;
 }
@@ -339,6 +342,8 @@ export function startProjector(o: ProjectorOptions): Projector {
     const s = rootSite(key);
     return s !== undefined && s !== o.ownSite;
   };
+  /** Its site objects by label, updated with what each read finds changed. */
+  const labels = createSiteLabelIndex();
   const reader = snapshotReader(o.store);
   const scheduler = createPassScheduler(async (full) => {
     st.again = false;
@@ -352,8 +357,12 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function readView(): Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
     const snap = await reader.read();
     if (!snap) return undefined;
-    if (last?.rev !== snap.revision)
-      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index: indexView(snap.values) };
+    if (last?.rev !== snap.revision) {
+      // Both from what changed since the previous read: a commit is not a scan of every site.
+      labels.update(snap.values, snap.changed);
+      const index = (last && reindexView(last.index, snap.values, snap.changed)) ?? indexView(snap.values);
+      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index };
+    }
     return { read: last, changed: snap.changed };
   }
 
@@ -372,7 +381,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       return;
     }
     const { read, changed } = got;
-    const sites = sitesOf(o, logged, read);
+    const sites = sitesOf(o, logged, labels);
     const views: SiteViews = o.rollouts
       ? await o.rollouts.prepare({
           ...read,
@@ -380,7 +389,7 @@ export function startProjector(o: ProjectorOptions): Projector {
           holds: async (site, key) => (await knownOf(o, st, site)).etags.has(key),
         })
       : () => undefined;
-    await projectSites(o, st, sites, read, full ? 'all' : concerned(read, changed, sites, st.known), views);
+    await projectSites(o, st, sites, read, full ? 'all' : concerned(read, changed, sites, st.known, labels), views);
     if (now() - lastTrim >= 60_000 && !trimming) {
       lastTrim = now();
       trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(

@@ -31,7 +31,6 @@
  * request event, handed to the process that asked → 204.
  */
 import { Hono, type Context } from 'hono';
-import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
 import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
@@ -43,6 +42,7 @@ import { isObject, type Json } from '../../lib/json.js';
 import { compareVersions, parseVersion, siteKeyHeader, type FleetEntry } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
 import { createInboxes } from './inbox.js';
+import { sseResponse, type SseSink } from './sse-sink.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
 import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
@@ -228,7 +228,7 @@ async function serve(
   o: SyncOptions,
   inboxOf: ReturnType<typeof createInboxes>,
   batch: number,
-  stream: SSEStreamingApi,
+  stream: SseSink,
   site: string,
   start: string | undefined,
   aborted: () => boolean,
@@ -238,7 +238,7 @@ async function serve(
   // Open before the first read, so nothing appended after that read goes unheard.
   const inbox = inboxOf(site);
   const send = (e: FleetEntry) =>
-    stream.writeSSE({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
+    stream.send({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
   try {
     let version = start;
     /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
@@ -250,9 +250,9 @@ async function serve(
       const heard = inbox.take();
       if (version === undefined) {
         const snap = await o.fleetLog.snapshot(site);
-        await stream.writeSSE({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
+        await stream.send({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
         const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
-        await stream.writeSSE({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
+        await stream.send({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
         version = snap.version;
       } else {
         // The entries the notifications carried, while they follow on from this stream's
@@ -284,7 +284,7 @@ async function serve(
           }
           if (quiet && entries.length === 0)
             // A bookmark: where this stream is, so an idle site's resume point stays current.
-            await stream.writeSSE({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
+            await stream.send({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
         }
       }
       // The stream's presence is refreshed every keepAliveMs, quiet or busy.
@@ -324,41 +324,38 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.presence.connected(site, id, ttl);
     // The version a site resumes from is the last one it applied.
     if (resumeFrom !== undefined && parseVersion(resumeFrom)) await o.presence.applied(site, resumeFrom);
-    return streamSSE(
-      c,
-      async (stream) => {
-        let aborted = false;
-        // Reads for this site from any control-plane process go down this stream, as they come.
-        const stopReads = o.relay.onRead(site, (read) => {
-          if (!aborted) void stream.writeSSE({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
-        });
-        stream.onAbort(() => {
-          aborted = true;
-          stopReads();
-          void o.presence.disconnected(site, id).catch(() => undefined);
-        });
-        try {
-          await serve(
-            o,
-            inboxOf,
-            batch,
-            stream,
-            site,
-            start,
-            () => aborted,
-            () => o.presence.connected(site, id, ttl),
-            // A new token revokes this one: the stream ends, and no change reaches its holder.
-            () => isTokenOf(deps.store, site, bearer),
-          );
-        } finally {
-          stopReads();
-          await o.presence.disconnected(site, id).catch(() => undefined);
-        }
-      },
-      async () => {
-        // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
-      },
-    );
+    // Written straight to the socket (sse-sink.ts): a site's stream is open for hours, and the
+    // control plane holds one per connected site.
+    return sseResponse(c, async (stream) => {
+      let aborted = false;
+      // Reads for this site from any control-plane process go down this stream, as they come.
+      const stopReads = o.relay.onRead(site, (read) => {
+        if (!aborted) void stream.send({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
+      });
+      stream.onClose(() => {
+        aborted = true;
+        stopReads();
+        void o.presence.disconnected(site, id).catch(() => undefined);
+      });
+      try {
+        await serve(
+          o,
+          inboxOf,
+          batch,
+          stream,
+          site,
+          start,
+          () => aborted,
+          () => o.presence.connected(site, id, ttl),
+          // A new token revokes this one: the stream ends, and no change reaches its holder.
+          () => isTokenOf(deps.store, site, bearer),
+        );
+      } finally {
+        stopReads();
+        await o.presence.disconnected(site, id).catch(() => undefined);
+      }
+      // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
+    });
   });
 
   siteStateRoutes(app, deps, o);
