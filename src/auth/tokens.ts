@@ -3,7 +3,7 @@
  * only ever holds the SHA-256 of a token (kv `token:<hex>`, expiring with the token), so a
  * dump of Redis yields nothing that can be replayed.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { kvPrefix } from '../store/keys.js';
 import type { Store } from '../store/store.js';
 import { isObject } from '../lib/json.js';
@@ -28,12 +28,12 @@ export type TokenReply = {
 
 /** The id of a token: the hex SHA-256 of its text. Also the kv key suffix. */
 export function tokenId(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** Short digest of a password hash (never the hash itself) to bind tokens to a credential. */
 export function credentialOf(passwordHash: string): string {
-  return createHash('sha256').update(passwordHash, 'utf8').digest('hex').slice(0, 32);
+  return hash('sha256', passwordHash, 'hex').slice(0, 32);
 }
 
 /** Bearer tokens are exactly 43 base64url characters; anything else is not ours. */

@@ -191,9 +191,13 @@ function atomicCommit(
     // Serialise everything before touching state, so a value that cannot be stored fails the whole commit.
     const encoded: EncodeOp[] = [];
     const etags: Record<string, string> = {};
+    /** Each stored value's JSON text, for the note (whose `after`s are these values). */
+    const texts = new Map<JsonObject, string>();
     for (const op of ops) {
       if (op.op === 'put') {
-        encoded.push({ k: op.key, text: JSON.stringify(op.value) });
+        const text = JSON.stringify(op.value);
+        encoded.push({ k: op.key, text });
+        texts.set(op.value, text);
         etags[op.key] = etagOf(op.value);
       } else {
         encoded.push({ k: op.key, d: 1 });
@@ -201,7 +205,8 @@ function atomicCommit(
       }
     }
     // CONFIG_HISTORY=0: no history is kept.
-    const noteText = note && keepMs > 0 ? encodeNote(note) : undefined;
+    const textOf = (v: JsonObject): string | undefined => texts.get(v);
+    const noteText = note && keepMs > 0 ? encodeNote(note, textOf) : undefined;
     aof.append(encodeCommit(state.revision + 1, encoded, noteText));
     const revision = ++state.revision;
     if (noteText !== undefined) {

@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { canonicalJson } from '../lib/json.js';
 
-/** Strong, quoted ETag; equal content ⇔ equal tag, so it changes exactly when content does. */
+/**
+ * Strong, quoted ETag; equal content ⇔ equal tag, so it changes exactly when content does.
+ * (crypto.hash, one call: a Hash object per ETag cost more than the digest itself.)
+ */
 export function etagOf(value: unknown): string {
-  return '"' + createHash('sha256').update(canonicalJson(value)).digest('base64url').slice(0, 27) + '"';
+  return '"' + hash('sha256', canonicalJson(value), 'base64url').slice(0, 27) + '"';
 }
 
 /**

@@ -22,9 +22,25 @@ export type StoredRevision = RevisionNote & { revision: number };
 
 export const defaultHistoryMs = 30 * 86_400_000;
 
-/** The note as stored (one JSON text), and back; undefined when the text is not a note. */
-export function encodeNote(note: RevisionNote): string {
-  return JSON.stringify(note);
+/**
+ * The note as stored (one JSON text), and back; undefined when the text is not a note.
+ * `textOf` gives the JSON text already made for an object (the commit serialises what it
+ * stores anyway), so the note does not serialise it again; the text is JSON.stringify's.
+ */
+export function encodeNote(note: RevisionNote, textOf?: (value: JsonObject) => string | undefined): string {
+  if (!textOf) return JSON.stringify(note);
+  const json = (v: JsonObject) => textOf(v) ?? JSON.stringify(v);
+  const changes = note.changes.map(
+    (c) =>
+      `{"key":${JSON.stringify(c.key)}` +
+      (c.before !== undefined ? `,"before":${json(c.before)}` : '') +
+      (c.after !== undefined ? `,"after":${json(c.after)}` : '') +
+      '}',
+  );
+  return (
+    `{"time":${JSON.stringify(note.time)},"user":${JSON.stringify(note.user)},` +
+    `"tenant":${JSON.stringify(note.tenant)},"changes":[${changes.join(',')}]}`
+  );
 }
 
 export function decodeNote(revision: number, text: string): StoredRevision | undefined {

@@ -26,6 +26,7 @@ import { createListCache, type ListCache, type ListSource } from './list-cache.j
 import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { errorText } from '../lib/error-text.js';
+import type { JsonObject } from '../lib/json.js';
 
 /** Translates a node-redis failure into the API's error (one place, see STYLE "Errors"). */
 function unavailable(err: unknown): never {
@@ -52,6 +53,7 @@ export function commitArgs(
   const keys: string[] = [];
   const args: string[] = [String(ops.length), channel];
   const etags: Record<string, string> = {};
+  const texts = new Map<JsonObject, string>();
   for (const op of ops) {
     keys.push(lay.cfgPrefix + op.key);
     const e = op.expect;
@@ -60,14 +62,19 @@ export function commitArgs(
     if (op.op === 'put') {
       const etag = etagOf(op.value);
       etags[op.key] = etag;
-      packed = etag + '\n' + JSON.stringify(op.value);
+      const text = JSON.stringify(op.value);
+      texts.set(op.value, text);
+      packed = etag + '\n' + text;
     } else {
       delete etags[op.key];
     }
     args.push(op.op, op.key, mode, mode === 'e' && typeof e === 'string' ? e : '', packed);
   }
   keys.push(lay.index, lay.revision, lay.history);
-  args.push(history.note ? encodeNote(history.note) : '', `${Math.max(0, history.now - history.keepMs)}-0`);
+  args.push(
+    history.note ? encodeNote(history.note, (v) => texts.get(v)) : '',
+    `${Math.max(0, history.now - history.keepMs)}-0`,
+  );
   return { keys, args, etags };
 }
 

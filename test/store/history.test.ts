@@ -11,6 +11,7 @@ import { freshRedisDb } from '../helpers/redis.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { RevisionNote, Store } from '../../src/store/store.js';
+import { encodeNote } from '../../src/store/history.js';
 
 const note = (user: string, key: string, ageMs = 0): RevisionNote => ({
   time: new Date(Date.now() - ageMs).toISOString(),
@@ -120,6 +121,30 @@ test('embedded: the history survives a reopen and a compaction', async () => {
   } finally {
     await store.close();
   }
+});
+
+test('a note encoded with the texts its commit made is the same JSON text as without them', () => {
+  const after = { name: 'a', labels: { b: 'é"\n', a: [1, { z: null }] } };
+  const before = { name: 'a', version: '1' };
+  const n: RevisionNote = {
+    time: '2026-11-28T03:00:00.000Z',
+    user: 'admin@"x"',
+    tenant: 'default',
+    changes: [
+      { key: 'default/x/a', before, after },
+      { key: 'default/x/b', after: before },
+      { key: 'default/x/c', before },
+    ],
+  };
+  const texts = new Map<object, string>([[after, JSON.stringify(after)]]);
+  assert.is(
+    encodeNote(n, (v) => texts.get(v)),
+    JSON.stringify(n),
+  );
+  assert.is(
+    encodeNote({ ...n, changes: [] }, () => undefined),
+    JSON.stringify({ ...n, changes: [] }),
+  );
 });
 
 test.run();
