@@ -13,6 +13,9 @@ import { KeyQueues } from './ordering.js';
 import { maxWaiting, Runner, type Unit } from './runner.js';
 import type { TopicReader } from './topic-reader.js';
 
+/** Resolves after two turns of the event loop's check phase (past the setImmediate of a POST's write). */
+const afterWrite = (): Promise<void> => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+
 export class Dispatcher {
   readonly runner: Runner;
   /** ordering-key: the units waiting behind a busy key. */
@@ -71,9 +74,15 @@ export class Dispatcher {
       // Entries not dispatched stay in our pending list and are read again at the next start.
       if (!this.stopping) void this.runner.handle(reader, msg, undefined, run);
     };
-    if (this.slots.full) return this.slots.free().then(go);
-    go();
-    return undefined;
+    if (!this.slots.full) {
+      go();
+      return undefined;
+    }
+    const started = this.slots.free().then(go);
+    // At max-in-flight 1: undici writes a request from a setImmediate, so the next message's
+    // preparation waits two turns of the event loop, until this POST is on the wire; run at
+    // once, it would delay the write by its own time and gain nothing.
+    return this.slots.limit() === 1 ? started.then(afterWrite) : started;
   }
 
   /** ordering-key: the message to its key's runner, or behind the key while it is busy. */
