@@ -18,10 +18,14 @@
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
- * ./profiles). Every loop is bounded.
+ * ./profiles), BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process
+ * of its own beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline).
+ * Every loop is bounded.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { JsonObject } from '../src/lib/json.js';
 import { ackingFloor, loadSink, plainFloor, startSink } from './bench-parties.js';
 import { createClient } from 'redis';
@@ -89,7 +93,8 @@ async function prefill(url: string, count = messages, into = topic): Promise<voi
   await c.close();
 }
 
-type Product = { api: string; child: ChildProcess; stop(): Promise<void> };
+/** A product process; its exporters are placed on its own site only (two builds share one store). */
+type Product = { api: string; site: string; child: ChildProcess; stop(): Promise<void> };
 
 /** A fresh token per run: tokens expire after 10 minutes, longer than a whole bench. */
 async function login(api: string): Promise<string> {
@@ -105,18 +110,25 @@ async function login(api: string): Promise<string> {
 }
 
 /** The built bundle in its own process, API and exporter runtime, as a user starts it. */
-async function startProduct(redisUrl: string): Promise<Product> {
-  const p = await startBundle({ REDIS_URL: redisUrl, ADMIN_PASSWORD: 'bench-password-1' });
-  return { api: p.url, child: p.child, stop: p.stop };
+async function startProduct(redisUrl: string, env: Record<string, string> = {}, bundle?: string): Promise<Product> {
+  const p = await startBundle({ REDIS_URL: redisUrl, ADMIN_PASSWORD: 'bench-password-1', ...env }, bundle);
+  return { api: p.url, site: env.SITE ?? 'bench', child: p.child, stop: p.stop };
 }
 
 /** The exporter every product run configures; `extra` on top (a feature under test). */
-function benchHook(name: string, topicName: string, url: string, inFlight: number | 'auto', extra: JsonObject) {
+function benchHook(
+  name: string,
+  site: string,
+  topicName: string,
+  url: string,
+  inFlight: number | 'auto',
+  extra: JsonObject,
+) {
   return {
     name,
     topics: [topicName],
     'start-position': 'beginning',
-    'site-placement': { 'all-sites': true },
+    'site-placement': { sites: [site] },
     'max-in-flight': inFlight,
     'retry-interval': '50ms',
     'max-retry-interval': '1s',
@@ -145,7 +157,7 @@ async function productRun(
     method: 'PUT',
     headers,
     signal: AbortSignal.timeout(30_000),
-    body: JSON.stringify(benchHook(name, opts.topic ?? topic, `${sink}/${name}`, inFlight, opts.extra ?? {})),
+    body: JSON.stringify(benchHook(name, p.site, opts.topic ?? topic, `${sink}/${name}`, inFlight, opts.extra ?? {})),
   });
   if (put.status !== 201) throw new Error(`PUT ${name}: ${put.status} ${await put.text()}`);
   const rate = await rateAt(sink, `/${name}`, opts.count ?? messages);
@@ -216,13 +228,12 @@ async function idleRun(url: string, store: Store): Promise<void> {
 }
 
 /** A party measured at the sink: its rate, and a helper party's own CPU time (µs) when it reports it. */
-type Party = { name: string; run(path: string): Promise<{ rate: number; cpu?: number }>; product: boolean };
+type Party = { name: string; run(path: string): Promise<{ rate: number; cpu?: number }>; product?: Product };
 
-function parties(redisUrl: string, sink: string, product: Product): Party[] {
+function parties(redisUrl: string, sink: string, product: Product, baseline: Product | undefined): Party[] {
   const list: Party[] = [];
   const helper = (name: string, go: (target: string) => Promise<number>): Party => ({
     name,
-    product: false,
     async run(path) {
       // Listened for at once: the party may finish before the sink has been polled.
       const done = go(`${sink}${path}`);
@@ -230,10 +241,10 @@ function parties(redisUrl: string, sink: string, product: Product): Party[] {
       return { rate, cpu: await done };
     },
   });
-  const ours = (name: string, inFlight: number | 'auto', extra: JsonObject = {}): Party => ({
+  const ours = (name: string, inFlight: number | 'auto', extra: JsonObject = {}, p = product): Party => ({
     name,
-    product: true,
-    run: async (path) => ({ rate: await productRun(product, sink, inFlight, path.slice(1), { extra }) }),
+    product: p,
+    run: async (path) => ({ rate: await productRun(p, sink, inFlight, path.slice(1), { extra }) }),
   });
   list.push(helper('sink alone', (t) => loadSink(t, 64, messages)));
   let groups = 0;
@@ -242,6 +253,7 @@ function parties(redisUrl: string, sink: string, product: Product): Party[] {
     list.push(helper(`plain floor ${n}`, (t) => plainFloor(redisUrl, t, f, messages, topic)));
     list.push(helper(`acking floor ${n}`, (t) => ackingFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)));
     list.push(ours(`product ${n}`, n));
+    if (baseline) list.push(ours(`baseline ${n}`, n, {}, baseline));
     if (n !== 'auto' && features)
       list.push(ours(`batch-100 ${n}`, n, { batch: { 'max-messages': 100, 'max-wait': '50ms' } }));
   }
@@ -279,7 +291,8 @@ function report(best: Map<string, Best>): string {
       `max-in-flight ${n}: product ÷ plain floor ${q(r(`product ${n}`) / r(`plain floor ${n}`))}` +
         `${n === 64 ? ' (goal ≥ 0.9)' : ''}, ÷ acking floor ${q(r(`product ${n}`) / r(`acking floor ${n}`))}` +
         `${n === 1 ? ' (goal ≥ 0.9)' : ''}` +
-        (features ? `; batch of 100 ÷ single ${q(r(`batch-100 ${n}`) / r(`product ${n}`))} (goal ≥ 5)` : ''),
+        (features ? `; batch of 100 ÷ single ${q(r(`batch-100 ${n}`) / r(`product ${n}`))} (goal ≥ 5)` : '') +
+        (best.has(`baseline ${n}`) ? `; product ÷ baseline ${q(r(`product ${n}`) / r(`baseline ${n}`))}` : ''),
     );
   if (features) {
     lines.push(
@@ -295,21 +308,32 @@ async function main(): Promise<void> {
   const redis = await startRedis();
   const sink = await startSink(arcEnv);
   let product: Product | undefined;
+  let baseline: Product | undefined;
   try {
     process.stdout.write(`pre-filling ${messages} messages of ~200 bytes...\n`);
     await prefill(redis.url);
-    product = await startProduct(redis.url);
+    const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-bench-'));
+    product = await startProduct(redis.url, { DATA_DIR: dataDir });
     await signingSecret(product);
+    const other = process.env.BENCH_BASELINE;
+    // The other build shares the store, so it unseals it with the key ours wrote.
+    if (other)
+      baseline = await startProduct(
+        redis.url,
+        { SITE: 'baseline', STRONGBOX_KEY_FILE: join(dataDir, 'strongbox.key') },
+        other,
+      );
     const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     const best = new Map<string, Best>();
-    const list = parties(redis.url, sink.url, product);
+    const list = parties(redis.url, sink.url, product, baseline);
     // Interleaved, best of each: the load of a shared machine drifts between runs.
     for (let round = 1; round <= rounds; round++)
       for (const [i, party] of list.entries()) {
-        const cpu0 = cpuMicros(product.child.pid!);
+        const proc = party.product?.child.pid;
+        const cpu0 = proc ? cpuMicros(proc) : 0;
         const sink0 = cpuMicros(sink.child.pid!);
         const r = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
-        const cpu = (party.product ? cpuMicros(product.child.pid!) - cpu0 : (r.cpu ?? 0)) / messages;
+        const cpu = (proc ? cpuMicros(proc) - cpu0 : (r.cpu ?? 0)) / messages;
         const sinkCpu = (cpuMicros(sink.child.pid!) - sink0) / messages;
         const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [] };
         b.all.push(r.rate);
@@ -323,6 +347,8 @@ async function main(): Promise<void> {
     );
     await product.stop();
     product = undefined;
+    await baseline?.stop();
+    baseline = undefined;
     if (idleSeconds > 0) {
       const idleStore = await openRedisStore(redis.url);
       await idleRun(redis.url, idleStore);
@@ -331,6 +357,7 @@ async function main(): Promise<void> {
   } finally {
     // Waited for: the product logs while stopping, into the pipe this process holds.
     await product?.stop();
+    await baseline?.stop();
     sink.child.kill();
     await redis.stop();
   }

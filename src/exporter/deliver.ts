@@ -43,7 +43,7 @@ export type DeliverContext = {
   unpark(): Promise<void>;
 };
 
-function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome | Promise<Outcome> {
+export function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome | Promise<Outcome> {
   ctx.state.error(`message ${msg.entry.id} of topic ${msg.topic} ignored: ${why}`, ctx.clock.now());
   // Delivery controls: an ignored message goes to the dead-letter topic when one is set.
   const dl = ctx.controls.deadLetter;
@@ -113,11 +113,24 @@ function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome
 /** A message expanded and ready to POST: where, with which headers, which body. */
 export type Prepared = { target: Target; headers: string[]; data: string };
 
+/** Why a message is ignored without a POST (a variable without value, an invalid URL, data that is not JSON). */
+export type Ignore = { ignore: string };
+
 /**
  * Filter and expansion of one message: its POST, or how it was handled without one
  * (filtered, or ignored: a variable without value, an invalid URL, data that is not JSON).
  */
 export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome | Promise<Outcome> {
+  const p = examine(ctx, msg);
+  return typeof p === 'object' && 'ignore' in p ? ignore(ctx, msg, p.ignore) : p;
+}
+
+/**
+ * `prepare` without side effects: nothing recorded, nothing sent, so the dispatcher may run it
+ * ahead, while the previous message's POST and ack are still under way (an ignored message is
+ * recorded, and sent to the dead-letter topic, only when its turn comes: `ignore`).
+ */
+export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered' | Ignore {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
 
@@ -126,7 +139,7 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
   for (const v of spec.messageVars) {
     const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
     if (value === undefined)
-      return ignore(ctx, msg, `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default`);
+      return { ignore: `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default` };
     (fromMessage ??= new Map()).set(v.name, value);
   }
   const lookup = lookupIn(ctx, msg, fromMessage);
@@ -134,26 +147,26 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
   let target = spec.staticTarget;
   if (!target) {
     const url = spec.url.render(lookup);
-    if (!url.ok) return ignore(ctx, msg, `url: ${url.reason}`);
+    if (!url.ok) return { ignore: `url: ${url.reason}` };
     target = parseTarget(url.value);
-    if (!target) return ignore(ctx, msg, 'url: the expanded value is not an absolute http or https URL');
+    if (!target) return { ignore: 'url: the expanded value is not an absolute http or https URL' };
   }
   const headers: string[] = [];
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
-    if (!r.ok) return ignore(ctx, msg, `header ${h.name}: ${r.reason}`);
+    if (!r.ok) return { ignore: `header ${h.name}: ${r.reason}` };
     const bad = badHeaderChar(r.value);
     // Sending it would fail the same way at every attempt: the message is ignored, never retried.
-    if (bad !== undefined) return ignore(ctx, msg, `header ${h.name}: the expanded value ${bad}`);
+    if (bad !== undefined) return { ignore: `header ${h.name}: the expanded value ${bad}` };
     headers.push(h.name, r.value);
   }
   const data = spec.data.render(lookup);
-  if (!data.ok) return ignore(ctx, msg, `data: ${data.reason}`);
+  if (!data.ok) return { ignore: `data: ${data.reason}` };
   if (spec.format === 'json') {
     try {
       JSON.parse(data.value);
     } catch {
-      return ignore(ctx, msg, 'data: the expanded value is not valid JSON (data-format json)');
+      return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
     }
     if (!spec.hasContentType) headers.push('content-type', 'application/json');
   } else if (!spec.hasContentType) {
@@ -165,8 +178,13 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
 export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
   const p = prepare(ctx, msg);
   if (typeof p === 'string' || p instanceof Promise) return p;
+  return post(ctx, postOf(ctx, msg, p));
+}
+
+/** The POST of one prepared message. */
+export function postOf(ctx: DeliverContext, msg: Message, p: Prepared): Post {
   const id = ctx.controls.signer ? webhookId(msg.topic, msg.entry.id) : '';
-  return post(ctx, { ...p, body: p.data, id, messages: [msg] });
+  return { target: p.target, headers: p.headers, body: p.data, id, messages: [msg] };
 }
 
 /** One POST of one message or of a batch (batch.ts): the body, and the messages it carries. */

@@ -7,11 +7,14 @@
  */
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { Batcher } from './batch.js';
-import { orderingKeyOf, prepare, type DeliverContext, type Outcome } from './deliver.js';
+import { examine, ignore, orderingKeyOf, post, postOf, prepare, type DeliverContext, type Outcome } from './deliver.js';
 import type { Message } from './message.js';
 import { KeyQueues } from './ordering.js';
 import { maxWaiting, Runner, type Unit } from './runner.js';
 import type { TopicReader } from './topic-reader.js';
+
+/** Resolves after two turns of the event loop's check phase (past the setImmediate of a POST's write). */
+const afterWrite = (): Promise<void> => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 
 export class Dispatcher {
   readonly runner: Runner;
@@ -46,17 +49,46 @@ export class Dispatcher {
    */
   dispatch(reader: TopicReader, msg: Message): Promise<void> | undefined {
     if (this.batcher) return this.gather(reader, msg, this.batcher);
+    if (!this.keys) return this.ahead(reader, msg);
     if (this.slots.full) return this.slots.free().then(() => this.start(reader, msg));
     return this.start(reader, msg);
   }
 
-  private start(reader: TopicReader, msg: Message): Promise<void> | undefined {
-    // Entries not dispatched stay in our pending list and are read again at the next start.
+  /**
+   * Without ordering-key or batch: the message is filtered and expanded now, while the POSTs and
+   * acks of the messages before it may still hold every slot (at max-in-flight 1 the next POST
+   * then starts as soon as the previous ack is confirmed, with nothing else on that chain).
+   * Nothing is sent before the slot is taken, so the crash promise holds: at most max-in-flight
+   * messages sent and not acknowledged. A filtered message is handled at once, without a slot.
+   */
+  private ahead(reader: TopicReader, msg: Message): Promise<void> | undefined {
     if (this.stopping) return undefined;
-    if (!this.keys) {
-      void this.runner.handle(reader, msg);
+    const p = examine(this.ctx, msg);
+    if (p === 'filtered') {
+      reader.handled(msg.entry.id, 'filtered');
+      this.ctx.state.version++;
       return undefined;
     }
+    const run = 'ignore' in p ? () => ignore(this.ctx, msg, p.ignore) : () => post(this.ctx, postOf(this.ctx, msg, p));
+    const go = () => {
+      // Entries not dispatched stay in our pending list and are read again at the next start.
+      if (!this.stopping) void this.runner.handle(reader, msg, undefined, run);
+    };
+    if (!this.slots.full) {
+      go();
+      return undefined;
+    }
+    const started = this.slots.free().then(go);
+    // At max-in-flight 1: undici writes a request from a setImmediate, so the next message's
+    // preparation waits two turns of the event loop, until this POST is on the wire; run at
+    // once, it would delay the write by its own time and gain nothing.
+    return this.slots.limit() === 1 ? started.then(afterWrite) : started;
+  }
+
+  /** ordering-key: the message to its key's runner, or behind the key while it is busy. */
+  private start(reader: TopicReader, msg: Message): Promise<void> | undefined {
+    // Entries not dispatched stay in our pending list and are read again at the next start.
+    if (this.stopping || !this.keys) return undefined;
     const key = orderingKeyOf(this.ctx, msg);
     if (this.keys.admit(key, { reader, msg })) {
       void this.runner.handle(reader, msg, key);
@@ -83,7 +115,7 @@ export class Dispatcher {
     if (p instanceof Promise) {
       // Ignored, to the dead-letter topic: the append takes a slot like a POST.
       const go = () => {
-        if (!this.stopping) void this.runner.handle(reader, msg, undefined, p);
+        if (!this.stopping) void this.runner.handle(reader, msg, undefined, () => p);
       };
       if (this.slots.full) return this.slots.free().then(go);
       go();

@@ -74,14 +74,15 @@ export class Runner {
   }
 
   /**
-   * One message through deliver. Its slot is held until the reader's ack of it is confirmed:
+   * One message through deliver (or `run`: what the dispatcher prepared for it, started now
+   * that the slot is taken). Its slot is held until the reader's ack of it is confirmed:
    * handled but unacknowledged messages count toward max-in-flight (the crash promise).
    */
-  async handle(reader: TopicReader, msg: Message, key?: string, pending?: Promise<Outcome>): Promise<void> {
+  async handle(reader: TopicReader, msg: Message, key?: string, run?: () => Outcome | Promise<Outcome>): Promise<void> {
     const started = this.started();
     let acked = false;
     try {
-      const outcome = await (pending ?? deliver(this.ctx, msg)).catch((err: unknown) => {
+      const outcome = await Promise.resolve(run ? run() : deliver(this.ctx, msg)).catch((err: unknown) => {
         this.ctx.state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.ctx.clock.now());
         return 'ignored' as const;
       });

@@ -9,7 +9,7 @@ export class Slots {
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
 
-  constructor(private readonly limit: () => number) {}
+  constructor(readonly limit: () => number) {}
 
   get full(): boolean {
     return this.used >= this.limit();
