@@ -34,6 +34,7 @@ import { Hono, type Context } from 'hono';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
 import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
+import { header } from '../../api/headers.js';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
 import { parseQuery } from '../../query/params.js';
@@ -91,7 +92,7 @@ function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site
 
 /** The sync routes' guard: the current site token of `site`, nothing else. */
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
-  const h = c.req.header('authorization') ?? '';
+  const h = header(c, 'authorization') ?? '';
   const token = bearerToken(h);
   if (token === undefined)
     throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
@@ -133,7 +134,7 @@ function onlyParameter(c: Context, allowed: string, route: string): URLSearchPar
 
 /** The site's public key from the sync request: 400 when absent or not an X25519 key. */
 function presentedKey(c: Context): string {
-  const key = c.req.header(siteKeyHeader);
+  const key = header(c, siteKeyHeader);
   if (key === undefined)
     throw new ApiError(
       'invalid-value',
@@ -309,8 +310,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await authenticateSite(deps, c, site);
     const params = onlyParameter(c, 'after', 'sync');
     const publicKey = presentedKey(c);
-    const bearer = bearerToken(c.req.header('authorization')) ?? '';
-    const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    const bearer = bearerToken(header(c, 'authorization')) ?? '';
+    const resumeFrom = header(c, 'last-event-id') ?? params.get('after') ?? undefined;
     let start = resumeFrom;
     if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
       // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
