@@ -252,7 +252,7 @@ export async function newControlPlane(
 
 type ProbeAnswer = { n: number; heapUsed: number; external: number; arrayBuffers: number; rss: number };
 
-/** The control plane's memory after a full GC (memory-probe.cjs answers SIGUSR2), bounded at 60 s. */
+/** The control plane's memory after a full GC (memory-probe.cjs answers SIGUSR2), bounded at 180 s (a heap snapshot under load is slow). */
 export async function probeMemory(cp: Cp): Promise<ProbeAnswer> {
   const file = join(cp.dataDir, 'memory-probe.json');
   const read = (): ProbeAnswer | undefined => {
@@ -264,7 +264,7 @@ export async function probeMemory(cp: Cp): Promise<ProbeAnswer> {
   };
   const before = read()?.n ?? 0;
   cp.child.kill('SIGUSR2');
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 1800; i++) {
     await sleep(100);
     const got = read();
     if (got && got.n > before) return got;

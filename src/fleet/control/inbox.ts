@@ -21,10 +21,51 @@ export type Inbox = {
 /** Entries an inbox keeps before it gives up and has its stream read the log. */
 const inboxLimit = 100;
 
+/**
+ * One stream's inbox. A class and an array per site (not closures and a Set): the control plane
+ * holds one per connected site, and every byte of it counts 10,000 times.
+ */
+class Box implements Inbox {
+  entries: Appended[] = [];
+  missed = true;
+  wake: (() => void) | undefined = undefined;
+  constructor(
+    private readonly open: Map<string, Box[]>,
+    private readonly site: string,
+  ) {}
+  take(): { entries: Appended[]; missed: boolean } {
+    const out = { entries: this.entries, missed: this.missed };
+    this.entries = [];
+    this.missed = false;
+    return out;
+  }
+  wait(ms: number): Promise<boolean> {
+    if (this.missed || this.entries.length > 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve(false);
+      }, ms);
+      timer.unref();
+      this.wake = () => {
+        this.wake = undefined;
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  }
+  close(): void {
+    this.wake?.();
+    const boxes = this.open.get(this.site);
+    const i = boxes?.indexOf(this) ?? -1;
+    if (i >= 0) boxes!.splice(i, 1);
+    if (boxes?.length === 0) this.open.delete(this.site);
+  }
+}
+
 /** Per process: one subscription to the log's append notifications, an inbox per stream. */
 export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
-  type Box = { entries: Appended[]; missed: boolean; wake: (() => void) | undefined };
-  const open = new Map<string, Set<Box>>();
+  const open = new Map<string, Box[]>();
   fleetLog.onAppend((site, appended) => {
     for (const box of open.get(site) ?? []) {
       if (appended && !box.missed && box.entries.length < inboxLimit) box.entries.push(appended);
@@ -36,37 +77,10 @@ export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
     }
   });
   return (site) => {
-    const box: Box = { entries: [], missed: true, wake: undefined };
-    let boxes = open.get(site);
-    if (!boxes) open.set(site, (boxes = new Set()));
-    boxes.add(box);
-    return {
-      take() {
-        const out = { entries: box.entries, missed: box.missed };
-        box.entries = [];
-        box.missed = false;
-        return out;
-      },
-      wait: (ms) =>
-        box.missed || box.entries.length > 0
-          ? Promise.resolve(true)
-          : new Promise((resolve) => {
-              const timer = setTimeout(() => {
-                box.wake = undefined;
-                resolve(false);
-              }, ms);
-              timer.unref();
-              box.wake = () => {
-                box.wake = undefined;
-                clearTimeout(timer);
-                resolve(true);
-              };
-            }),
-      close() {
-        box.wake?.();
-        boxes.delete(box);
-        if (boxes.size === 0 && open.get(site) === boxes) open.delete(site);
-      },
-    };
+    const box = new Box(open, site);
+    const boxes = open.get(site);
+    if (boxes) boxes.push(box);
+    else open.set(site, [box]);
+    return box;
   };
 }

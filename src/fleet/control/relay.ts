@@ -45,13 +45,14 @@ type Pending = { site: string; resolve: (a: ForwardedAnswer | undefined) => void
 
 /** The per-process part shared by both implementations: who listens, who waits. */
 function createRouting() {
-  const readers = new Map<string, Set<(read: ForwardedRead) => void>>();
+  // An array a site, not a Set: one per connected site, usually of one listener.
+  const readers = new Map<string, Array<(read: ForwardedRead) => void>>();
   const pending = new Map<string, Pending>();
   return {
     readers,
     pending,
     deliverRead(site: string, read: ForwardedRead) {
-      for (const fn of readers.get(site) ?? []) fn(read);
+      for (const fn of [...(readers.get(site) ?? [])]) fn(read);
     },
     /** `undefined`: no answer will come (the read could not be sent). */
     deliverAnswer(site: string, id: string, answer: ForwardedAnswer | undefined) {
@@ -72,12 +73,13 @@ function createRouting() {
       });
     },
     onRead(site: string, listener: (read: ForwardedRead) => void) {
-      let set = readers.get(site);
-      if (!set) readers.set(site, (set = new Set()));
-      set.add(listener);
+      let list = readers.get(site);
+      if (!list) readers.set(site, (list = []));
+      list.push(listener);
       return () => {
-        set.delete(listener);
-        if (set.size === 0 && readers.get(site) === set) readers.delete(site);
+        const i = list.indexOf(listener);
+        if (i >= 0) list.splice(i, 1);
+        if (list.length === 0 && readers.get(site) === list) readers.delete(site);
       };
     },
     close() {

@@ -34,6 +34,7 @@ import { Hono, type Context } from 'hono';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
 import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
+import { header } from '../../api/headers.js';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
 import { parseQuery } from '../../query/params.js';
@@ -91,7 +92,7 @@ function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site
 
 /** The sync routes' guard: the current site token of `site`, nothing else. */
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
-  const h = c.req.header('authorization') ?? '';
+  const h = header(c, 'authorization') ?? '';
   const token = bearerToken(h);
   if (token === undefined)
     throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
@@ -133,7 +134,7 @@ function onlyParameter(c: Context, allowed: string, route: string): URLSearchPar
 
 /** The site's public key from the sync request: 400 when absent or not an X25519 key. */
 function presentedKey(c: Context): string {
-  const key = c.req.header(siteKeyHeader);
+  const key = header(c, siteKeyHeader);
   if (key === undefined)
     throw new ApiError(
       'invalid-value',
@@ -223,30 +224,37 @@ function siteStateRoutes(app: Hono<AppEnv>, deps: AppDeps, o: SyncOptions): void
   });
 }
 
+/** What one stream's loop works with: one object a stream (10,000 of them), not closures. */
+type StreamOf = {
+  o: SyncOptions;
+  store: AppDeps['store'];
+  batch: number;
+  stream: SseSink;
+  site: string;
+  /** The stream's presence id, its time to live, the token it was opened with. */
+  id: string;
+  ttl: number;
+  bearer: string;
+};
+
+function sendEntry(stream: SseSink, e: FleetEntry): Promise<void> {
+  return stream.send({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
+}
+
 /** Sends one site's changes down its sync stream until it ends or its token is replaced. */
-async function serve(
-  o: SyncOptions,
-  inboxOf: ReturnType<typeof createInboxes>,
-  batch: number,
-  stream: SseSink,
-  site: string,
-  start: string | undefined,
-  aborted: () => boolean,
-  alive: () => Promise<void>,
-  valid: () => Promise<boolean>,
-) {
+async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, start: string | undefined) {
+  const { o, stream, site, batch } = s;
   // Open before the first read, so nothing appended after that read goes unheard.
   const inbox = inboxOf(site);
-  const send = (e: FleetEntry) =>
-    stream.send({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
   try {
     let version = start;
     /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
     let more = false;
     let quiet = false;
     let lastAlive = Date.now();
-    while (!aborted()) {
-      if (!(await valid())) return;
+    while (!stream.closed) {
+      // A new token revokes this one: the stream ends, and no change reaches its holder.
+      if (!(await isTokenOf(s.store, site, s.bearer))) return;
       const heard = inbox.take();
       if (version === undefined) {
         const snap = await o.fleetLog.snapshot(site);
@@ -263,7 +271,7 @@ async function serve(
           if (gap || compareVersions(e.version, version) <= 0) continue;
           if (e.prev !== version) gap = true;
           else {
-            await send(e);
+            await sendEntry(stream, e);
             version = e.version;
           }
         }
@@ -275,7 +283,7 @@ async function serve(
             continue;
           }
           for (const e of entries) {
-            await send(e);
+            await sendEntry(stream, e);
             version = e.version;
           }
           if (entries.length >= batch) {
@@ -290,9 +298,9 @@ async function serve(
       // The stream's presence is refreshed every keepAliveMs, quiet or busy.
       if (Date.now() - lastAlive >= o.keepAliveMs) {
         lastAlive = Date.now();
-        await alive();
+        await o.presence.connected(site, s.id, s.ttl);
       }
-      quiet = !(await inbox.wait(o.keepAliveMs)) && !aborted();
+      quiet = !(await inbox.wait(o.keepAliveMs)) && !stream.closed;
     }
   } finally {
     inbox.close();
@@ -309,8 +317,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await authenticateSite(deps, c, site);
     const params = onlyParameter(c, 'after', 'sync');
     const publicKey = presentedKey(c);
-    const bearer = bearerToken(c.req.header('authorization')) ?? '';
-    const resumeFrom = c.req.header('last-event-id') ?? params.get('after') ?? undefined;
+    const bearer = bearerToken(header(c, 'authorization')) ?? '';
+    const resumeFrom = header(c, 'last-event-id') ?? params.get('after') ?? undefined;
     let start = resumeFrom;
     if ((await deps.store.kvGet(recordedKeyOf(site))) !== publicKey) {
       // A new key (first contact, a reinstalled site, a new token): seal the site's secrets
@@ -327,29 +335,16 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     // Written straight to the socket (sse-sink.ts): a site's stream is open for hours, and the
     // control plane holds one per connected site.
     return sseResponse(c, async (stream) => {
-      let aborted = false;
       // Reads for this site from any control-plane process go down this stream, as they come.
       const stopReads = o.relay.onRead(site, (read) => {
-        if (!aborted) void stream.send({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
+        if (!stream.closed) void stream.send({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
       });
       stream.onClose(() => {
-        aborted = true;
         stopReads();
         void o.presence.disconnected(site, id).catch(() => undefined);
       });
       try {
-        await serve(
-          o,
-          inboxOf,
-          batch,
-          stream,
-          site,
-          start,
-          () => aborted,
-          () => o.presence.connected(site, id, ttl),
-          // A new token revokes this one: the stream ends, and no change reaches its holder.
-          () => isTokenOf(deps.store, site, bearer),
-        );
+        await serve({ o, store: deps.store, batch, stream, site, id, ttl, bearer }, inboxOf, start);
       } finally {
         stopReads();
         await o.presence.disconnected(site, id).catch(() => undefined);

@@ -50,35 +50,50 @@ function closer(): { closed(): boolean; onClose(fn: () => void): void; close(): 
   };
 }
 
-function nodeSink(res: ServerResponse): { sink: SseSink; end(): void } {
-  const c = closer();
-  res.once('close', c.close);
-  res.writeHead(200, headers);
-  res.flushHeaders();
-  return {
-    sink: {
-      get closed() {
-        return c.closed();
-      },
-      onClose: c.onClose,
-      send(e) {
-        if (c.closed() || res.write(frame(e))) return Promise.resolve();
-        return new Promise<void>((resolve) => {
-          const done = () => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      },
-    },
-    end() {
-      if (!res.writableEnded) res.end();
-      c.close();
-    },
-  };
+/** One object a stream (methods on the prototype, not closures: the control plane holds thousands). */
+class NodeSink implements SseSink {
+  private listeners: Array<() => void> | undefined = [];
+  constructor(private readonly res: ServerResponse) {
+    // @hono/node-server's own 'close' listener (it aborts the request's signal, which nothing
+    // here reads) keeps the whole request alive as long as the stream, headers and all. Node
+    // itself listens to the response's 'finish', not to its 'close'.
+    res.removeAllListeners('close');
+    res.once('close', () => this.close());
+    // The request's headers were read before the stream began; a stream lasts hours.
+    res.req.rawHeaders = [];
+    res.req.headers = {};
+    res.writeHead(200, headers);
+    res.flushHeaders();
+  }
+  get closed(): boolean {
+    return this.listeners === undefined;
+  }
+  onClose(fn: () => void): void {
+    if (this.listeners) this.listeners.push(fn);
+    else fn();
+  }
+  send(e: SseEvent): Promise<void> {
+    const res = this.res;
+    if (this.closed || res.write(frame(e))) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
+  close(): void {
+    const l = this.listeners;
+    this.listeners = undefined;
+    for (const fn of l ?? []) fn();
+  }
+  end(): void {
+    if (!this.res.writableEnded) this.res.end();
+    this.close();
+  }
 }
 
 function webSink(): { sink: SseSink; end(): void; body: ReadableStream<Uint8Array> } {
@@ -116,10 +131,10 @@ function webSink(): { sink: SseSink; end(): void; body: ReadableStream<Uint8Arra
 export function sseResponse(c: Context, run: (sink: SseSink) => Promise<void>): Response {
   const res = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (res) {
-    const s = nodeSink(res);
-    void run(s.sink)
+    const sink = new NodeSink(res);
+    void run(sink)
       .catch(() => undefined)
-      .finally(() => s.end());
+      .finally(() => sink.end());
     return RESPONSE_ALREADY_SENT;
   }
   const s = webSink();
