@@ -43,6 +43,7 @@ import {
 } from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 import { errorText } from '../../lib/error-text.js';
+import { backoffDelay } from '../../lib/backoff.js';
 
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
 export type Appended = FleetEntry & { prev: string };
@@ -200,6 +201,23 @@ redis.call('HSET', KEYS[2], 'floor', old[1][1])
 return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
 `);
 
+/** How long the commands that follow an append on Cluster are retried (a failover of their node). */
+const afterAppendMs = 15_000;
+
+/** Runs `fn` until it succeeds, with 0.1–1 s between attempts, for up to `afterAppendMs`; then throws its error. */
+async function afterAppend<T>(fn: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (let attempt = 0; attempt < 50 && Date.now() - started < afterAppendMs; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      log('debug', 'fleet log: retrying after an append', { error: errorText(err), attempt });
+      await new Promise((r) => setTimeout(r, backoffDelay(attempt, { baseMs: 100, maxMs: 1000 })));
+    }
+  }
+  return fn(); // the last attempt: its error is the append's
+}
+
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
   throw new ApiError('unavailable', `The fleet log on Redis is unavailable: ${errorText(err)}`, {
@@ -291,8 +309,11 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         if (reply[0] !== 1) return undefined;
         if (cluster) {
           // Each its own slot on Cluster: after the script, the set of sites and the notification.
-          await client.sAdd(sitesKey, site);
-          await client.sPublish(channel, reply[2]);
+          // The entry is in the log already: these two are retried through a failover of their
+          // node (a connection error, MOVED until the client learnt the new primary) rather than
+          // failing an append that happened (its streams would hear of it only at their next poll).
+          await afterAppend(() => client.sAdd(sitesKey, site));
+          await afterAppend(() => client.sPublish(channel, reply[2]));
         }
         return reply[1];
       }),
