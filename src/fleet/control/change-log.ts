@@ -68,6 +68,11 @@ export interface FleetLog {
    * it without reading the log).
    */
   onAppend(listener: (site: string, appended?: Appended) => void): () => void;
+  /**
+   * Called when append notifications may have been lost: the subscription was made again (a
+   * reconnect, a failover). Whoever waits for an append reads the log instead.
+   */
+  onResync(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -150,6 +155,7 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    onResync: () => () => undefined, // in process: nothing is ever lost
     async close() {
       listeners.clear();
     },
@@ -232,7 +238,13 @@ function unavailable(err: unknown): never {
  */
 function appendFeed(target: RedisTarget | string, channel: string, cluster: boolean) {
   const listeners = new Set<(site: string, appended?: Appended) => void>();
+  const resyncs = new Set<() => void>();
   let sub: ReturnType<typeof redisClient> | undefined;
+  let subscribed = false;
+  /** Subscribed again: what was appended meanwhile was announced to nobody here. */
+  const resynced = () => {
+    if (subscribed) for (const fn of resyncs) fn();
+  };
   const deliver = (message: string) => {
     let note: { s?: unknown; p?: unknown; v?: unknown; c?: unknown };
     try {
@@ -255,16 +267,28 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
         const s = redisClient(target, 'fleet-sub');
         sub = s;
         const subscribe = () => (cluster ? s.sSubscribe(channel, deliver) : s.subscribe(channel, deliver));
-        // Cluster: the sharded subscription is made again on the channel's new primary after a failover.
-        if (cluster) onNewConnection(s, () => void resubscribe(s, channel, subscribe));
+        // Cluster: the sharded subscription is made again on the channel's new primary after a
+        // failover. Sentinel: node-redis moves it to the new primary itself, soon after (a second
+        // is given). A reconnect to the same server re-subscribes before it is ready.
+        onNewConnection(s, () => {
+          if (cluster) void resubscribe(s, channel, subscribe).then(resynced);
+          else if ('acquire' in s) setTimeout(resynced, 1000).unref();
+          else resynced();
+        });
         s.connect()
           .then(subscribe)
+          .then(() => (subscribed = true))
           .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
       }
       return () => listeners.delete(listener);
     },
+    onResync(listener: () => void) {
+      resyncs.add(listener);
+      return () => resyncs.delete(listener);
+    },
     async close() {
       listeners.clear();
+      resyncs.clear();
       if (sub) await closeClients(sub);
     },
   };
@@ -352,6 +376,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
       }),
     length: (site) => guarded(() => client.xLen(keysOf(site).log)),
     onAppend: (listener) => feed.onAppend(listener),
+    onResync: (listener) => feed.onResync(listener),
     async close() {
       await feed.close();
       await closeClients(client);

@@ -25,6 +25,15 @@ const inboxLimit = 100;
 export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
   type Box = { entries: Appended[]; missed: boolean; wake: (() => void) | undefined };
   const open = new Map<string, Set<Box>>();
+  // Notifications may have been lost (the subscription was made again): every stream reads its log.
+  fleetLog.onResync(() => {
+    for (const boxes of open.values())
+      for (const box of boxes) {
+        box.missed = true;
+        box.entries = [];
+        box.wake?.();
+      }
+  });
   fleetLog.onAppend((site, appended) => {
     for (const box of open.get(site) ?? []) {
       if (appended && !box.missed && box.entries.length < inboxLimit) box.entries.push(appended);
