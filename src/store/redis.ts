@@ -105,8 +105,15 @@ type ReadCache = ReturnType<typeof createReadCache>;
  * The change notifications of every process's commits: one subscriber connection (SUBSCRIBE;
  * on Cluster the sharded SSUBSCRIBE, subscribed again on the new primary after a failover),
  * started by the first `onChange`. The read cache serves only while it is subscribed.
+ *
+ * Pub/sub keeps nothing for a subscriber that is away: the commits made while the connection
+ * moved to a new primary (or reconnected) are announced to nobody, and a listener that waits
+ * for a change (the fleet projector, an exporter supervisor, a watch) would miss them. So once
+ * subscribed again, every listener hears "any of these may have changed" for every key the
+ * configuration holds now and every key announced before (a key deleted meanwhile is among
+ * them): each re-reads what it depends on, which is what a lost notification would have made it do.
  */
-function changeFeed(target: RedisTarget | string, reads: ReadCache) {
+function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () => Promise<string[]>) {
   const channel = changesChannel(target);
   const sharded = toTarget(target).kind === 'cluster';
   const listeners = new Set<(keys: string[]) => void>();
@@ -114,6 +121,8 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache) {
   let subscribing: Promise<void> | undefined;
   /** True once the first SUBSCRIBE succeeded (node-redis re-subscribes after a reconnect). */
   let subscribed = false;
+  /** Every key announced so far (a resubscription announces them again: see above). */
+  const announced = new Set<string>();
 
   function deliver(message: string): void {
     let keys: unknown;
@@ -124,7 +133,11 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache) {
     }
     // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
     if (!Array.isArray(keys)) return;
-    const changed = keys.filter((k): k is string => typeof k === 'string');
+    announce(keys.filter((k): k is string => typeof k === 'string'));
+  }
+
+  function announce(changed: string[]): void {
+    if (announced.size < 100_000) for (const k of changed) announced.add(k);
     reads.invalidate(changed);
     for (const l of listeners) {
       try {
@@ -137,6 +150,17 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache) {
 
   const subscribe = (sub: RedisClient) =>
     sharded ? sub.sSubscribe(channel, deliver) : sub.subscribe(channel, deliver);
+
+  /** Subscribed again: whatever was committed while away may have changed (see above). */
+  async function announceAll(): Promise<void> {
+    try {
+      const keys = new Set([...announced, ...(await allKeys())]);
+      log('info', 'store: change subscription restored; every listener re-reads', { keys: keys.size });
+      announce([...keys]);
+    } catch (err) {
+      log('warn', 'store: cannot list the configuration after a resubscription', { error: errorText(err) });
+    }
+  }
 
   function start(): void {
     if (subscribing) return;
@@ -152,9 +176,13 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache) {
       // subscription is made again on the channel's new primary.
       reads.setLive(false);
       if (!subscribed) return;
-      if (sharded) void resubscribe(sub, channel, () => subscribe(sub)).then(() => reads.setLive(true));
-      else if ('acquire' in sub) setTimeout(() => reads.setLive(true), 1000).unref();
-      else reads.setLive(true);
+      const live = () => {
+        reads.setLive(true);
+        void announceAll();
+      };
+      if (sharded) void resubscribe(sub, channel, () => subscribe(sub)).then(live);
+      else if ('acquire' in sub) setTimeout(live, 1000).unref();
+      else live();
     });
     subscribing = sub
       .connect()
@@ -347,7 +375,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
       lists.setLive(live);
     },
   };
-  const feed = changeFeed(target, reads);
+  const feed = changeFeed(target, reads, () => client.zRange(lay.index, 0, -1));
 
   const store: Store = {
     kind: 'redis',

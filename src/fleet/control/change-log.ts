@@ -43,6 +43,7 @@ import {
 } from '../../lib/redis.js';
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 import { errorText } from '../../lib/error-text.js';
+import { backoffDelay } from '../../lib/backoff.js';
 
 /** An entry as its append notification carries it: `prev` is the head it was appended to. */
 export type Appended = FleetEntry & { prev: string };
@@ -67,6 +68,11 @@ export interface FleetLog {
    * it without reading the log).
    */
   onAppend(listener: (site: string, appended?: Appended) => void): () => void;
+  /**
+   * Called when append notifications may have been lost: the subscription was made again (a
+   * reconnect, a failover). Whoever waits for an append reads the log instead.
+   */
+  onResync(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -149,6 +155,7 @@ export function createEmbeddedFleetLog(now: () => number = Date.now): FleetLog {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    onResync: () => () => undefined, // in process: nothing is ever lost
     async close() {
       listeners.clear();
     },
@@ -200,6 +207,23 @@ redis.call('HSET', KEYS[2], 'floor', old[1][1])
 return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
 `);
 
+/** How long the commands that follow an append on Cluster are retried (a failover of their node). */
+const afterAppendMs = 15_000;
+
+/** Runs `fn` until it succeeds, with 0.1–1 s between attempts, for up to `afterAppendMs`; then throws its error. */
+async function afterAppend<T>(fn: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  for (let attempt = 0; attempt < 50 && Date.now() - started < afterAppendMs; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      log('debug', 'fleet log: retrying after an append', { error: errorText(err), attempt });
+      await new Promise((r) => setTimeout(r, backoffDelay(attempt, { baseMs: 100, maxMs: 1000 })));
+    }
+  }
+  return fn(); // the last attempt: its error is the append's
+}
+
 function unavailable(err: unknown): never {
   if (err instanceof ApiError) throw err;
   throw new ApiError('unavailable', `The fleet log on Redis is unavailable: ${errorText(err)}`, {
@@ -214,7 +238,13 @@ function unavailable(err: unknown): never {
  */
 function appendFeed(target: RedisTarget | string, channel: string, cluster: boolean) {
   const listeners = new Set<(site: string, appended?: Appended) => void>();
+  const resyncs = new Set<() => void>();
   let sub: ReturnType<typeof redisClient> | undefined;
+  let subscribed = false;
+  /** Subscribed again: what was appended meanwhile was announced to nobody here. */
+  const resynced = () => {
+    if (subscribed) for (const fn of resyncs) fn();
+  };
   const deliver = (message: string) => {
     let note: { s?: unknown; p?: unknown; v?: unknown; c?: unknown };
     try {
@@ -237,16 +267,28 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
         const s = redisClient(target, 'fleet-sub');
         sub = s;
         const subscribe = () => (cluster ? s.sSubscribe(channel, deliver) : s.subscribe(channel, deliver));
-        // Cluster: the sharded subscription is made again on the channel's new primary after a failover.
-        if (cluster) onNewConnection(s, () => void resubscribe(s, channel, subscribe));
+        // Cluster: the sharded subscription is made again on the channel's new primary after a
+        // failover. Sentinel: node-redis moves it to the new primary itself, soon after (a second
+        // is given). A reconnect to the same server re-subscribes before it is ready.
+        onNewConnection(s, () => {
+          if (cluster) void resubscribe(s, channel, subscribe).then(resynced);
+          else if ('acquire' in s) setTimeout(resynced, 1000).unref();
+          else resynced();
+        });
         s.connect()
           .then(subscribe)
+          .then(() => (subscribed = true))
           .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
       }
       return () => listeners.delete(listener);
     },
+    onResync(listener: () => void) {
+      resyncs.add(listener);
+      return () => resyncs.delete(listener);
+    },
     async close() {
       listeners.clear();
+      resyncs.clear();
       if (sub) await closeClients(sub);
     },
   };
@@ -291,8 +333,11 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
         if (reply[0] !== 1) return undefined;
         if (cluster) {
           // Each its own slot on Cluster: after the script, the set of sites and the notification.
-          await client.sAdd(sitesKey, site);
-          await client.sPublish(channel, reply[2]);
+          // The entry is in the log already: these two are retried through a failover of their
+          // node (a connection error, MOVED until the client learnt the new primary) rather than
+          // failing an append that happened (its streams would hear of it only at their next poll).
+          await afterAppend(() => client.sAdd(sitesKey, site));
+          await afterAppend(() => client.sPublish(channel, reply[2]));
         }
         return reply[1];
       }),
@@ -331,6 +376,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
       }),
     length: (site) => guarded(() => client.xLen(keysOf(site).log)),
     onAppend: (listener) => feed.onAppend(listener),
+    onResync: (listener) => feed.onResync(listener),
     async close() {
       await feed.close();
       await closeClients(client);

@@ -66,6 +66,15 @@ class Box implements Inbox {
 /** Per process: one subscription to the log's append notifications, an inbox per stream. */
 export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
   const open = new Map<string, Box[]>();
+  // Notifications may have been lost (the subscription was made again): every stream reads its log.
+  fleetLog.onResync(() => {
+    for (const boxes of open.values())
+      for (const box of boxes) {
+        box.missed = true;
+        box.entries = [];
+        box.wake?.();
+      }
+  });
   fleetLog.onAppend((site, appended) => {
     for (const box of open.get(site) ?? []) {
       if (appended && !box.missed && box.entries.length < inboxLimit) box.entries.push(appended);

@@ -4,10 +4,20 @@
  * request resolves once a pass that started after it has finished. A pass that lost a race
  * (or could not read at one revision) asks for another before its requests resolve; twenty in
  * a row go on after a short pause instead of in a tight loop. A failed pass resolves every
- * request at once (the next change or resync tries again) and makes the next pass a full one.
+ * request at once (its callers are not held up) and makes the next pass a full one, which the
+ * scheduler itself asks for after 0.1–1 s (doubling while passes keep failing): a failover of
+ * Redis fails the passes of a few seconds, and the change that woke them is not announced
+ * again, so waiting for the next change or the periodic resync could leave the sites behind for
+ * up to its period. Once a pass succeeds after failures, one more full pass follows
+ * `recoveredPassMs` later: commits made on the new primary before this process's change
+ * subscription followed it announced nothing here.
  */
+import { backoffDelay } from '../../lib/backoff.js';
 import { errorText } from '../../lib/error-text.js';
 import { log } from '../../lib/log.js';
+
+/** After a pass succeeded following failures: one more full pass this much later. */
+const recoveredPassMs = 2000;
 
 /** What a pass asks of the next: nothing, another, or another that looks at every site. */
 export type PassOutcome = 'done' | 'again' | 'again-full';
@@ -26,6 +36,18 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
   const waiters: Array<{ ticket: number; resolve: () => void }> = [];
   let stopped = false;
   let wantFull = true;
+  /** Passes failed in a row; the pending retry (or the full pass after the recovery). */
+  let failures = 0;
+  let retry: NodeJS.Timeout | undefined;
+
+  function later(ms: number): void {
+    if (retry || stopped) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void request(true);
+    }, ms);
+    retry.unref();
+  }
 
   function settle(upTo: number): void {
     for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ticket <= upTo) waiters.splice(i, 1)[0]!.resolve();
@@ -46,9 +68,15 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
         outcome = await pass(f);
       } catch (err) {
         wantFull = true;
-        log('warn', 'fleet projection failed; retrying at the next change or resync', { error: errorText(err) });
-        settle(Infinity); // every caller hears of it now; the next change or resync tries again
+        const wait = backoffDelay(failures++, { baseMs: 100, maxMs: 1000 });
+        log('warn', 'fleet projection failed; retrying', { error: errorText(err), retryInMs: wait, failures });
+        settle(Infinity); // every caller hears of it now; the retry below catches up
+        later(wait);
         return;
+      }
+      if (failures > 0) {
+        failures = 0;
+        later(recoveredPassMs);
       }
       if (outcome === 'again-full') wantFull = true;
       // A pass that lost a race or could not read at one revision asks for another first.
@@ -56,20 +84,23 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
     }
   }
 
+  function request(full = true): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (full) wantFull = true;
+    const ticket = ++requested;
+    const done = new Promise<void>((resolve) => waiters.push({ ticket, resolve }));
+    if (!running) running = drain().finally(() => (running = undefined));
+    return done;
+  }
+
   return {
-    request(full = true) {
-      if (stopped) return Promise.resolve();
-      if (full) wantFull = true;
-      const ticket = ++requested;
-      const done = new Promise<void>((resolve) => waiters.push({ ticket, resolve }));
-      if (!running) running = drain().finally(() => (running = undefined));
-      return done;
-    },
+    request,
     get stopped() {
       return stopped;
     },
     async stop() {
       stopped = true;
+      clearTimeout(retry);
       await running;
       settle(Infinity);
     },

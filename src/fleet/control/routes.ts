@@ -37,6 +37,7 @@ import { routes } from '../../api/route-table.js';
 import { header } from '../../api/headers.js';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
+import { backoffDelay } from '../../lib/backoff.js';
 import { parseQuery } from '../../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../../lib/json.js';
@@ -241,66 +242,110 @@ function sendEntry(stream: SseSink, e: FleetEntry): Promise<void> {
   return stream.send({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
 }
 
-/** Sends one site's changes down its sync stream until it ends or its token is replaced. */
-async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, start: string | undefined) {
+/** How long a sync stream rides out Redis errors (a failover) before it ends and the site dials again. */
+const redisOutageMs = 60_000;
+
+/** True for the store's and the fleet log's "Redis is unavailable" (503), the errors a failover brings. */
+function isRedisOutage(err: unknown): boolean {
+  return err instanceof ApiError && err.code === 'unavailable';
+}
+
+/** Where a stream is: the version it sent last, and why it must read the log next. */
+type StreamAt = {
+  version: string | undefined;
+  /** Read the log next: a batch was full, or a Redis error may have hidden an append. */
+  more: boolean;
+  /** The stream was quiet for keepAliveMs: a bookmark is due if nothing was appended. */
+  quiet: boolean;
+};
+
+/** One round of a stream: a snapshot, or what was appended since `at.version`. */
+async function serveStep(
+  s: StreamOf,
+  inbox: ReturnType<ReturnType<typeof createInboxes>>,
+  at: StreamAt,
+): Promise<'again' | 'wait'> {
   const { o, stream, site, batch } = s;
+  const heard = inbox.take();
+  if (at.version === undefined) {
+    const snap = await o.fleetLog.snapshot(site);
+    await stream.send({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
+    const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
+    await stream.send({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
+    at.version = snap.version;
+    return 'wait';
+  }
+  // The entries the notifications carried, while they follow on from this stream's
+  // version (those it already sent are skipped); at a gap, the log is read.
+  let gap = heard.missed || at.more || at.quiet;
+  for (const e of heard.entries) {
+    if (gap || compareVersions(e.version, at.version) <= 0) continue;
+    if (e.prev !== at.version) gap = true;
+    else {
+      await sendEntry(stream, e);
+      at.version = e.version;
+    }
+  }
+  if (!gap) return 'wait';
+  // After a quiet spell too: a notification lost while pub/sub reconnected shows here.
+  const entries = await o.fleetLog.since(site, at.version, batch);
+  at.more = false;
+  if (entries === 'reset') {
+    at.version = undefined;
+    return 'again';
+  }
+  for (const e of entries) {
+    await sendEntry(stream, e);
+    at.version = e.version;
+  }
+  if (entries.length >= batch) {
+    at.more = true; // the rest is read next, without waiting
+    return 'again';
+  }
+  if (at.quiet && entries.length === 0)
+    // A bookmark: where this stream is, so an idle site's resume point stays current.
+    await stream.send({ event: 'bookmark', id: at.version, data: JSON.stringify({ version: at.version }) });
+  return 'wait';
+}
+
+/**
+ * Sends one site's changes down its sync stream until it ends or its token is replaced. A Redis
+ * error (a failover: the primary gone, its replica not yet promoted or not yet followed) does
+ * not end the stream: it tries again after 0.1–1 s and re-reads the log from its version (an
+ * append notification may have been lost meanwhile), for up to a minute of errors in a row.
+ * Ending it instead would send every site into its reconnection back-off (0.5 s doubling),
+ * and a site that failed a few times during the failover would come back seconds after Redis.
+ */
+async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, start: string | undefined) {
+  const { o, stream, site } = s;
   // Open before the first read, so nothing appended after that read goes unheard.
   const inbox = inboxOf(site);
   try {
-    let version = start;
-    /** Read the log next: a batch was full, or the stream was quiet for keepAliveMs. */
-    let more = false;
-    let quiet = false;
+    const at: StreamAt = { version: start, more: false, quiet: false };
     let lastAlive = Date.now();
-    while (!stream.closed) {
-      // A new token revokes this one: the stream ends, and no change reaches its holder.
-      if (!(await isTokenOf(s.store, site, s.bearer))) return;
-      const heard = inbox.take();
-      if (version === undefined) {
-        const snap = await o.fleetLog.snapshot(site);
-        await stream.send({ event: 'reset', data: JSON.stringify({ version: snap.version }) });
-        const objects = [...snap.objects].map(([key, value]) => ({ key, value }));
-        await stream.send({ event: 'snapshot', id: snap.version, data: JSON.stringify({ objects }) });
-        version = snap.version;
-      } else {
-        // The entries the notifications carried, while they follow on from this stream's
-        // version (those it already sent are skipped); at a gap, the log is read.
-        let gap = heard.missed || more || quiet;
-        more = false;
-        for (const e of heard.entries) {
-          if (gap || compareVersions(e.version, version) <= 0) continue;
-          if (e.prev !== version) gap = true;
-          else {
-            await sendEntry(stream, e);
-            version = e.version;
-          }
+    let failingSince: number | undefined;
+    for (let failures = 0; !stream.closed;) {
+      try {
+        // A new token revokes this one: the stream ends, and no change reaches its holder.
+        if (!(await isTokenOf(s.store, site, s.bearer))) return;
+        const next = await serveStep(s, inbox, at);
+        // The stream's presence is refreshed every keepAliveMs, quiet or busy.
+        if (Date.now() - lastAlive >= o.keepAliveMs) {
+          await o.presence.connected(site, s.id, s.ttl);
+          lastAlive = Date.now();
         }
-        if (gap) {
-          // After a quiet spell too: a notification lost while pub/sub reconnected shows here.
-          const entries = await o.fleetLog.since(site, version, batch);
-          if (entries === 'reset') {
-            version = undefined;
-            continue;
-          }
-          for (const e of entries) {
-            await sendEntry(stream, e);
-            version = e.version;
-          }
-          if (entries.length >= batch) {
-            more = true; // the rest is read next, without waiting
-            continue;
-          }
-          if (quiet && entries.length === 0)
-            // A bookmark: where this stream is, so an idle site's resume point stays current.
-            await stream.send({ event: 'bookmark', id: version, data: JSON.stringify({ version }) });
-        }
+        failures = 0;
+        failingSince = undefined;
+        if (next === 'again') continue;
+      } catch (err) {
+        if (!isRedisOutage(err)) throw err;
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince >= redisOutageMs) throw err;
+        at.more = true; // read the log again from this stream's version
+        await new Promise((r) => setTimeout(r, backoffDelay(failures++, { baseMs: 100, maxMs: 1000 })).unref());
+        continue;
       }
-      // The stream's presence is refreshed every keepAliveMs, quiet or busy.
-      if (Date.now() - lastAlive >= o.keepAliveMs) {
-        lastAlive = Date.now();
-        await o.presence.connected(site, s.id, s.ttl);
-      }
-      quiet = !(await inbox.wait(o.keepAliveMs)) && !stream.closed;
+      at.quiet = !(await inbox.wait(o.keepAliveMs)) && !stream.closed;
     }
   } finally {
     inbox.close();
