@@ -317,11 +317,46 @@ function sitesOf(o: ProjectorOptions, logged: readonly string[], labels: SiteLab
   return sites;
 }
 
+/**
+ * The whole configuration at one revision, and what changed since the previous read (the
+ * reader reads only what changed since); `labels` is brought up to date from the same changes.
+ */
+function viewReader(
+  store: ProjectorOptions['store'],
+  labels: SiteLabelIndex,
+): () => Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
+  const reader = snapshotReader(store);
+  let last: Read | undefined;
+  return async () => {
+    const snap = await reader.read();
+    if (!snap) return undefined;
+    if (last?.rev !== snap.revision) {
+      // Both from what changed since the previous read: a commit is not a scan of every site.
+      labels.update(snap.values, snap.changed);
+      const index = (last && reindexView(last.index, snap.values, snap.changed)) ?? indexView(snap.values);
+      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index };
+    }
+    return { read: last, changed: snap.changed };
+  };
+}
+
+/** Trims the sites' logs of entries older than the history, at most once a minute, one trim at a time. */
+function logTrimmer(o: ProjectorOptions, now: () => number, stopped: () => boolean) {
+  let lastTrim = 0;
+  let trimming: Promise<void> | undefined;
+  return {
+    maybeTrim(sites: ReadonlySet<string>): void {
+      if (now() - lastTrim < 60_000 || trimming) return;
+      lastTrim = now();
+      trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, stopped).finally(() => (trimming = undefined));
+    },
+    done: () => trimming,
+  };
+}
+
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
   const rootSite = (key: string) => rootSiteAt(o.root, key);
-  let lastTrim = 0;
-  let trimming: Promise<void> | undefined;
   const st: PassState = {
     known: new Map(),
     sealedSkips: new Set(),
@@ -330,8 +365,6 @@ export function startProjector(o: ProjectorOptions): Projector {
     again: false,
     againFull: false,
   };
-  /** The configuration as the last pass read it (the reader reads only what changed since). */
-  let last: Read | undefined;
   /**
    * The last pass found no fleet (no site but this process's own, named or with a log). Until a
    * commit names a site, commits start no pass: every log is made for a site named in the
@@ -344,7 +377,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   };
   /** Its site objects by label, updated with what each read finds changed. */
   const labels = createSiteLabelIndex();
-  const reader = snapshotReader(o.store);
+  const readView = viewReader(o.store, labels);
   const scheduler = createPassScheduler(async (full) => {
     st.again = false;
     st.againFull = false;
@@ -352,19 +385,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     return st.againFull ? 'again-full' : st.again ? 'again' : 'done';
   });
   const project = (full = true) => scheduler.request(full);
-
-  /** The whole configuration at one revision, and what changed since the previous pass. */
-  async function readView(): Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
-    const snap = await reader.read();
-    if (!snap) return undefined;
-    if (last?.rev !== snap.revision) {
-      // Both from what changed since the previous read: a commit is not a scan of every site.
-      labels.update(snap.values, snap.changed);
-      const index = (last && reindexView(last.index, snap.values, snap.changed)) ?? indexView(snap.values);
-      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index };
-    }
-    return { read: last, changed: snap.changed };
-  }
+  const trimmer = logTrimmer(o, now, () => scheduler.stopped);
 
   async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
@@ -390,12 +411,7 @@ export function startProjector(o: ProjectorOptions): Projector {
         })
       : () => undefined;
     await projectSites(o, st, sites, read, full ? 'all' : concerned(read, changed, sites, st.known, labels), views);
-    if (now() - lastTrim >= 60_000 && !trimming) {
-      lastTrim = now();
-      trimming = trimLogs(o.fleetLog, [...sites], now() - o.historyMs, () => scheduler.stopped).finally(
-        () => (trimming = undefined),
-      );
-    }
+    trimmer.maybeTrim(sites);
   }
 
   /** Forgets what this process knows of the sites whose log another process appended to. */
@@ -430,7 +446,7 @@ export function startProjector(o: ProjectorOptions): Projector {
       unsubscribe();
       await o.rollouts?.stop();
       await scheduler.stop();
-      await trimming;
+      await trimmer.done();
     },
   };
 }
