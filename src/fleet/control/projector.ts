@@ -314,19 +314,35 @@ function sitesOf(o: ProjectorOptions, logged: readonly string[], read: Read): Se
   return sites;
 }
 
+/**
+ * Whether there is a fleet: a site other than this process's own with a log, or named in the
+ * configuration (looked for only while no site has a log: afterwards the full read finds them).
+ */
+async function isFleet(o: ProjectorOptions, logged: readonly string[]): Promise<boolean> {
+  if (logged.some((s) => s !== o.ownSite)) return true;
+  return (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSiteAt(o.root, e.key) !== o.ownSite);
+}
+
+/** Whether a commit of `key` can make a fleet: it names a root site other than this process's own. */
+function mayMakeFleet(o: ProjectorOptions, key: string): boolean {
+  const s = rootSiteAt(o.root, key);
+  return s !== undefined && s !== o.ownSite;
+}
+
+const newPassState = (): PassState => ({
+  known: new Map(),
+  sealedSkips: new Set(),
+  redo: new Set(),
+  wanted: new Set(),
+  again: false,
+  againFull: false,
+});
+
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
-  const rootSite = (key: string) => rootSiteAt(o.root, key);
   let lastTrim = 0;
   let trimming: Promise<void> | undefined;
-  const st: PassState = {
-    known: new Map(),
-    sealedSkips: new Set(),
-    redo: new Set(),
-    wanted: new Set(),
-    again: false,
-    againFull: false,
-  };
+  const st = newPassState();
   /** The configuration as the last pass read it (the reader reads only what changed since). */
   let last: Read | undefined;
   /**
@@ -335,10 +351,6 @@ export function startProjector(o: ProjectorOptions): Projector {
    * configuration, so only such a commit can make a fleet (the periodic full pass still runs).
    */
   let fleetless = false;
-  const mayMakeFleet = (key: string): boolean => {
-    const s = rootSite(key);
-    return s !== undefined && s !== o.ownSite;
-  };
   const reader = snapshotReader(o.store);
   const scheduler = createPassScheduler(async (full) => {
     st.again = false;
@@ -360,10 +372,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
     const logged = await o.fleetLog.sites();
-    // (Looked for only while no site has a log: afterwards the full read below finds them.)
-    const named = async () =>
-      (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSite(e.key) !== o.ownSite);
-    fleetless = logged.every((s) => s === o.ownSite) && !(await named());
+    fleetless = !(await isFleet(o, logged));
     if (fleetless) return;
     const got = await readView();
     if (!got) {
@@ -402,7 +411,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   }
 
   const unsubscribe = o.store.onChange((keys) => {
-    if (fleetless && !keys.some(mayMakeFleet)) return;
+    if (fleetless && !keys.some((key) => mayMakeFleet(o, key))) return;
     void project(false);
   });
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
