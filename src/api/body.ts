@@ -109,40 +109,56 @@ export function parseJson(text: string): Json {
     throw invalid(text, position, reason, 'syntax');
   }
   // JSON.parse turns a number beyond double range (1e400) into Infinity, which is no JSON value.
-  checkJsonValue(value, 0, '');
+  checkJsonValue(value, 0);
   return value as Json;
 }
 
-/** Checks depth and that every value is plain JSON (YAML may produce dates, binary, maps). */
-function checkJsonValue(v: unknown, depth: number, path: string): void {
+/** The path text of `at` (keys from the root): `/a/0/b`. */
+const pathOf = (at: ReadonlyArray<string | number>): string => at.map((k) => `/${k}`).join('');
+
+/**
+ * Checks depth and that every value is plain JSON (YAML may produce dates, binary, maps).
+ * `at` holds the keys down to `v`; the path text is made only for an error (every request
+ * body passes here, most without one).
+ */
+function checkJsonValue(v: unknown, depth: number, at: Array<string | number> = []): void {
   if (depth > MAX_DEPTH)
     throw new ApiError(
       'invalid-document',
-      `Cannot accept the request body: nesting deeper than ${MAX_DEPTH} levels at ${path || '/'}`,
-      { code: 'too-deep', path },
+      `Cannot accept the request body: nesting deeper than ${MAX_DEPTH} levels at ${pathOf(at) || '/'}`,
+      { code: 'too-deep', path: pathOf(at) },
     );
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
   if (typeof v === 'number') {
     if (!Number.isFinite(v))
       throw new ApiError(
         'invalid-document',
-        `Cannot accept the request body: ${v} is not a JSON number at ${path || '/'}`,
-        { code: 'not-json', path },
+        `Cannot accept the request body: ${v} is not a JSON number at ${pathOf(at) || '/'}`,
+        { code: 'not-json', path: pathOf(at) },
       );
     return;
   }
   if (Array.isArray(v)) {
-    v.forEach((x, i) => checkJsonValue(x, depth + 1, `${path}/${i}`));
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v)) continue; // a hole (as forEach skips it)
+      at.push(i);
+      checkJsonValue(v[i], depth + 1, at);
+      at.pop();
+    }
     return;
   }
   if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
-    for (const [k, x] of Object.entries(v)) checkJsonValue(x, depth + 1, `${path}/${k}`);
+    for (const k of Object.keys(v)) {
+      at.push(k);
+      checkJsonValue((v as Record<string, unknown>)[k], depth + 1, at);
+      at.pop();
+    }
     return;
   }
   throw new ApiError(
     'invalid-document',
-    `Cannot accept the request body: the value at ${path || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`,
-    { code: 'not-json', path },
+    `Cannot accept the request body: the value at ${pathOf(at) || '/'} is not plain JSON data (use strings, numbers, booleans, lists and maps)`,
+    { code: 'not-json', path: pathOf(at) },
   );
 }
 
@@ -210,7 +226,7 @@ export function parseYaml(text: string): Json[] {
       throw new ApiError('invalid-document', `Cannot parse the request body: ${errorText(e)}`, { code: 'alias-limit' });
     }
     if (value === undefined || (value === null && doc.contents === null)) continue;
-    checkJsonValue(value, 0, '');
+    checkJsonValue(value, 0);
     out.push(value as Json);
   }
   return out;

@@ -38,8 +38,13 @@ export function createDirectory(store: Store, tenants: TenantTree, now: () => nu
   const compiled = createAsyncCache<CompiledPolicies>({ now });
   const reaches = createAsyncCache<ReadonlySet<string>>({ now });
 
+  // Every commit's keys come here (most are neither users, policies nor tenants): a key
+  // outside those lists is passed over without splitting it.
+  const lists = [usersPath, policiesPath, tenantsPath];
+  const mayConcern = (key: string) => lists.some((l) => key.includes(l));
   const invalidate = (keys: readonly string[]) => {
     for (const key of keys) {
+      if (!mayConcern(key)) continue;
       const { path } = splitKey(key);
       if (path.startsWith(usersPath + '/')) users.delete(key);
       // A user's policy list changed too: compiled sets are keyed by names, so only policy

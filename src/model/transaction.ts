@@ -259,7 +259,8 @@ async function runOnce(
   for (const slot of slots.values()) {
     if (slot.lastOp === undefined && childListsOf(slot.resolved).length === 0) continue;
     errors.push(...checkObject(ctx, slot, xPathOf(slot.resolved.path), slots));
-    if (slot.lastOp !== undefined && slot.after && ctx.tenants) {
+    // Only resources with checks against the tenant tree (subtenants, vault sharing) have any.
+    if (slot.lastOp !== undefined && slot.after && ctx.tenants && slot.resolved.def.checkInTenant) {
       const rootTenant = ctx.rootTenant ?? ctx.tenant;
       for (const e of await tenantChecks(ctx.tenants, rootTenant, slot.tenant, slot.resolved, slot.before, slot.after))
         errors.push(prefix(e, xPathOf(slot.resolved.path)));

@@ -12,7 +12,7 @@ import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, ensureDir, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
-import type { CommitResult, Entry, Store, StoredRevision } from './store.js';
+import type { CommitResult, Entry, RevisionNote, Store, StoredRevision } from './store.js';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { dropExpired, loadState, type EmbeddedState, type StoredObject } from './embedded-load.js';
 import { embeddedKv } from './embedded-kv.js';
@@ -170,6 +170,24 @@ function configOps(
   };
 }
 
+/**
+ * The JSON text of a value of the note, when one is at hand: a stored value's (made by the
+ * commit), or a `before` that is the object as stored now (read from the store: its text).
+ */
+function noteTexts(
+  texts: ReadonlyMap<JsonObject, string>,
+  note: RevisionNote,
+  objects: EmbeddedState['objects'],
+): (v: JsonObject) => string | undefined {
+  const before = new Map<JsonObject, string>();
+  for (const c of note.changes) {
+    if (c.before === undefined) continue;
+    const o = objects.get(c.key);
+    if (o && o.value === c.before) before.set(c.before, o.text);
+  }
+  return (v) => texts.get(v) ?? before.get(v);
+}
+
 /** The commit: all or nothing, checked, written to the file, then applied and announced. */
 function atomicCommit(
   state: EmbeddedState,
@@ -205,8 +223,7 @@ function atomicCommit(
       }
     }
     // CONFIG_HISTORY=0: no history is kept.
-    const textOf = (v: JsonObject): string | undefined => texts.get(v);
-    const noteText = note && keepMs > 0 ? encodeNote(note, textOf) : undefined;
+    const noteText = note && keepMs > 0 ? encodeNote(note, noteTexts(texts, note, objects)) : undefined;
     aof.append(encodeCommit(state.revision + 1, encoded, noteText));
     const revision = ++state.revision;
     if (noteText !== undefined) {

@@ -123,6 +123,25 @@ test('embedded: the history survives a reopen and a compaction', async () => {
   }
 });
 
+test('embedded: a note whose before is the stored object (as read) keeps it as it was', async () => {
+  const store = await openEmbeddedStore(tempDir('edgeplane-history-before-'));
+  try {
+    await store.commit([{ op: 'put', key: 'default/a', value: { name: 'a', labels: { z: '1', a: 'é"' }, n: 1.5 } }]);
+    const read = (await store.get('default/a'))?.value;
+    assert.ok(read);
+    const after = { name: 'a', n: 2 };
+    const n: RevisionNote = { ...note('u', 'default/a'), changes: [{ key: 'default/a', before: read, after }] };
+    await store.commit([{ op: 'put', key: 'default/a', value: after }], n);
+    const [rev] = await store.history({ limit: 1 });
+    assert.equal(rev?.changes, [
+      { key: 'default/a', before: { name: 'a', labels: { z: '1', a: 'é"' }, n: 1.5 }, after },
+    ]);
+    assert.equal(Object.keys(rev?.changes[0]?.before?.labels as object), ['z', 'a']);
+  } finally {
+    await store.close();
+  }
+});
+
 test('a note encoded with the texts its commit made is the same JSON text as without them', () => {
   const after = { name: 'a', labels: { b: 'é"\n', a: [1, { z: null }] } };
   const before = { name: 'a', version: '1' };

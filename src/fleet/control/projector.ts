@@ -318,6 +318,30 @@ function sitesOf(o: ProjectorOptions, logged: readonly string[], labels: SiteLab
 }
 
 /**
+ * Whether there is a fleet: a site other than this process's own with a log, or named in the
+ * configuration (looked for only while no site has a log: afterwards the full read finds them).
+ */
+async function isFleet(o: ProjectorOptions, logged: readonly string[]): Promise<boolean> {
+  if (logged.some((s) => s !== o.ownSite)) return true;
+  return (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSiteAt(o.root, e.key) !== o.ownSite);
+}
+
+/** Whether a commit of `key` can make a fleet: it names a root site other than this process's own. */
+function mayMakeFleet(o: ProjectorOptions, key: string): boolean {
+  const s = rootSiteAt(o.root, key);
+  return s !== undefined && s !== o.ownSite;
+}
+
+const newPassState = (): PassState => ({
+  known: new Map(),
+  sealedSkips: new Set(),
+  redo: new Set(),
+  wanted: new Set(),
+  again: false,
+  againFull: false,
+});
+
+/**
  * The whole configuration at one revision, and what changed since the previous read (the
  * reader reads only what changed since); `labels` is brought up to date from the same changes.
  */
@@ -356,25 +380,13 @@ function logTrimmer(o: ProjectorOptions, now: () => number, stopped: () => boole
 
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
-  const rootSite = (key: string) => rootSiteAt(o.root, key);
-  const st: PassState = {
-    known: new Map(),
-    sealedSkips: new Set(),
-    redo: new Set(),
-    wanted: new Set(),
-    again: false,
-    againFull: false,
-  };
+  const st = newPassState();
   /**
    * The last pass found no fleet (no site but this process's own, named or with a log). Until a
    * commit names a site, commits start no pass: every log is made for a site named in the
    * configuration, so only such a commit can make a fleet (the periodic full pass still runs).
    */
   let fleetless = false;
-  const mayMakeFleet = (key: string): boolean => {
-    const s = rootSite(key);
-    return s !== undefined && s !== o.ownSite;
-  };
   /** Its site objects by label, updated with what each read finds changed. */
   const labels = createSiteLabelIndex();
   const readView = viewReader(o.store, labels);
@@ -390,10 +402,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
     const logged = await o.fleetLog.sites();
-    // (Looked for only while no site has a log: afterwards the full read below finds them.)
-    const named = async () =>
-      (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSite(e.key) !== o.ownSite);
-    fleetless = logged.every((s) => s === o.ownSite) && !(await named());
+    fleetless = !(await isFleet(o, logged));
     if (fleetless) return;
     const got = await readView();
     if (!got) {
@@ -427,7 +436,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   }
 
   const unsubscribe = o.store.onChange((keys) => {
-    if (fleetless && !keys.some(mayMakeFleet)) return;
+    if (fleetless && !keys.some((key) => mayMakeFleet(o, key))) return;
     void project(false);
   });
   const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
