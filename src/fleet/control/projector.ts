@@ -27,7 +27,7 @@
  */
 import { etagOf } from '../../store/etag.js';
 import type { Store } from '../../store/store.js';
-import { snapshotReader } from '../../store/snapshot.js';
+import { snapshotReader, type Snapshot } from '../../store/snapshot.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import type { Strongbox } from '../../secrets/strongbox.js';
@@ -317,6 +317,16 @@ function sitesOf(o: ProjectorOptions, logged: readonly string[], labels: SiteLab
   return sites;
 }
 
+/**
+ * A pass's Read of `snap`, with the label index and the view's index brought up from the
+ * previous read by what changed since: a commit is not a scan of every site.
+ */
+function readOf(snap: Snapshot, prev: Read | undefined, labels: SiteLabelIndex): Read {
+  labels.update(snap.values, snap.changed);
+  const index = (prev && reindexView(prev.index, snap.values, snap.changed)) ?? indexView(snap.values);
+  return { rev: snap.revision, view: snap.values, etags: snap.etags, index };
+}
+
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
   const rootSite = (key: string) => rootSiteAt(o.root, key);
@@ -347,12 +357,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   async function readView(): Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
     const snap = await reader.read();
     if (!snap) return undefined;
-    if (last?.rev !== snap.revision) {
-      // Both from what changed since the previous read: a commit is not a scan of every site.
-      labels.update(snap.values, snap.changed);
-      const index = (last && reindexView(last.index, snap.values, snap.changed)) ?? indexView(snap.values);
-      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index };
-    }
+    if (last?.rev !== snap.revision) last = readOf(snap, last, labels);
     return { read: last, changed: snap.changed };
   }
 
