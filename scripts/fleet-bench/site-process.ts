@@ -74,6 +74,8 @@ class Tracker {
   private pending = new Map<string, Pending[]>(); // site \n key → expectations, oldest first
   private last = new Map<string, { marker: string | null; t: number }>();
   pendingCount = 0;
+  /** Expectations a later deletion superseded before the site's projection reached them (folded). */
+  superseded = 0;
   results: Array<[number, number]> = []; // [write id, ms]
 
   private resolve(list: Pending[], i: number, t: number) {
@@ -90,9 +92,15 @@ class Tracker {
     const list = this.pending.get(k);
     if (!list) return;
     if (marker === null) {
-      // A deletion answers the oldest expectation of one.
+      // A deletion answers the oldest expectation of one; the writes expected before it were
+      // folded into it (the site's projection came after the write that took the object away).
       const i = list.findIndex((p) => p.marker === null);
-      if (i >= 0) this.resolve(list, i, t);
+      if (i >= 0) {
+        this.resolve(list, i, t);
+        this.superseded += i;
+        this.pendingCount -= i;
+        list.splice(0, i);
+      }
     } else {
       // This marker, or any write at or before it (folded into the same projection).
       for (let i = list.length - 1; i >= 0; i--)
@@ -161,7 +169,8 @@ class Tracker {
    * change to time); any other was never applied.
    */
   endPhase(): { folded: number; unmet: Unmet[] } {
-    let folded = 0;
+    let folded = this.superseded;
+    this.superseded = 0;
     const unmet: Unmet[] = [];
     for (const [k, list] of this.pending) {
       const [site, key] = k.split('\n') as [string, string];

@@ -27,7 +27,7 @@
  */
 import { etagOf } from '../../store/etag.js';
 import type { Store } from '../../store/store.js';
-import { snapshotReader } from '../../store/snapshot.js';
+import { snapshotReader, type Snapshot } from '../../store/snapshot.js';
 import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import type { Strongbox } from '../../secrets/strongbox.js';
@@ -326,6 +326,16 @@ async function isFleet(o: ProjectorOptions, logged: readonly string[]): Promise<
   return (await o.store.list(siteResource.keyOf(o.root))).some((e) => rootSiteAt(o.root, e.key) !== o.ownSite);
 }
 
+/**
+ * A pass's Read of `snap`, with the label index and the view's index brought up from the
+ * previous read by what changed since: a commit is not a scan of every site.
+ */
+function readOf(snap: Snapshot, prev: Read | undefined, labels: SiteLabelIndex): Read {
+  labels.update(snap.values, snap.changed);
+  const index = (prev && reindexView(prev.index, snap.values, snap.changed)) ?? indexView(snap.values);
+  return { rev: snap.revision, view: snap.values, etags: snap.etags, index };
+}
+
 /** Whether a commit of `key` can make a fleet: it names a root site other than this process's own. */
 function mayMakeFleet(o: ProjectorOptions, key: string): boolean {
   const s = rootSiteAt(o.root, key);
@@ -354,12 +364,7 @@ function viewReader(
   return async () => {
     const snap = await reader.read();
     if (!snap) return undefined;
-    if (last?.rev !== snap.revision) {
-      // Both from what changed since the previous read: a commit is not a scan of every site.
-      labels.update(snap.values, snap.changed);
-      const index = (last && reindexView(last.index, snap.values, snap.changed)) ?? indexView(snap.values);
-      last = { rev: snap.revision, view: snap.values, etags: snap.etags, index };
-    }
+    if (last?.rev !== snap.revision) last = readOf(snap, last, labels);
     return { read: last, changed: snap.changed };
   };
 }

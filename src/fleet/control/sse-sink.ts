@@ -64,6 +64,8 @@ class NodeSink implements SseSink {
     res.req.headers = {};
     res.writeHead(200, headers);
     res.flushHeaders();
+    // The site may have gone while its request was checked: its 'close' came before ours.
+    if (res.destroyed) this.close();
   }
   get closed(): boolean {
     return this.listeners === undefined;
