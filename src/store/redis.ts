@@ -94,6 +94,19 @@ function globLiteral(s: string): string {
 type StoreClient = ReturnType<typeof redisClient<typeof storeScripts>>;
 type ReadCache = ReturnType<typeof createReadCache>;
 
+/** The keys of a change notification; undefined when it is not one. */
+function changedKeys(message: string): string[] | undefined {
+  let keys: unknown;
+  try {
+    keys = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
+  if (!Array.isArray(keys)) return undefined;
+  return keys.filter((k): k is string => typeof k === 'string');
+}
+
 /**
  * The change notifications of every process's commits: one subscriber connection (SUBSCRIBE;
  * on Cluster the sharded SSUBSCRIBE, subscribed again on the new primary after a failover),
@@ -118,15 +131,8 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
   const announced = new Set<string>();
 
   function deliver(message: string): void {
-    let keys: unknown;
-    try {
-      keys = JSON.parse(message);
-    } catch {
-      return;
-    }
-    // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
-    if (!Array.isArray(keys)) return;
-    announce(keys.filter((k): k is string => typeof k === 'string'));
+    const keys = changedKeys(message);
+    if (keys) announce(keys);
   }
 
   function announce(changed: string[]): void {
