@@ -7,8 +7,9 @@
  *       answered 2xx is present afterwards;
  *   (b) exporter delivery at ~1,000 msg/s: a producer process writes the topic (each batch
  *       confirmed as a produce answered 2xx is: WAIT 1 while the primary has a replica), the
- *       exporter POSTs to a sink process; nothing confirmed is lost, duplicates counted against the README's bound (what
- *       was in flight plus a second of acknowledgements not yet replicated);
+ *       exporter POSTs to a sink process; nothing confirmed is lost, duplicates counted against
+ *       the README's bound (what was in flight plus a second of acknowledgements not yet
+ *       replicated);
  *   (c) 100 connected sites (simulated by the fleet bench's site process: the real sync loop)
  *       while exporters placed on all sites are written: every site ends with exactly the
  *       control plane's set, each change applied once and in order.
