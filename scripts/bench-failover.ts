@@ -6,9 +6,10 @@
  *   (a) configuration churn: exporter PUTs one after another at the control plane; every write
  *       answered 2xx is present afterwards;
  *   (b) exporter delivery at ~1,000 msg/s: a producer process writes the topic (each batch
- *       confirmed by a replica, WAIT, as a produce answered 2xx is), the exporter POSTs to a sink
- *       process; nothing confirmed is lost, duplicates counted against the README's bound (what
- *       was in flight plus a second of acknowledgements not yet replicated);
+ *       confirmed as a produce answered 2xx is: WAIT 1 while the primary has a replica), the
+ *       exporter POSTs to a sink process; nothing confirmed is lost, duplicates counted against
+ *       the README's bound (what was in flight plus a second of acknowledgements not yet
+ *       replicated);
  *   (c) 100 connected sites (simulated by the fleet bench's site process: the real sync loop)
  *       while exporters placed on all sites are written: every site ends with exactly the
  *       control plane's set, each change applied once and in order.
@@ -29,7 +30,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { redisClient, send, type RedisTarget } from '../src/lib/redis.js';
+import { redisClient, replicaConfirmation, send, type RedisTarget } from '../src/lib/redis.js';
 import { compareVersions } from '../src/fleet/common/protocol.js';
 import { startRedis } from '../test/helpers/redis.js';
 import {
@@ -69,11 +70,12 @@ const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 
 type ProducerDone = { confirmed: number[]; attempted: number; cpuMs: number; killSeq: number };
 
-/** Writes `seq-<n>-t-<ms>` to volga:flow at RATE a second (batches, one WAIT each) until told to stop. */
+/** Writes `seq-<n>-t-<ms>` to volga:flow at RATE a second (batches, each confirmed as a produce is) until told to stop. */
 async function producerProcess(): Promise<void> {
   const target = JSON.parse(process.env.BENCH_TARGET!) as RedisTarget;
   const c = redisClient(target, 'bench-producer');
   await c.connect();
+  const confirm = replicaConfirmation(c, target);
   let stop = false;
   let unpaced = false;
   let killSeq = -1;
@@ -105,9 +107,10 @@ async function producerProcess(): Promise<void> {
       await Promise.all(
         batch.map((n) => send(c, ['XADD', 'volga:flow', '*', 'payload', `seq-${n}-t-${t}`], 'volga:flow')),
       );
-      // Confirmed by a replica (WAIT 1), as a produce answered 2xx is; standalone: no replica to wait for.
-      if (target.kind === 'standalone' || Number(await send(c, ['WAIT', '1', '1000'], 'volga:flow')) >= 1)
-        confirmed.push(...batch);
+      // Confirmed as the product confirms a produce answered 2xx: WAIT 1 while the primary has a
+      // replica (a promoted replica left without one does not wait; standalone has none).
+      await confirm('volga:flow');
+      confirmed.push(...batch);
     } catch {
       await sleep(50); // not confirmed: the failover
     }

@@ -105,6 +105,26 @@ function standaloneClient<S extends RedisScripts>(
 }
 
 /**
+ * The reconnect policy of a Sentinel client's connections to the primary: as every other's
+ * (50 ms doubling, capped at 2 s) but giving up after ~7 s of failed attempts. node-redis
+ * 5.12.1's Sentinel client re-reads the sentinels when a command finds its connection down,
+ * and when no connection to the primary is ready it opens new ones to the primary they name
+ * and holds every command until they connect. Right after a kill -9, before the sentinels mark
+ * the primary down, they still name the dead one: with a policy that never gives up, that
+ * connect never ended and the client never ran a command again (seen in
+ * test/e2e/failover.test.ts (c): the control plane answered no request minutes after the
+ * promotion). Giving up fails that connect, and the client asks the sentinels again a second
+ * later. Not sooner than ~7 s: node-redis moves a subscription to the new primary by
+ * destroying the old connection, which throws when that connection already gave up (the
+ * subscription is then lost: seen with 0.75 s), and a promotion takes 2-5 s.
+ */
+function sentinelReconnectDelayMs(retries: number): number | Error {
+  return retries >= 8
+    ? new Error('the Redis primary does not answer; asking the sentinels again')
+    : reconnectDelayMs(retries);
+}
+
+/**
  * A Sentinel deployment (node-redis `createSentinel`): it asks the sentinels for the primary,
  * follows their `+switch-master` and re-asks them every second, so a promoted replica is used
  * within about a second of its promotion. One connection to the primary per client (its pool
@@ -126,7 +146,7 @@ function sentinelClient<S extends RedisScripts>(
       password: t.password,
       name: `edgeplane-${role}`,
       disableOfflineQueue: !opts.offlineQueue,
-      socket: socketOptions(t),
+      socket: { ...socketOptions(t), reconnectStrategy: sentinelReconnectDelayMs },
     },
     sentinelClientOptions: { socket: socketOptions(t) },
     scripts: opts.scripts,

@@ -101,6 +101,19 @@ function globLiteral(s: string): string {
 type StoreClient = ReturnType<typeof redisClient<typeof storeScripts>>;
 type ReadCache = ReturnType<typeof createReadCache>;
 
+/** The keys of a change notification; undefined when it is not one. */
+function changedKeys(message: string): string[] | undefined {
+  let keys: unknown;
+  try {
+    keys = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
+  if (!Array.isArray(keys)) return undefined;
+  return keys.filter((k): k is string => typeof k === 'string');
+}
+
 /**
  * The change notifications of every process's commits: one subscriber connection (SUBSCRIBE;
  * on Cluster the sharded SSUBSCRIBE, subscribed again on the new primary after a failover),
@@ -113,19 +126,6 @@ type ReadCache = ReturnType<typeof createReadCache>;
  * configuration holds now and every key announced before (a key deleted meanwhile is among
  * them): each re-reads what it depends on, which is what a lost notification would have made it do.
  */
-/** The keys a change notification names (undefined for anything but a JSON array). */
-function announcedKeys(message: string): string[] | undefined {
-  let keys: unknown;
-  try {
-    keys = JSON.parse(message);
-  } catch {
-    return undefined;
-  }
-  // cjson encodes an empty Lua table as {}: treat anything but an array of strings as no keys.
-  if (!Array.isArray(keys)) return undefined;
-  return keys.filter((k): k is string => typeof k === 'string');
-}
-
 function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () => Promise<string[]>) {
   const channel = changesChannel(target);
   const sharded = toTarget(target).kind === 'cluster';
@@ -137,10 +137,10 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
   /** Every key announced so far (a resubscription announces them again: see above). */
   const announced = new Set<string>();
 
-  const deliver = (message: string) => {
-    const keys = announcedKeys(message);
+  function deliver(message: string): void {
+    const keys = changedKeys(message);
     if (keys) announce(keys);
-  };
+  }
 
   function announce(changed: string[]): void {
     if (announced.size < 100_000) for (const k of changed) announced.add(k);

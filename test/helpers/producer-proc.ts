@@ -1,15 +1,17 @@
 /**
  * A producer in its own process (the failover tests' load, not competing with the test's own
  * event loop): it XADDs `payload=seq-<n>` to `volga:<topic>` keeping to `rate` messages a
- * second since its start, in pipelined batches, each followed by WAIT 1 on the stream's node;
- * a batch a replica confirmed is printed as `ok <first> <last>` (as a produce answered 2xx
- * would be), then `end <sent> <ms>` after `durationMs`. Failed batches (the failover) are not
- * printed: they count as not produced. Every loop is bounded by `durationMs`.
+ * second since its start, in pipelined batches, each confirmed as the product's produce
+ * confirms a write (`replicaConfirmation`: WAIT 1 on the stream's node while that primary has a
+ * replica; a promoted replica left without one does not wait). A confirmed batch is printed as
+ * `ok <first> <last>` (as a produce answered 2xx would be), then `end <sent> <ms>` after
+ * `durationMs`. Failed batches (the failover) are not printed: they count as not produced.
+ * Every loop is bounded by `durationMs`.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { redisClient, send, type RedisTarget } from '../../src/lib/redis.js';
+import { redisClient, replicaConfirmation, send, type RedisTarget } from '../../src/lib/redis.js';
 
 export type ProducerRun = {
   /** The sequence numbers confirmed so far. */
@@ -43,21 +45,26 @@ export function startProducer(target: RedisTarget, topic: string, rate: number, 
 
 async function main(targetJson: string, topic: string, rate: number, durationMs: number): Promise<void> {
   const key = `volga:${topic}`;
-  const producer = redisClient(JSON.parse(targetJson) as RedisTarget, 'test-producer');
+  const target = JSON.parse(targetJson) as RedisTarget;
+  const producer = redisClient(target, 'test-producer');
   await producer.connect();
+  const confirm = replicaConfirmation(producer, target);
   const started = Date.now();
   let seq = 0;
   while (Date.now() - started < durationMs) {
     const due = Math.floor(((Date.now() - started) * rate) / 1000) - seq;
-    const batch = Array.from({ length: Math.min(500, Math.max(1, due)) }, () => seq++);
+    if (due <= 0) {
+      await new Promise((r) => setTimeout(r, 5));
+      continue;
+    }
+    const batch = Array.from({ length: Math.min(500, due) }, () => seq++);
     try {
       await Promise.all(batch.map((n) => send(producer, ['XADD', key, '*', 'payload', `seq-${n}`])));
-      if (Number(await send(producer, ['WAIT', '1', '1000'], key)) >= 1)
-        process.stdout.write(`ok ${batch[0]} ${batch.at(-1)}\n`);
+      await confirm(key);
+      process.stdout.write(`ok ${batch[0]} ${batch.at(-1)}\n`);
     } catch {
-      /* not produced: the failover */
+      await new Promise((r) => setTimeout(r, 50)); // not produced: the failover
     }
-    await new Promise((r) => setTimeout(r, 5));
   }
   process.stdout.write(`end ${seq} ${Date.now() - started}\n`);
   await Promise.resolve(producer.destroy());
