@@ -18,7 +18,8 @@
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
- * ./profiles), BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process
+ * ./profiles), BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to
+ * profile one), BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process
  * of its own beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline).
  * Every loop is bounded.
  */
@@ -325,7 +326,8 @@ async function main(): Promise<void> {
       );
     const load0 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     const best = new Map<string, Best>();
-    const list = parties(redis.url, sink.url, product, baseline);
+    const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
+    const list = parties(redis.url, sink.url, product, baseline).filter((p) => !only || only.test(p.name));
     // Interleaved, best of each: the load of a shared machine drifts between runs.
     for (let round = 1; round <= rounds; round++)
       for (const [i, party] of list.entries()) {

@@ -10,16 +10,19 @@
  * - the sink's load generator, raw `node:net` too: as many POSTs at once as asked, over as many
  *   keep-alive connections, one request at a time on each, to measure the sink alone;
  * - the plain floor: XREAD COUNT 500 batches, one undici POST per message, `in-flight` at once
- *   over as many connections, nothing acknowledged;
+ *   over as many connections (one undici Pool to the sink), nothing acknowledged;
  * - the acking floor, the minimal correct at-least-once loop: XREADGROUP, one POST per message,
  *   then XACK, a slot freed only once its XACK is confirmed.
+ * Both floors first send 2,000 POSTs to `/warm` (not counted): the product is JIT-warm from its
+ * earlier runs, a floor a fresh process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { waitLine } from './product-proc.js';
 
-/** Printed by every party at its end: its own CPU time (user + system), µs. */
+/** Printed by every party at its end: its own CPU time (user + system), µs; a floor's from the end of its warm-up. */
 const cpuLine = `
-const cpuAtEnd = () => { const u = process.cpuUsage(); process.stdout.write('CPU ' + (u.user + u.system) + '\\n'); };
+let cpuFrom;
+const cpuAtEnd = () => { const u = process.cpuUsage(cpuFrom); process.stdout.write('CPU ' + (u.user + u.system) + '\\n'); };
 `;
 
 /**
@@ -152,20 +155,48 @@ for (let i = 0; i < +inFlight; i++) {
 setTimeout(() => { console.error('load generator: ' + done + ' of ' + n + ' after 10 minutes'); process.exit(1); }, 600000).unref();
 `;
 
-const floorCode = `${cpuLine}
+/**
+ * What both floors share: one undici Pool to the sink's origin with as many connections as
+ * POSTs in flight (the floors talk to one origin: no Agent lookup per request), the headers as a
+ * flat array, and a warm-up of WARM POSTs on the path \`/warm\` (not counted at the measured
+ * path) before the measured loop: the product is a long-lived process, JIT-warm from its earlier
+ * runs, and a floor is a fresh process each run.
+ */
+const floorCommon = `
+const { Pool } = require('undici');
+const WARM = 2000;
+const HEADERS = ['content-type', 'application/json'];
+function sinkPool(sink, inFlight) {
+  const u = new URL(sink);
+  return { pool: new Pool(u.origin, { connections: inFlight, keepAliveTimeout: 60000 }), path: u.pathname };
+}
+async function postTo(pool, path, body) {
+  const res = await pool.request({ path, method: 'POST', body, headers: HEADERS });
+  await res.body.dump();
+  if (res.statusCode !== 200) throw new Error('sink answered ' + res.statusCode);
+}
+async function warmUp(pool, inFlight) {
+  const body = JSON.stringify({ warm: true, pad: 'x'.repeat(150) });
+  let next = 0;
+  const worker = async () => { while (next < WARM) { next++; await postTo(pool, '/warm', body); } };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+}
+`;
+
+const floorCode = `${cpuLine}${floorCommon}
 const { createClient } = require('redis');
-const { Agent, request } = require('undici');
 const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
 (async () => {
   const c = createClient({ url });
   await c.connect();
-  const agent = new Agent({ connections: +inFlight, keepAliveTimeout: 60000 });
+  const { pool, path } = sinkPool(sink, +inFlight);
+  await warmUp(pool, +inFlight);
+  cpuFrom = process.cpuUsage();
   let last = '0', done = 0, running = 0, freed;
   const post = async (body) => {
     running++;
     try {
-      const res = await request(sink, { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json' } });
-      await res.body.dump();
+      await postTo(pool, path, body);
       done++;
     } finally { running--; const f = freed; freed = undefined; f && f(); }
   };
@@ -180,27 +211,27 @@ const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
     }
   }
   while (running > 0) await new Promise((r) => { freed = r; });
-  await agent.close();
+  await pool.close();
   await c.close();
 })().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
-const ackingFloorCode = `${cpuLine}
+const ackingFloorCode = `${cpuLine}${floorCommon}
 const { createClient } = require('redis');
-const { Agent, request } = require('undici');
 const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
 const key = 'volga:' + topic;
 (async () => {
   const c = createClient({ url });
   await c.connect();
   await c.sendCommand(['XGROUP', 'CREATE', key, group, '0']);
-  const agent = new Agent({ connections: +inFlight, keepAliveTimeout: 60000 });
+  const { pool, path } = sinkPool(sink, +inFlight);
+  await warmUp(pool, +inFlight);
+  cpuFrom = process.cpuUsage();
   let done = 0, running = 0, freed;
   const post = async (id, body) => {
     running++;
     try {
-      const res = await request(sink, { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json' } });
-      await res.body.dump();
+      await postTo(pool, path, body);
       await c.sendCommand(['XACK', key, group, id]);
       done++;
     } finally { running--; const f = freed; freed = undefined; f && f(); }
@@ -215,7 +246,7 @@ const key = 'volga:' + topic;
     }
   }
   while (running > 0) await new Promise((r) => { freed = r; });
-  await agent.close();
+  await pool.close();
   await c.close();
 })().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;

@@ -5,13 +5,17 @@
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. The key is never logged
  * and never part of an error text.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { log } from '../lib/log.js';
 import { errorText } from '../lib/error-text.js';
 
 export class Signer {
-  private key: Buffer;
+  /** A KeyObject made once per key: createHmac with it skips copying the key in every call. */
+  private key: KeyObject;
   private current: string;
+  /** The last timestamp header's second and text: one String() a second, not one a message. */
+  private second = -1;
+  private ts = '';
 
   /**
    * `read` gives the vault value now: the exporter's secret map, which a change to the secret
@@ -24,12 +28,12 @@ export class Signer {
     this.current = secret;
   }
 
-  private static keyOf(secret: string): Buffer {
+  private static keyOf(secret: string): KeyObject {
     const m = /^whsec_([A-Za-z0-9+/=_-]+)$/.exec(secret.trim());
     const key = m ? Buffer.from(m[1]!, 'base64') : undefined;
     if (!key || key.length < 16)
       throw new Error('signing: the vault value must be whsec_ followed by a base64 key of at least 16 bytes');
-    return key;
+    return createSecretKey(key);
   }
 
   /** The three headers as name, value pairs, to append to the request's header list. */
@@ -46,7 +50,12 @@ export class Signer {
         });
       }
     }
-    const ts = String(Math.floor(nowMs / 1000));
+    const second = Math.floor(nowMs / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.ts = String(second);
+    }
+    const ts = this.ts;
     const sig = createHmac('sha256', this.key).update(`${id}.${ts}.${body}`).digest('base64');
     return ['webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`];
   }
