@@ -70,7 +70,7 @@ export interface FleetLog {
   onAppend(listener: (site: string, appended?: Appended) => void): () => void;
   /**
    * Called when append notifications may have been lost: the subscription was made again (a
-   * reconnect, a failover). Whoever waits for an append reads the log instead.
+   * reconnect, a failover) or is first in place. Whoever waits for an append reads the log instead.
    */
   onResync(listener: () => void): () => void;
   close(): Promise<void>;
@@ -275,9 +275,14 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
           else if ('acquire' in s) setTimeout(resynced, 1000).unref();
           else resynced();
         });
+        // Once subscribed the first time too: what was appended before the subscription was in
+        // place (a stream that opened meanwhile waits for a notification) is read from the log.
         s.connect()
           .then(subscribe)
-          .then(() => (subscribed = true))
+          .then(() => {
+            subscribed = true;
+            resynced();
+          })
           .catch((err: unknown) => log('warn', 'fleet log subscription failed', { error: errorText(err) }));
       }
       return () => listeners.delete(listener);
