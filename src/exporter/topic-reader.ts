@@ -29,6 +29,11 @@ export class TopicReader {
   private lastHandled: string | undefined;
   /** Entries taken over from dead consumers while running, read before anything else. */
   private readonly claimed: StreamEntry[] = [];
+  /**
+   * Entries read and not yet confirmed acknowledged: a read of our own pending list after a
+   * failed read skips them (they are in flight here, not lost).
+   */
+  private readonly unconfirmed = new Set<string>();
   /** Dead consumers with nothing left pending in this group. */
   private readonly drainedDead = new Set<string>();
   private readonly acks: AckQueue;
@@ -94,13 +99,20 @@ export class TopicReader {
   async read(count: number): Promise<GroupRead> {
     if (this.claimed.length > 0) {
       const entries = this.claimed.splice(0, count);
-      for (const e of entries) this.order.push({ id: e.id, done: false });
+      for (const e of entries) this.took(e.id);
       return { entries, lag: undefined };
     }
-    const r = await this.readOnce(count);
-    // The pending list is drained: go on with new entries now rather than after a wake-up.
-    if (r.entries.length === 0 && this.cursor === '>' && r.wasPending) return this.readOnce(count);
-    return r;
+    for (let i = 0; ; i++) {
+      const r = await this.readOnce(count);
+      // A part of the pending list with nothing new in it (all in flight here), or the list
+      // drained: go on with its next part or with new entries now rather than after a wake-up.
+      if (r.entries.length > 0 || !r.wasPending || i >= 100) return r;
+    }
+  }
+
+  private took(id: string): void {
+    this.order.push({ id, done: false });
+    this.unconfirmed.add(id);
   }
 
   private async readOnce(count: number): Promise<GroupRead & { wasPending: boolean }> {
@@ -109,7 +121,13 @@ export class TopicReader {
     try {
       r = await this.bus.read(this.topic, this.group, this.consumer, { cursor, count });
     } catch (err) {
-      if (!(err instanceof BusError && err.code === 'no-group')) throw err;
+      if (!(err instanceof BusError && err.code === 'no-group')) {
+        // The read may have been done without its answer reaching us (a connection lost, a
+        // failover): the entries it took are then pending for this consumer and no '>' read
+        // returns them again. The next read starts from our pending list.
+        this.cursor = '0';
+        throw err;
+      }
       const at: StartAt = this.lastHandled ? { at: 'after', id: this.lastHandled } : this.start;
       log('warn', 'exporter: consumer group missing, recreating it', {
         topic: this.topic,
@@ -121,14 +139,16 @@ export class TopicReader {
       this.order.length = 0;
       this.cursor = '>';
       const fresh = await this.bus.read(this.topic, this.group, this.consumer, { cursor: '>', count });
-      for (const e of fresh.entries) this.order.push({ id: e.id, done: false });
+      for (const e of fresh.entries) this.took(e.id);
       return { ...fresh, wasPending: false };
     }
     if (cursor !== '>') {
       const last = r.entries[r.entries.length - 1];
       this.cursor = last ? last.id : '>';
+      // Entries already read and not yet acknowledged are in flight here: not read twice.
+      if (this.unconfirmed.size > 0) r = { ...r, entries: r.entries.filter((e) => !this.unconfirmed.has(e.id)) };
     }
-    for (const e of r.entries) this.order.push({ id: e.id, done: false });
+    for (const e of r.entries) this.took(e.id);
     return { ...r, wasPending: cursor !== '>' };
   }
 
@@ -143,7 +163,10 @@ export class TopicReader {
     const i = order[0]?.id === id ? 0 : order.findIndex((o) => o.id === id && !o.done);
     if (i >= 0) order[i]!.done = true;
     while (order[0]?.done) this.lastHandled = order.shift()!.id;
-    this.acks.add(id, outcome, confirmed);
+    this.acks.add(id, outcome, () => {
+      this.unconfirmed.delete(id);
+      confirmed?.();
+    });
   }
 
   /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */

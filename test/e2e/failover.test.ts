@@ -253,7 +253,13 @@ for (const start of [sentinel, cluster].filter((d) => deployments.includes(d.nam
           },
           'every produced message delivered',
           { timeoutMs: 120_000, everyMs: 250 },
-        );
+        ).catch((err: unknown) => {
+          const delivered = seen();
+          const missing = produced.filter((n) => !delivered.has(n));
+          throw new Error(
+            `${String(err)}: ${missing.length} of ${produced.length} confirmed messages not delivered (seq ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}; killed ${killedAt}, promoted ${promotedAt})`,
+          );
+        });
         const counts = seen();
         const duplicates = [...counts.values()].reduce((s, c) => s + c - 1, 0);
         const rate = Math.round((produced.length * 1000) / ms);

@@ -77,4 +77,44 @@ test('a failed XACK is kept and sent again; confirmed only once it succeeds', as
   assert.equal((await bus.read('t', 'g', 'c', { cursor: '0', count: 10 })).entries, [], 'nothing left pending');
 });
 
+test('a read whose answer was lost (a failover): the next read returns its entries from the pending list, not those in flight', async () => {
+  const inner = openEmbeddedBus(undefined);
+  let loseNext = false;
+  const bus: Bus = Object.create(inner) as Bus;
+  // The read is done (the entries become pending for this consumer), its answer never arrives.
+  bus.read = async (...a: Parameters<Bus['read']>) => {
+    const r = await inner.read(...a);
+    if (!loseNext) return r;
+    loseNext = false;
+    throw new Error('Socket closed unexpectedly');
+  };
+  for (let i = 0; i < 5; i++) await bus.produce('t', { payload: `m${i}` });
+  const reader = new TopicReader(bus, 't', 'g', 'c', { at: 'beginning' });
+  await reader.open();
+  const first = await reader.read(2);
+  assert.equal(
+    first.entries.map((e) => e.fields.payload),
+    ['m0', 'm1'],
+  );
+  // m0 handled and confirmed; m1 still in flight when the next read loses its answer.
+  reader.handled(first.entries[0]!.id, 'delivered');
+  await reader.flush();
+  loseNext = true;
+  await reader.read(2).then(
+    () => assert.unreachable('the read failed'),
+    (err: unknown) => assert.match(String(err), 'Socket closed'),
+  );
+  const again = await reader.read(10);
+  assert.equal(
+    again.entries.map((e) => e.fields.payload),
+    ['m2', 'm3'],
+    "the lost read's entries again, m1 (in flight) not twice",
+  );
+  const rest = await reader.read(10);
+  assert.equal(
+    rest.entries.map((e) => e.fields.payload),
+    ['m4'],
+  );
+});
+
 test.run();
