@@ -254,6 +254,24 @@ export async function resubscribe(
   }
 }
 
+/**
+ * For a subscriber whose connection moved (`onNewConnection`): calls `then` once its
+ * subscription is in place again. Cluster (`sharded`): the sharded subscription is made again
+ * on the channel's new primary. Sentinel: node-redis moves it to the new primary itself, soon
+ * after (a second is given). A reconnect to the same server re-subscribes before it is ready.
+ */
+export function whenSubscribedAgain(
+  sub: { sUnsubscribe(channel: string): Promise<unknown> },
+  sharded: boolean,
+  channel: string,
+  subscribe: () => Promise<unknown>,
+  then: () => void,
+): void {
+  if (sharded) void resubscribe(sub, channel, subscribe).then(then);
+  else if ('acquire' in sub) setTimeout(then, 1000).unref();
+  else then();
+}
+
 /** A client without scripts, as `redisClient` makes it. */
 export type RedisClient = ReturnType<typeof redisClient<Record<string, never>>>;
 

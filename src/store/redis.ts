@@ -13,7 +13,7 @@ import {
   onNewConnection,
   redisClient,
   replicaConfirmation,
-  resubscribe,
+  whenSubscribedAgain,
   scanKeys,
   toTarget,
   type RedisClient,
@@ -186,9 +186,7 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
         reads.setLive(true);
         void announceAll();
       };
-      if (sharded) void resubscribe(sub, channel, () => subscribe(sub)).then(live);
-      else if ('acquire' in sub) setTimeout(live, 1000).unref();
-      else live();
+      whenSubscribedAgain(sub, sharded, channel, () => subscribe(sub), live);
     });
     subscribing = sub
       .connect()

@@ -69,6 +69,17 @@ async function cluster(): Promise<Deployment> {
   };
 }
 
+/** The admin's Authorization header at `api` (a login). */
+async function adminAuth(api: string): Promise<{ authorization: string }> {
+  const login = await fetch(`${api}/v1/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  });
+  assert.is(login.status, 200);
+  return { authorization: `Bearer ${((await login.json()) as { token: string }).token}` };
+}
+
 /** The configuration store's slot on Cluster (its hash tag), the one primary on Sentinel. */
 const configKey = '{ep}:rev';
 const siteCount = Math.max(1, Number(process.env.FAILOVER_SITES ?? 100));
@@ -91,13 +102,7 @@ for (const start of [sentinel, cluster].filter((d) => deployments.includes(d.nam
     });
     try {
       const api = `http://127.0.0.1:${await p.listening(60_000)}`;
-      const login = await fetch(`${api}/v1/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'admin', password }),
-      });
-      assert.is(login.status, 200);
-      const auth = { authorization: `Bearer ${((await login.json()) as { token: string }).token}` };
+      const auth = await adminAuth(api);
       const put = async (name: string): Promise<number> => {
         try {
           const res = await fetch(`${api}/v1/config/volga/webhooks/${name}`, {
@@ -172,12 +177,7 @@ for (const start of [sentinel, cluster].filter((d) => deployments.includes(d.nam
       let producing: ProducerRun | undefined;
       try {
         const api = `http://127.0.0.1:${await p.listening(60_000)}`;
-        const login = await fetch(`${api}/v1/login`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ username: 'admin', password }),
-        });
-        const auth = { authorization: `Bearer ${((await login.json()) as { token: string }).token}` };
+        const auth = await adminAuth(api);
         const res = await fetch(`${api}/v1/config/volga/webhooks/flow`, {
           method: 'PUT',
           headers: { ...auth, 'content-type': 'application/json' },

@@ -37,7 +37,7 @@ import {
   luaScript,
   onNewConnection,
   redisClient,
-  resubscribe,
+  whenSubscribedAgain,
   toTarget,
   type RedisTarget,
 } from '../../lib/redis.js';
@@ -267,14 +267,7 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
         const s = redisClient(target, 'fleet-sub');
         sub = s;
         const subscribe = () => (cluster ? s.sSubscribe(channel, deliver) : s.subscribe(channel, deliver));
-        // Cluster: the sharded subscription is made again on the channel's new primary after a
-        // failover. Sentinel: node-redis moves it to the new primary itself, soon after (a second
-        // is given). A reconnect to the same server re-subscribes before it is ready.
-        onNewConnection(s, () => {
-          if (cluster) void resubscribe(s, channel, subscribe).then(resynced);
-          else if ('acquire' in s) setTimeout(resynced, 1000).unref();
-          else resynced();
-        });
+        onNewConnection(s, () => whenSubscribedAgain(s, cluster, channel, subscribe, resynced));
         // Once subscribed the first time too: what was appended before the subscription was in
         // place (a stream that opened meanwhile waits for a notification) is read from the log.
         s.connect()
