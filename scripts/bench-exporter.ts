@@ -2,8 +2,9 @@
  * `npm run bench:exporter`: the exporter as users run it, against two honest floors, in one run.
  * Starts its own redis-server and, each in its own plain-Node process (scripts/bench-parties.ts):
  * the sink (raw node:net, requests parsed by hand, 200, keep-alive), the sink's load generator
- * (raw node:net: the sink measured alone; it must take at least 3× the fastest floor's rate, so
- * the sink never sets the pace),
+ * (wrk, 64 connections, one POST at a time on each, or raw node:net when wrk is not to be had or
+ * BENCH_SINK_LOAD=node: the sink measured alone; it must take at least 3× the fastest floor's
+ * rate, so the sink never sets the pace; the generator's own CPU a request is printed beside it),
  * the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
  * floor (XREADGROUP, one POST per message, XACK, a slot freed once its XACK is confirmed); and
  * the product (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one
@@ -28,7 +29,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonObject } from '../src/lib/json.js';
-import { ackingFloor, loadSink, plainFloor, startSink } from './bench-parties.js';
+import { ackingFloor, loadSink, plainFloor, sinkLoadGenerator, startSink } from './bench-parties.js';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/runtime.js';
@@ -279,8 +280,15 @@ function report(best: Map<string, Best>): string {
     lines.push(
       `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds ${v.all.map(f).join(' ')})`,
     );
-  const floors = Math.max(...inFlightSettings.flatMap((n) => [r(`plain floor ${n}`), r(`acking floor ${n}`)]));
+  // The fastest floor measured (BENCH_ONLY may leave some out).
+  const floors = Math.max(
+    ...inFlightSettings.flatMap((n) => [r(`plain floor ${n}`), r(`acking floor ${n}`)]).filter(Number.isFinite),
+  );
   const alone = best.get('sink alone');
+  if (alone)
+    lines.push(
+      `sink alone: load generator ${sinkLoadGenerator()}, its own CPU ${alone.cpu.toFixed(1)} µs a request (1 s ÷ it: ${f(1e6 / alone.cpu)} msg/s), the sink's ${alone.sinkCpu.toFixed(1)} µs`,
+    );
   lines.push(`sink alone ÷ fastest floor = ${q(r('sink alone') / floors)} (goal ≥ 3)`);
   // What one core of the sink's own CPU would take: its CPU a message in the run alone.
   if (alone?.sinkCpu)

@@ -7,8 +7,13 @@
  *   on `/batch-*` counts the messages its body carries), `GET /?path=P` → {count, first, last};
  *   `/arc-*` paths are a sink of limited capacity (bench:arc). No HTTP library: the sink must
  *   not be what sets the pace;
- * - the sink's load generator, raw `node:net` too: as many POSTs at once as asked, over as many
- *   keep-alive connections, one request at a time on each, to measure the sink alone;
+ * - the sink's load generator, to measure the sink alone: `wrk` (Debian's package, installed with
+ *   apt-get when missing and we are root; a C event loop, a few µs a request) with a Lua script
+ *   sending the POST the exporter sends (undici's headers, the bench template's body size), as many
+ *   keep-alive connections as asked, one request at a time on each (no pipelining, as the exporter);
+ *   it prints its own CPU time from /proc/self/stat at the n-th answer and ends. When wrk is not
+ *   to be had (or BENCH_SINK_LOAD=node), the same POSTs from raw `node:net` (~20 µs a request: then
+ *   the generator, not the sink, may set the rate; the bench says which one ran);
  * - the plain floor: XREAD COUNT 500 batches, one undici POST per message, `in-flight` at once
  *   over as many connections (one undici Pool to the sink), nothing acknowledged;
  * - the acking floor, the minimal correct at-least-once loop: XREADGROUP, one POST per message,
@@ -17,6 +22,10 @@
  * earlier runs, a floor a fresh process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureCommand } from '../test/helpers/apt.js';
 import { waitLine } from './product-proc.js';
 
 /** Printed by every party at its end: its own CPU time (user + system), µs; a floor's from the end of its warm-up. */
@@ -132,13 +141,54 @@ function arc(sock, url) {
 srv.listen(0, '127.0.0.1', () => process.stdout.write('PORT ' + srv.address().port + '\\n'));
 `;
 
-/** The sink alone: \`n\` POSTs of a 60-byte JSON body, \`inFlight\` at once over as many connections. */
+/**
+ * The POST the exporter sends in the bench (undici: host, connection, content-type,
+ * content-length; the bench template's body, a stream id as \`id\`).
+ */
+const LOAD_BODY = '{"site":"bench","id":"1764310000000-123","temp":21}';
+
+/**
+ * The sink alone with wrk: its Lua script (argument: n). wrk adds host and content-length; a
+ * static request (no \`request()\` function), so wrk formats it once. At the n-th answer it prints
+ * its own CPU time (user + system, clock ticks of 10 ms, as /proc reads everywhere in the benches)
+ * and exits: up to in-flight − 1 requests already sent are counted at the sink too.
+ */
+const wrkScript = `
+wrk.method = "POST"
+wrk.headers["connection"] = "keep-alive"
+wrk.headers["content-type"] = "application/json"
+wrk.body = '${LOAD_BODY}'
+local n, answered = 0, 0
+function init(args) n = tonumber(args[1]) end
+local function cpu()
+  local f = assert(io.open("/proc/self/stat"))
+  local stat = f:read("*a")
+  f:close()
+  local fields = {}
+  for w in stat:match("%) (.*)"):gmatch("%S+") do fields[#fields + 1] = w end
+  return (tonumber(fields[12]) + tonumber(fields[13])) * 10000
+end
+function response(status)
+  if status ~= 200 then
+    io.stderr:write("sink answered " .. status .. "\\n")
+    os.exit(1)
+  end
+  answered = answered + 1
+  if answered == n then
+    io.write(string.format("CPU %d\\n", cpu()))
+    io.flush()
+    os.exit(0)
+  end
+end
+`;
+
+/** The sink alone with raw \`node:net\` (when wrk is not to be had): \`n\` POSTs, \`inFlight\` at once over as many connections. */
 const loadCode = `${cpuLine}${httpReader}
 const net = require('node:net');
 const [sink, inFlight, n] = process.argv.slice(1);
 const u = new URL(sink);
-const body = JSON.stringify({ site: 'bench', id: '1732550000000-0', temp: 21, pad: 'xxxxxxxx' });
-const request = Buffer.from('POST ' + u.pathname + ' HTTP/1.1\\r\\nhost: ' + u.host + '\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + Buffer.byteLength(body) + '\\r\\n\\r\\n' + body);
+const body = '${LOAD_BODY}';
+const request = Buffer.from('POST ' + u.pathname + ' HTTP/1.1\\r\\nhost: ' + u.host + '\\r\\nconnection: keep-alive\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + Buffer.byteLength(body) + '\\r\\n\\r\\n' + body);
 let sent = 0, done = 0;
 const finish = () => { cpuAtEnd(); process.exit(0); };
 for (let i = 0; i < +inFlight; i++) {
@@ -263,24 +313,66 @@ export async function startSink(env: Record<string, string>): Promise<Sink> {
 }
 
 /** Runs one party to its end; resolves with the CPU time it used (µs), rejects when it fails. */
-function run(code: string, args: string[]): Promise<number> {
-  const child = spawn(process.execPath, ['-e', code, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+function run(command: string, args: string[]): Promise<number> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) =>
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
     child.once('exit', (code) => {
       const cpu = /CPU (\d+)/.exec(out);
       if (code === 0 && cpu) resolve(Number(cpu[1]));
-      else reject(new Error(`party exited with ${code}`));
-    }),
+      else reject(new Error(`party ${command} exited with ${code}${cpu ? '' : ' before its CPU line'}`));
+    });
+  });
+}
+const node = (code: string, args: string[]) => run(process.execPath, ['-e', code, ...args]);
+
+let generator: { name: 'wrk' | 'node:net'; script?: string } | undefined;
+
+/**
+ * The sink's load generator of this run: wrk (installed with apt-get when missing and root),
+ * or raw node:net when wrk is not to be had or BENCH_SINK_LOAD=node (printed once, with why).
+ */
+export function sinkLoadGenerator(): 'wrk' | 'node:net' {
+  if (generator) return generator.name;
+  let why = 'BENCH_SINK_LOAD=node';
+  if (process.env.BENCH_SINK_LOAD !== 'node')
+    try {
+      ensureCommand('wrk', 'wrk');
+      const script = join(mkdtempSync(join(tmpdir(), 'bench-wrk-')), 'post.lua');
+      writeFileSync(script, wrkScript);
+      return (generator = { name: 'wrk', script }).name;
+    } catch (err) {
+      why = err instanceof Error ? err.message : String(err);
+    }
+  process.stderr.write(
+    `note: the sink alone is loaded by raw node:net (${why}); it costs ~20 µs a request, so it, not the sink, may set that rate\n`,
   );
+  return (generator = { name: 'node:net' }).name;
 }
 
-export const loadSink = (target: string, inFlight: number, n: number): Promise<number> =>
-  run(loadCode, [target, String(inFlight), String(n)]);
+/** The sink alone: \`n\` POSTs (at least), \`inFlight\` connections with one request at a time on each; the generator's CPU (µs). */
+export function loadSink(target: string, inFlight: number, n: number): Promise<number> {
+  sinkLoadGenerator();
+  if (generator?.script)
+    return run('wrk', [
+      '-t1',
+      `-c${inFlight}`,
+      '-d600s',
+      '--timeout',
+      '30s',
+      '-s',
+      generator.script,
+      target,
+      '--',
+      String(n),
+    ]);
+  return node(loadCode, [target, String(inFlight), String(n)]);
+}
 
 export const plainFloor = (redisUrl: string, target: string, inFlight: number, n: number, topic: string) =>
-  run(floorCode, [redisUrl, target, String(inFlight), String(n), topic]);
+  node(floorCode, [redisUrl, target, String(inFlight), String(n), topic]);
 
 export const ackingFloor = (
   redisUrl: string,
@@ -289,4 +381,4 @@ export const ackingFloor = (
   n: number,
   topic: string,
   group: string,
-): Promise<number> => run(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
+): Promise<number> => node(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
