@@ -35,8 +35,10 @@ const cpuAtEnd = () => { const u = process.cpuUsage(cpuFrom); process.stdout.wri
 `;
 
 /**
- * An HTTP/1.1 message reader over a socket's bytes: calls \`on(head, body)\` for each complete
- * request or response (body by content-length, or chunked), keeps what is incomplete.
+ * An HTTP/1.1 message reader over a socket's bytes: calls \`on(buf, at, body)\` for each complete
+ * request or response (it starts at \`at\` in \`buf\`; body by content-length, or chunked), keeps a
+ * copy of what is incomplete; throws on a bad content-length or chunk size. The head is read on
+ * the bytes (no string of it, no lower-cased copy): the sink's cost a request is mostly Node's.
  */
 const httpReader = `
 function chunkedEnd(buf, at) {
@@ -56,34 +58,51 @@ function chunkedEnd(buf, at) {
   }
   throw new Error('too many chunks');
 }
+const CONTENT_LENGTH = 'content-length:', TRANSFER_ENCODING = 'transfer-encoding:';
+function nameAt(buf, p, name) {
+  for (let i = 0; i < name.length; i++) if ((buf[p + i] | 0x20) !== name.charCodeAt(i)) return false;
+  return true;
+}
+// The body's length from the head in [at, end) of buf, read on the bytes: content-length, -1 when chunked, 0 without either.
+function bodyLength(buf, at, end) {
+  for (let p = buf.indexOf(10, at) + 1; p > 0 && p < end; p = buf.indexOf(10, p) + 1) {
+    const c = buf[p] | 0x20;
+    if (c === 0x63 && nameAt(buf, p, CONTENT_LENGTH)) {
+      let q = p + CONTENT_LENGTH.length, len = 0, digits = 0;
+      while (buf[q] === 0x20 || buf[q] === 0x09) q++;
+      for (; buf[q] >= 0x30 && buf[q] <= 0x39 && digits < 15; q++, digits++) len = len * 10 + buf[q] - 0x30;
+      if (digits === 0) throw new Error('bad content-length');
+      return len;
+    }
+    if (c === 0x74 && nameAt(buf, p, TRANSFER_ENCODING) && buf.toString('latin1', p, end).split('\\r\\n')[0].toLowerCase().includes('chunked')) return -1;
+  }
+  return 0;
+}
 function httpReader(on) {
   let buf = null;
   return (chunk) => {
     buf = buf === null ? chunk : Buffer.concat([buf, chunk]);
+    let at = 0;
     for (let guard = 0; guard < 1e6; guard++) {
-      const end = buf.indexOf('\\r\\n\\r\\n');
-      if (end < 0) return;
-      const head = buf.toString('latin1', 0, end);
-      const lower = head.toLowerCase();
+      const end = buf.indexOf('\\r\\n\\r\\n', at);
+      if (end < 0) break;
+      const len = bodyLength(buf, at, end);
       let body, next;
-      const cl = lower.indexOf('\\r\\ncontent-length:');
-      if (cl >= 0) {
-        const len = parseInt(lower.slice(cl + 17, cl + 40), 10);
-        if (buf.length < end + 4 + len) return;
-        body = buf.subarray(end + 4, end + 4 + len);
+      if (len >= 0) {
         next = end + 4 + len;
-      } else if (lower.includes('\\r\\ntransfer-encoding: chunked')) {
-        const r = chunkedEnd(buf, end + 4);
-        if (!r) return;
-        [body, next] = r;
+        if (buf.length < next) break;
+        body = buf.subarray(end + 4, next);
       } else {
-        body = buf.subarray(0, 0);
-        next = end + 4;
+        const r = chunkedEnd(buf, end + 4);
+        if (!r) break;
+        [body, next] = r;
       }
-      buf = next === buf.length ? null : buf.subarray(next);
-      on(head, body);
-      if (buf === null) return;
+      on(buf, at, body);
+      at = next;
+      if (at === buf.length) return void (buf = null);
     }
+    // Kept as a copy: the sink reads into one buffer that its next read overwrites.
+    buf = Buffer.from(buf.subarray(at));
   };
 }
 `;
@@ -100,26 +119,58 @@ const note = (url, n) => {
 };
 const OK = Buffer.from('HTTP/1.1 200 OK\\r\\ncontent-length: 0\\r\\nkeep-alive: timeout=60\\r\\n\\r\\n');
 const UNAVAILABLE = Buffer.from('HTTP/1.1 503 Service Unavailable\\r\\ncontent-length: 0\\r\\n\\r\\n');
+const BAD = Buffer.from('HTTP/1.1 400 Bad Request\\r\\ncontent-length: 0\\r\\nconnection: close\\r\\n\\r\\n');
 const json = (text) => {
   const b = Buffer.from(text);
   return Buffer.concat([Buffer.from('HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + b.length + '\\r\\n\\r\\n'), b]);
 };
-const srv = net.createServer((sock) => {
-  sock.setNoDelay(true);
-  sock.on('error', () => {});
-  sock.on('data', httpReader((head, body) => {
-    const sp = head.indexOf(' ');
-    const method = head.slice(0, sp);
-    const url = head.slice(sp + 1, head.indexOf(' ', sp + 1));
-    if (method === 'GET') {
+// Every connection reads into this one buffer (a request is handled before the next read).
+const readBuffer = Buffer.allocUnsafe(65536);
+function serve(sock) {
+  let answers = 0;
+  const read = httpReader((buf, at, body) => {
+    const sp = buf.indexOf(32, at);
+    const url = buf.toString('latin1', sp + 1, buf.indexOf(32, sp + 1));
+    if (buf[at] === 0x47) {
       const p = new URL(url, 'http://x').searchParams.get('path');
       sock.write(json(JSON.stringify(stats.get(p) || { count: 0, first: 0, last: 0 })));
       return;
     }
     if (url.startsWith('/arc-')) return arc(sock, url);
     note(url, url.startsWith('/batch-') ? body.toString('utf8').split('"id":').length - 1 : 1);
+    // Requests that came together (pipelined) are answered in one write.
+    if (++answers === 2) sock.cork();
     sock.write(OK);
-  }));
+  });
+  let bad = false;
+  return (chunk) => {
+    if (bad) return;
+    answers = 0;
+    try {
+      read(chunk);
+    } catch {
+      bad = true;
+      sock.end(BAD);
+    }
+    if (answers > 1) sock.uncork();
+  };
+}
+// Read without the stream layer ('data' events, a Buffer a read): the accepted handle made a
+// socket with the onread option, one reused buffer; 'data' events when Node's internals differ.
+const srv = net.createServer({ pauseOnConnect: true, noDelay: true }, (conn) => {
+  const handle = conn._handle;
+  let sock = conn;
+  if (handle) {
+    conn._handle = null;
+    let onChunk;
+    sock = new net.Socket({ handle, readable: true, writable: true, onread: { buffer: readBuffer, callback: (n, buf) => void onChunk(buf.subarray(0, n)) } });
+    sock.setNoDelay(true);
+    onChunk = serve(sock);
+  } else {
+    conn.on('data', serve(conn));
+    conn.resume();
+  }
+  sock.on('error', () => {});
 });
 // Paths /arc-*: a sink of limited capacity: ARC_CAP1 requests at once (ARC_CAP2 after ARC_SWITCH
 // deliveries), each held ARC_SERVICE_MS; a request beyond the capacity is answered 503 at once.
@@ -196,8 +247,8 @@ for (let i = 0; i < +inFlight; i++) {
   sock.setNoDelay(true);
   sock.on('error', (e) => { console.error(e); process.exit(1); });
   sock.on('connect', () => { if (sent < +n) { sent++; sock.write(request); } });
-  sock.on('data', httpReader((head) => {
-    if (!head.startsWith('HTTP/1.1 2')) { console.error('sink answered ' + head.split('\\r\\n')[0]); process.exit(1); }
+  sock.on('data', httpReader((buf, at) => {
+    if (buf[at + 9] !== 0x32) { console.error('sink answered ' + buf.toString('latin1', at, buf.indexOf(13, at))); process.exit(1); }
     if (++done === +n) finish();
     else if (sent < +n) { sent++; sock.write(request); }
   }));
