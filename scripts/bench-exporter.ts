@@ -280,10 +280,11 @@ function report(best: Map<string, Best>): string {
     lines.push(
       `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds ${v.all.map(f).join(' ')})`,
     );
-  // The fastest floor measured (BENCH_ONLY may leave some out).
-  const floors = Math.max(
-    ...inFlightSettings.flatMap((n) => [r(`plain floor ${n}`), r(`acking floor ${n}`)]).filter(Number.isFinite),
-  );
+  // The fastest floor measured (BENCH_ONLY may leave some out; none: NaN, printed —).
+  const measured = inFlightSettings
+    .flatMap((n) => [r(`plain floor ${n}`), r(`acking floor ${n}`)])
+    .filter(Number.isFinite);
+  const floors = measured.length > 0 ? Math.max(...measured) : NaN;
   const alone = best.get('sink alone');
   if (alone)
     lines.push(

@@ -22,7 +22,7 @@
  * earlier runs, a floor a fresh process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureCommand } from '../test/helpers/apt.js';
@@ -391,7 +391,9 @@ export function sinkLoadGenerator(): 'wrk' | 'node:net' {
   if (process.env.BENCH_SINK_LOAD !== 'node')
     try {
       ensureCommand('wrk', 'wrk');
-      const script = join(mkdtempSync(join(tmpdir(), 'bench-wrk-')), 'post.lua');
+      const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      const script = join(dir, 'post.lua');
       writeFileSync(script, wrkScript);
       return (generator = { name: 'wrk', script }).name;
     } catch (err) {
