@@ -5,7 +5,7 @@
  * site, its stream, not two.
  *
  * A bare HTTP/1.1 request on a socket of `node:net` (`node:tls` for https), the status line read
- * from the answer, rather than undici's request: undici ends a `connection: close` exchange by
+ * from the answer and the control plane's close awaited, rather than undici's request: undici ends a `connection: close` exchange by
  * destroying the socket with an error object, and Node takes that error's stack (a tenth of a
  * simulated site's CPU when 10,000 sites acknowledged one change in the fleet bench). What goes
  * over the wire is the same request. `net.connect` is looked up on the module at each call (as
@@ -26,6 +26,9 @@ export type AckTarget = {
 /** How long an acknowledgement may take, connection included; the next one (or the next connection's Last-Event-ID) follows. */
 const ackTimeoutMs = 30_000;
 
+/** After the answer, how long the site waits for the control plane to close the connection before it closes it itself. */
+const closeWaitMs = 5_000;
+
 const statusLine = /^HTTP\/1\.[01] (\d{3})/;
 
 /** POSTs one acknowledgement; resolves with the control plane's status code, rejects when there is no answer. */
@@ -43,24 +46,31 @@ export function postAck(t: AckTarget, version: string): Promise<number> {
       ? tls.connect({ host, port, ca: t.ca, ...(net.isIP(host) ? {} : { servername: host }) })
       : net.connect({ host, port });
     let head = '';
+    let status: number | undefined;
     let settled = false;
-    const settle = (status: number | undefined, err?: Error) => {
+    const settle = (err?: Error) => {
       if (settled) return;
       settled = true;
       socket.destroy();
       if (status !== undefined) resolve(status);
       else reject(err ?? new Error('the control plane closed the connection before answering the acknowledgement'));
     };
-    socket.setTimeout(ackTimeoutMs, () => settle(undefined, new Error('no answer to the acknowledgement in time')));
+    socket.setTimeout(ackTimeoutMs, () => settle(new Error('no answer to the acknowledgement in time')));
     socket.once(https ? 'secureConnect' : 'connect', () => socket.write(request));
     socket.on('data', (chunk: Buffer) => {
+      if (status !== undefined) return; // the rest of the answer: not needed
       head += chunk.toString('latin1');
-      const end = head.indexOf('\r\n');
-      if (end < 0 && head.length < 1024) return;
+      if (head.indexOf('\r\n') < 0 && head.length < 1024) return;
       const m = statusLine.exec(head);
-      settle(m ? Number(m[1]) : undefined, m ? undefined : new Error('not an HTTP answer to the acknowledgement'));
+      if (!m) return settle(new Error('not an HTTP answer to the acknowledgement'));
+      status = Number(m[1]);
+      // The control plane closes first (it answers `connection: close`), so the closed
+      // connection's TIME_WAIT is its own (on its one listening port), not the site's: at 10,000
+      // sites the sites' binds of new ports searched among tens of thousands of TIME_WAITs.
+      socket.setTimeout(closeWaitMs, () => settle());
     });
-    socket.once('error', (err) => settle(undefined, err));
-    socket.once('close', () => settle(undefined));
+    socket.once('end', () => settle());
+    socket.once('error', (err) => settle(err));
+    socket.once('close', () => settle());
   });
 }
