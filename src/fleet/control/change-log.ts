@@ -45,8 +45,12 @@ import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from
 import { errorText } from '../../lib/error-text.js';
 import { backoffDelay } from '../../lib/backoff.js';
 
-/** An entry as its append notification carries it: `prev` is the head it was appended to. */
-export type Appended = FleetEntry & { prev: string };
+/**
+ * An entry as its append notification carries it: `prev` is the head it was appended to; its
+ * changes as objects (in process) or as the JSON text the log holds (`text`, from Redis: a
+ * stream sends that text as it is, without parsing it and writing it again for each site).
+ */
+export type Appended = { version: string; prev: string } & ({ changes: FleetChange[] } | { text: string });
 export type FleetSnapshot = { version: string; rev: number; objects: Map<string, JsonObject> };
 
 export interface FleetLog {
@@ -232,6 +236,13 @@ function unavailable(err: unknown): never {
 }
 
 /**
+ * The start of an append note as the script writes it, `{"s":<site>,"p":"<prev>","v":"<version>"`
+ * and `,"c":` when the changes follow (to the closing brace): the site (a JSON string, its
+ * quotes escaped inside), the versions, and whether the changes are there.
+ */
+const noteHead = /^\{"s":("(?:[^"\\]|\\.)*"),"p":"(\d+-\d+)","v":"(\d+-\d+)"(,"c":)?/;
+
+/**
  * The append notifications of every process (SUBSCRIBE; on Cluster the sharded SSUBSCRIBE, made
  * again on the channel's new primary after a failover), on one connection opened by the first
  * `onAppend`.
@@ -246,6 +257,16 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
     if (subscribed) for (const fn of resyncs) fn();
   };
   const deliver = (message: string) => {
+    // The append script's note, its changes left as text (see noteHead).
+    const head = noteHead.exec(message);
+    if (head) {
+      const site = JSON.parse(head[1]!) as string;
+      const appended = head[4]
+        ? { prev: head[2]!, version: head[3]!, text: message.slice(head[0].length, -1) }
+        : undefined;
+      for (const fn of listeners) fn(site, appended);
+      return;
+    }
     let note: { s?: unknown; p?: unknown; v?: unknown; c?: unknown };
     try {
       note = JSON.parse(message) as typeof note;

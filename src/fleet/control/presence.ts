@@ -48,8 +48,25 @@ export type Presence = {
   lastReport(site: string): Promise<SiteReport | undefined>;
 };
 
+/**
+ * Versions applied (acknowledgements) heard within this time are written together: one write to
+ * the store's connection for all of them rather than one a site (10,000 sites acknowledge one
+ * change within seconds). An acknowledgement is answered once its write is done.
+ */
+const appliedBatchMs = 10;
+
 export function createPresence(store: Store, fleetLog: FleetLog, now: () => number = Date.now): Presence {
   const touch = (site: string) => store.kvSet(seen + site, new Date(now()).toISOString());
+  /** The versions applied waiting for the next write (per site, the last heard), and that write. */
+  let pending: { versions: Map<string, string>; written: Promise<void> } | undefined;
+  const writeApplied = async (versions: Map<string, string>): Promise<void> => {
+    await new Promise((r) => setTimeout(r, appliedBatchMs));
+    pending = undefined; // what comes now waits for the next write
+    const at = new Date(now()).toISOString();
+    await Promise.all(
+      [...versions].flatMap(([site, version]) => [store.kvSet(applied + site, version), store.kvSet(seen + site, at)]),
+    );
+  };
   return {
     async connected(site, id, ttlMs) {
       await Promise.all([store.kvSet(conn + site, id, ttlMs), touch(site)]);
@@ -59,8 +76,13 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
       if ((await store.kvGet(conn + site)) === id) await store.kvDel(conn + site);
       await touch(site);
     },
-    async applied(site, version) {
-      await Promise.all([store.kvSet(applied + site, version), touch(site)]);
+    applied(site, version) {
+      if (!pending) {
+        const versions = new Map<string, string>();
+        pending = { versions, written: writeApplied(versions) };
+      }
+      pending.versions.set(site, version);
+      return pending.written;
     },
     async isConnected(site) {
       return (await store.kvGet(conn + site)) !== undefined;

@@ -42,7 +42,7 @@ import { parseQuery } from '../../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../../lib/json.js';
 import { compareVersions, parseVersion, siteKeyHeader, type FleetEntry } from '../common/protocol.js';
-import type { FleetLog } from './change-log.js';
+import type { Appended, FleetLog } from './change-log.js';
 import { createInboxes } from './inbox.js';
 import { sseResponse, type SseSink } from './sse-sink.js';
 import type { Presence } from './presence.js';
@@ -238,8 +238,10 @@ type StreamOf = {
   bearer: string;
 };
 
-function sendEntry(stream: SseSink, e: FleetEntry): Promise<void> {
-  return stream.send({ event: 'change', id: e.version, data: JSON.stringify({ changes: e.changes }) });
+/** A `change` event; an entry from a notification carries its changes' JSON text, sent as it is. */
+function sendEntry(stream: SseSink, e: FleetEntry | Appended): Promise<void> {
+  const data = 'text' in e ? `{"changes":${e.text}}` : JSON.stringify({ changes: e.changes });
+  return stream.send({ event: 'change', id: e.version, data });
 }
 
 /** How long a sync stream rides out Redis errors (a failover) before it ends and the site dials again. */
