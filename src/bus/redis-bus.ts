@@ -88,16 +88,27 @@ end
 return 1`);
 
 /**
- * XACK of each id, and HINCRBY of its outcome for those XACK acknowledged (1), atomically;
- * returns the totals of the counter name. KEYS: stream, counts hash; ARGV: group, counter
- * name, then id and outcome pairs.
+ * XACK of the ids, and HINCRBY of each outcome by the number of its ids XACK acknowledged,
+ * atomically; returns the totals of the counter name. KEYS: stream, counts hash; ARGV: group,
+ * counter name, then runs of one outcome in ack order: the outcome and its ids joined by
+ * spaces (one argument per run rather than two per id: fewer to encode, parse and call). One
+ * XACK per run (and per 1000 ids) counts exactly what acking each id in turn would: XACK
+ * acknowledges its ids in order and returns how many were pending.
  */
 const countedAckScript = luaScript(`
 local key, counts, group, as = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 for i = 3, #ARGV, 2 do
-  if redis.call('XACK', key, group, ARGV[i]) == 1 then
-    redis.call('HINCRBY', counts, as .. '|' .. ARGV[i + 1], 1)
+  local ids, n, acked = {}, 0, 0
+  for id in string.gmatch(ARGV[i + 1], '%S+') do
+    n = n + 1
+    ids[n] = id
+    if n == 1000 then
+      acked = acked + redis.call('XACK', key, group, unpack(ids))
+      ids, n = {}, 0
+    end
   end
+  if n > 0 then acked = acked + redis.call('XACK', key, group, unpack(ids)) end
+  if acked > 0 then redis.call('HINCRBY', counts, as .. '|' .. ARGV[i], acked) end
 end
 return redis.call('HMGET', counts, as .. '|delivered', as .. '|dropped', as .. '|ignored', as .. '|filtered')`);
 
@@ -216,7 +227,13 @@ function groupMethods(
         return undefined;
       }
       const args = [group, count.as];
-      for (let i = 0; i < ids.length; i++) args.push(ids[i]!, count.outcomes[i]!);
+      // Runs of one outcome (nearly always one run: every message delivered).
+      for (let i = 0; i < ids.length;) {
+        const outcome = count.outcomes[i]!;
+        let run = ids[i++]!;
+        while (i < ids.length && count.outcomes[i] === outcome) run += ' ' + ids[i++]!;
+        args.push(outcome, run);
+      }
       try {
         return countsOf(await cmd.busCountedAck([key, countsKey(key)], args));
       } catch (err) {

@@ -79,13 +79,19 @@ export function tenantBus(bus: Bus, tenant: string, rootTenant: string): Bus {
       /* the shared bus is closed by its owner */
     },
   };
+  // One wrapper per method, made at its first use (the exporters call read and ack per message).
+  const wrapped = new Map<string | symbol, { of: unknown; fn: (...a: unknown[]) => unknown }>();
   return new Proxy(bus, {
     get(target, prop, receiver) {
       if (typeof prop === 'string' && special.has(prop)) return view[prop as keyof Bus];
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (typeof v !== 'function') return v;
-      return (first: unknown, ...rest: unknown[]) =>
+      const known = wrapped.get(prop);
+      if (known?.of === v) return known.fn;
+      const fn = (first: unknown, ...rest: unknown[]) =>
         (v as (...a: unknown[]) => unknown).call(target, typeof first === 'string' ? name(first) : first, ...rest);
+      wrapped.set(prop, { of: v, fn });
+      return fn;
     },
   });
 }

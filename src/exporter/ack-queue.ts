@@ -34,6 +34,8 @@ export class AckQueue {
     private readonly countAs: string,
     /** Told the counted totals after each ack. */
     private readonly onCounts: (counts: OutcomeCounts) => void,
+    /** Told the ids of each confirmed ack (before their `confirmed` callbacks are called). */
+    private readonly onConfirmed: (ids: readonly string[]) => void = () => {},
   ) {}
 
   add(id: string, outcome: CountedOutcome, confirmed?: () => void): void {
@@ -64,12 +66,14 @@ export class AckQueue {
       .then(
         (counts) => {
           if (counts) this.onCounts(counts);
+          this.onConfirmed(ids);
           for (const c of confirmed) c();
         },
         (err: unknown) => {
           log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
           if (err instanceof BusError && err.code === 'no-group') {
             // The group is gone (and recreated after the last message handled in order).
+            this.onConfirmed(ids);
             for (const c of confirmed) c();
             return;
           }

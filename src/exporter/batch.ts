@@ -17,6 +17,9 @@ import type { Post, Prepared } from './deliver.js';
 import { batchId } from './signing.js';
 import type { TopicReader } from './topic-reader.js';
 
+/** Why a batch's max-wait timer is cancelled: given, so that abort() makes no DOMException (a stack trace per batch). */
+const sealed = 'sealed';
+
 export type BatchItem = { reader: TopicReader; msg: Message; prepared: Prepared };
 
 export class Batch {
@@ -94,7 +97,7 @@ export class Batcher {
   }
 
   private seal(b: Batch): void {
-    b.timer.abort();
+    b.timer.abort(sealed);
     this.open.delete(b.group);
     this.openItems -= b.items.length;
     this.ready.push(b);
@@ -107,7 +110,7 @@ export class Batcher {
 
   /** At a stop: nothing more is sent; the messages stay pending and are read again. */
   clear(): void {
-    for (const b of this.open.values()) b.timer.abort();
+    for (const b of this.open.values()) b.timer.abort(sealed);
     this.open.clear();
     this.openItems = 0;
     this.ready.length = 0;

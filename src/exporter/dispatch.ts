@@ -69,6 +69,8 @@ export class Dispatcher {
       this.ctx.state.version++;
       return undefined;
     }
+    // What is left to do needs the entry only: what was derived from it is let go meanwhile.
+    msg.release();
     const run = 'ignore' in p ? () => ignore(this.ctx, msg, p.ignore) : () => post(this.ctx, postOf(this.ctx, msg, p));
     const go = () => {
       // Entries not dispatched stay in our pending list and are read again at the next start.
@@ -122,6 +124,8 @@ export class Dispatcher {
       return undefined;
     }
     const key = this.keys ? orderingKeyOf(this.ctx, msg) : undefined;
+    // Thousands may wait in batches: each holds its entry only, not what was derived from it.
+    msg.release();
     let group = reader.topic;
     if (!this.spec.staticTarget) group += `\n${p.target.origin}${p.target.path}`;
     if (key !== undefined) group += `\n${key}`;

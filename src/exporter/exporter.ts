@@ -8,7 +8,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Agent } from 'undici';
-import type { Bus, StartAt } from '../bus/bus.js';
+import type { Bus, GroupRead, StartAt } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { DeliverContext } from './deliver.js';
@@ -86,6 +86,8 @@ export class Exporter {
   private wakeLoop: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private readonly lag: LagMonitor;
+  /** Per topic, the read started while the entries of the one before were dispatched. */
+  private readonly readsAhead = new Map<TopicReader, Promise<GroupRead>>();
 
   constructor(private readonly d: ExporterDeps) {
     // Every retry wait listens on this signal.
@@ -177,7 +179,9 @@ export class Exporter {
     const { state } = this.d;
     let batch;
     try {
-      batch = await reader.read(count);
+      const ahead = this.readsAhead.get(reader);
+      this.readsAhead.delete(reader);
+      batch = await (ahead ?? reader.read(count));
     } catch (err) {
       log('debug', 'exporter: read failed', { exporter: this.d.spec.name, topic: reader.topic, error: errorText(err) });
       state.error(`cannot read topic ${reader.topic}: ${errorText(err)}`, this.d.clock.now());
@@ -186,6 +190,15 @@ export class Exporter {
     }
     const n = batch.entries.length;
     if (n === 0) return 0;
+    // A full read: more is likely waiting. The next read goes now, while these are dispatched,
+    // rather than after them (the slots would empty meanwhile). Nothing read is sent before
+    // its turn, and what is read but not sent stays pending (read again after a restart).
+    if (n >= count && !this.stopCtl.signal.aborted) {
+      const next = reader.read(count);
+      // Its failure is dealt with where it is awaited (the next drainOnce), or not at all at a stop.
+      next.catch(() => undefined);
+      this.readsAhead.set(reader, next);
+    }
     this.lag.stale();
     const lagAfter = batch.lag ?? 0;
     for (let i = 0; i < n; i++) {

@@ -48,7 +48,7 @@ export class Message {
   readonly entry: StreamEntry;
   readonly remain: number;
   readonly mtime: number;
-  readonly payload: Json;
+  private payloadCache: Json | undefined;
   private objectCache: JsonObject | undefined;
   private textCache: string | undefined;
   private payloadTextCache: string | undefined;
@@ -59,7 +59,23 @@ export class Message {
     this.remain = remain;
     const dash = entry.id.indexOf('-');
     this.mtime = Number(dash < 0 ? entry.id : entry.id.slice(0, dash));
-    this.payload = parsePayload(entry.fields.payload ?? '');
+  }
+
+  /** The payload field: its JSON value when it is JSON text, else the text itself (parsed once, when asked for). */
+  get payload(): Json {
+    return (this.payloadCache ??= parsePayload(this.entry.fields.payload ?? ''));
+  }
+
+  /**
+   * Forgets what was derived from the entry (parsed payload, MSG and its text): called once the
+   * message is expanded, while it waits for its POST and ack (in a batch, thousands may wait),
+   * so that only the entry stays held. Each is derived again if asked for.
+   */
+  release(): void {
+    this.payloadCache = undefined;
+    this.objectCache = undefined;
+    this.textCache = undefined;
+    this.payloadTextCache = undefined;
   }
 
   get time(): string {
@@ -89,7 +105,8 @@ export class Message {
   /** MSG_PAYLOAD: strings as is, other JSON values as their JSON text. */
   get payloadText(): string {
     if (this.payloadTextCache === undefined) {
-      this.payloadTextCache = typeof this.payload === 'string' ? this.payload : JSON.stringify(this.payload);
+      const payload = this.payload;
+      this.payloadTextCache = typeof payload === 'string' ? payload : JSON.stringify(payload);
     }
     return this.payloadTextCache;
   }

@@ -24,8 +24,10 @@ const claimRounds = 100;
 export class TopicReader {
   /** '0'..id while reading our own pending list (redelivery after a restart), then '>'. */
   private cursor = '0';
-  /** Read entries in stream order, to know the last one handled with all before it. */
-  private readonly order: Array<{ id: string; done: boolean }> = [];
+  /** Ids of the read entries in stream order, from the oldest not handled yet: to know the last one handled with all before it. */
+  private readonly order: string[] = [];
+  /** Ids of `order` handled out of turn (before an older one). */
+  private readonly doneAhead = new Set<string>();
   private lastHandled: string | undefined;
   /** Entries taken over from dead consumers while running, read before anything else. */
   private readonly claimed: StreamEntry[] = [];
@@ -49,7 +51,16 @@ export class TopicReader {
     /** Told the counted outcomes on this topic: at open, then after each ack. */
     private readonly onCounts: (topic: string, counts: OutcomeCounts) => void = () => {},
   ) {
-    this.acks = new AckQueue(bus, topic, group, countAs, (counts) => onCounts(topic, counts));
+    this.acks = new AckQueue(
+      bus,
+      topic,
+      group,
+      countAs,
+      (counts) => onCounts(topic, counts),
+      (ids) => {
+        for (const id of ids) this.unconfirmed.delete(id);
+      },
+    );
   }
 
   async open(): Promise<void> {
@@ -111,7 +122,7 @@ export class TopicReader {
   }
 
   private took(id: string): void {
-    this.order.push({ id, done: false });
+    this.order.push(id);
     this.unconfirmed.add(id);
   }
 
@@ -137,6 +148,7 @@ export class TopicReader {
       await this.bus.ensureGroup(this.topic, this.group, at);
       // A new group has no pending entries: read new ones at once.
       this.order.length = 0;
+      this.doneAhead.clear();
       this.cursor = '>';
       const fresh = await this.bus.read(this.topic, this.group, this.consumer, { cursor: '>', count });
       for (const e of fresh.entries) this.took(e.id);
@@ -159,14 +171,15 @@ export class TopicReader {
    */
   handled(id: string, outcome: CountedOutcome, confirmed?: () => void): void {
     const order = this.order;
-    // Nearly always the oldest: messages are handled about in the order they were read.
-    const i = order[0]?.id === id ? 0 : order.findIndex((o) => o.id === id && !o.done);
-    if (i >= 0) order[i]!.done = true;
-    while (order[0]?.done) this.lastHandled = order.shift()!.id;
-    this.acks.add(id, outcome, () => {
-      this.unconfirmed.delete(id);
-      confirmed?.();
-    });
+    if (order[0] === id) {
+      // The oldest: with it, those handled out of turn right after it.
+      this.lastHandled = order.shift();
+      while (order.length > 0 && this.doneAhead.delete(order[0]!)) this.lastHandled = order.shift();
+      // Nothing read is waiting: nothing is ahead either (an id handled twice is forgotten here).
+      if (order.length === 0) this.doneAhead.clear();
+    } else if (this.unconfirmed.has(id)) this.doneAhead.add(id);
+    // Once confirmed, the id leaves `unconfirmed` (the AckQueue's onConfirmed).
+    this.acks.add(id, outcome, confirmed);
   }
 
   /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */

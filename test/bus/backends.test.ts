@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
-import { BusError, type Bus } from '../../src/bus/bus.js';
+import { BusError, type Bus, type CountedOutcome } from '../../src/bus/bus.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
 import { rejects } from '../helpers/assert.js';
@@ -110,6 +110,24 @@ forEachDeployment((backend) => {
     await bus.produce(`${backend}-disc-new`, { payload: 'x' });
     await eventually(() => seen.has(`${backend}-disc-new`), 'topic discovered', 5000);
     off();
+  });
+
+  t('a counted ack of many ids in runs of outcomes counts each acknowledged id once', async (bus) => {
+    const topic = `${backend}-runs`;
+    await bus.ensureGroup(topic, 'g', { at: 'beginning' });
+    const n = 1205;
+    const ids = await Promise.all(Array.from({ length: n }, (_, i) => bus.produce(topic, { payload: String(i) })));
+    for (let read = 0, i = 0; read < n && i < 20; i++)
+      read += (await bus.read(topic, 'g', 'c1', { cursor: '>', count: 1000 })).entries.length;
+    // The first acknowledged on its own: not counted again below.
+    await bus.ack(topic, 'g', [ids[0]!], { as: 'g|s', outcomes: ['dropped'] });
+    const outcomes = ids.map((_, i): CountedOutcome =>
+      i % 300 === 7 ? 'filtered' : i === 1100 ? 'ignored' : 'delivered',
+    );
+    // Runs over 1000 ids (the script's XACK chunks), and one id twice in a run: counted once.
+    const counts = await bus.ack(topic, 'g', [...ids, ids[5]!], { as: 'g|s', outcomes: [...outcomes, 'delivered'] });
+    assert.equal(counts, { delivered: n - 1 - 5, dropped: 1, ignored: 1, filtered: 4 });
+    assert.equal(await bus.counts(topic, 'g|s'), counts);
   });
 
   // Every script and multi-key command of the bus (on Cluster: no CROSSSLOT, each on its slot).
