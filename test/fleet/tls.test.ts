@@ -1,6 +1,7 @@
 /**
  * HTTPS between a site and its control plane, with a CA made at test time: a site given the
  * CA (CONTROL_PLANE_CA) syncs; a site without it refuses the certificate and syncs nothing.
+ * Its acknowledgements come over HTTPS too (the site in sync at the control plane).
  * The control plane here runs on the embedded store (its change log in memory), the sites too.
  */
 import { writeFileSync } from 'node:fs';
@@ -74,6 +75,13 @@ test('a site syncs over HTTPS with CONTROL_PLANE_CA, and not without it', async 
   await eventually(
     async () => (await atGood.call('GET', '/v1/config/volga/webhooks/secure-hook')).status === 200,
     'synced over HTTPS',
+    SITE_WAIT,
+  );
+  // Its acknowledgements (a connection of their own, src/fleet/site/ack-post.ts) arrive over HTTPS too.
+  await eventually(
+    async () =>
+      ((await admin.call('GET', '/v1/state/sites/tls-1')).body as { 'in-sync'?: unknown })['in-sync'] === true,
+    'the control plane has the acknowledgement: in sync',
     SITE_WAIT,
   );
   await eventually(

@@ -404,9 +404,17 @@ export function startProjector(o: ProjectorOptions): Projector {
   const project = (full = true) => scheduler.request(full);
   const trimmer = logTrimmer(o, now, () => scheduler.stopped);
 
+  /**
+   * The sites with a log, read by each full pass (at start, every resyncMs, on request) and by
+   * the first: at 10,000 sites the set is a read of 10,000 names, and a pass after a commit
+   * needs from it only the sites no longer in the configuration, which the commit that deleted
+   * them names (added below) or which the last full pass read.
+   */
+  let logged: string[] | undefined;
+
   async function pass(full: boolean): Promise<void> {
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
-    const logged = await o.fleetLog.sites();
+    if (full || !logged || fleetless) logged = await o.fleetLog.sites();
     fleetless = !(await isFleet(o, logged));
     if (fleetless) return;
     const got = await readView();
@@ -417,6 +425,12 @@ export function startProjector(o: ProjectorOptions): Projector {
     }
     const { read, changed } = got;
     const sites = sitesOf(o, logged, labels);
+    // A site deleted since the last full pass may have a log it read: its log must empty.
+    if (!full)
+      for (const key of changed) {
+        const deleted = rootSiteAt(o.root, key);
+        if (deleted !== undefined && deleted !== o.ownSite) sites.add(deleted);
+      }
     const views: SiteViews = o.rollouts
       ? await o.rollouts.prepare({
           ...read,
