@@ -13,8 +13,13 @@ import { KeyQueues } from './ordering.js';
 import { maxWaiting, Runner, type Unit } from './runner.js';
 import type { TopicReader } from './topic-reader.js';
 
-/** Resolves after two turns of the event loop's check phase (past the setImmediate of a POST's write). */
-const afterWrite = (): Promise<void> => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+/**
+ * Resolves in the event loop's check phase, after the setImmediate that writes a POST on a
+ * kept-alive connection (undici validates an idle socket in a setImmediate, then writes): that
+ * one is queued while the POST is dispatched, before this one, and immediates run in order.
+ * One turn, not two: each turn more is an epoll_wait and an entry into JavaScript a message.
+ */
+const afterWrite = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class Dispatcher {
   readonly runner: Runner;
@@ -82,8 +87,8 @@ export class Dispatcher {
     }
     const started = this.slots.free().then(go);
     // At max-in-flight 1: undici writes a request from a setImmediate, so the next message's
-    // preparation waits two turns of the event loop, until this POST is on the wire; run at
-    // once, it would delay the write by its own time and gain nothing.
+    // preparation waits for the check phase, until this POST is on the wire; run at once, it
+    // would delay the write by its own time and gain nothing.
     return this.slots.limit() === 1 ? started.then(afterWrite) : started;
   }
 
