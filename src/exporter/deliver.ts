@@ -151,15 +151,6 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
     target = parseTarget(url.value);
     if (!target) return { ignore: 'url: the expanded value is not an absolute http or https URL' };
   }
-  // Without header templates every message has the same headers: one array, never changed
-  // (attempts add theirs, signing or a token, to a copy).
-  if (spec.headers.length === 0) {
-    const data = spec.data.render(lookup);
-    if (!data.ok) return { ignore: `data: ${data.reason}` };
-    if (spec.format === 'json' && !isJson(data.value))
-      return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
-    return { target, headers: spec.format === 'json' ? jsonHeaders : textHeaders, data: data.value };
-  }
   const headers: string[] = [];
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
@@ -171,12 +162,12 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
   }
   const data = spec.data.render(lookup);
   if (!data.ok) return { ignore: `data: ${data.reason}` };
-  if (spec.format === 'json') {
-    if (!isJson(data.value)) return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
-    if (!spec.hasContentType) headers.push('content-type', 'application/json');
-  } else if (!spec.hasContentType) {
-    headers.push('content-type', 'text/plain; charset=utf-8');
-  }
+  const json = spec.format === 'json';
+  if (json && !isJson(data.value)) return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
+  // Without header templates every message has the same headers: one array, never changed
+  // (attempts add theirs, signing or a token, to a copy).
+  if (spec.headers.length === 0) return { target, headers: json ? jsonHeaders : textHeaders, data: data.value };
+  if (!spec.hasContentType) headers.push(...(json ? jsonHeaders : textHeaders));
   return { target, headers, data: data.value };
 }
 
