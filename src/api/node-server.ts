@@ -38,6 +38,19 @@ class ResponseWithoutDefaultType extends ServerResponse {
 /** Pass as `serve({..., serverOptions})`. */
 export const serverOptions = { ServerResponse: ResponseWithoutDefaultType as typeof ServerResponse };
 
+const longRequest = Symbol('edgeplane.long-request');
+type Marked = Duplex & { [longRequest]?: true };
+
+/**
+ * Exempts the request on `socket` from the server's `requestTimeout` (the slow-client guard,
+ * HTTP_REQUEST_TIMEOUT_MS): a body that streams for as long as its response, as a site's sync
+ * stream carries the site's acknowledgements for hours (fleet/control/routes.ts). Call it once
+ * the request is authenticated; its headers were taken in time.
+ */
+export function markLongRequest(socket: Duplex): void {
+  (socket as Marked)[longRequest] = true;
+}
+
 /**
  * Node's HTTP parser answers some requests before any handler sees them: a request line or
  * headers beyond `--max-http-header-size` (431), a request not sent in time (408), a malformed
@@ -46,8 +59,13 @@ export const serverOptions = { ServerResponse: ResponseWithoutDefaultType as typ
  * reply has (CONTRACT §5), in JSON (the request's Accept is not known: it was not parsed). As
  * Node does, it writes only on a socket that is writable and has not started a reply, then
  * closes the socket.
+ *
+ * One exception: a request marked long (markLongRequest) keeps its connection when its body has
+ * not ended within `requestTimeout`.
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // Node takes the connection off its time-out list as it emits this: it comes once.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && (socket as Marked)[longRequest]) return;
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
     const e = clientErrorOf(err.code);

@@ -106,6 +106,24 @@ const siteRoute = <const P extends string>(r: Omit<Route, 'access' | 'tag' | 'pa
   route({ ...r, access: 'site', tag: 'fleet' });
 
 /** The routes that are not resources, by name (handlers register with these). */
+/** The sync stream's parameters, GET or POST. */
+const syncParams: Obj[] = [
+  {
+    name: 'after',
+    in: 'query',
+    required: false,
+    description: 'The version to resume after (as Last-Event-ID)',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'x-edgeplane-site-key',
+    in: 'header',
+    required: true,
+    description: "The site's X25519 public key (base64url, 32 bytes): secrets are sealed for it",
+    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+  },
+];
+
 export const routes = {
   healthz: route({
     id: 'healthz',
@@ -400,22 +418,26 @@ export const routes = {
     summary:
       "An edge site's change stream (Server-Sent Events; Last-Event-ID resumes; reset + snapshot when history is gone)",
     query: [],
-    otherParams: [
-      {
-        name: 'after',
-        in: 'query',
-        required: false,
-        description: 'The version to resume after (as Last-Event-ID)',
-        schema: { type: 'string' },
-      },
-      {
-        name: 'x-edgeplane-site-key',
-        in: 'header',
-        required: true,
-        description: "The site's X25519 public key (base64url, 32 bytes): secrets are sealed for it",
-        schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
-      },
-    ],
+    otherParams: syncParams,
+    replies: {
+      200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+    },
+    errors: [400, 401, 403, 404],
+  }),
+  syncWithAcks: siteRoute({
+    id: 'siteSyncWithAcks',
+    method: 'POST',
+    path: '/v1/fleet/sites/{name}/sync',
+    summary:
+      "The same change stream, and the site's acknowledgements in the request body as it streams (one applied version a line)",
+    query: [],
+    otherParams: syncParams,
+    body: {
+      required: false,
+      description:
+        'text/plain, sent chunked for as long as the stream: each line a version the site applied (<ms>-<seq>); other lines are ignored',
+      content: { 'text/plain': { schema: { type: 'string' } } },
+    },
     replies: {
       200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
     },

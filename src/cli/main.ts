@@ -32,7 +32,7 @@ Settings (environment; README "Settings" says more):
   EDGEPLANE_CONFIG           a file in the shape of GET /v1/config, applied at start
   CONFIG_HISTORY (30d)       how long configuration revisions are kept (0: no history)
   CONTROL_PLANE_URL, SITE_TOKEN, SITE_TOKEN_FILE, CONTROL_PLANE_CA   run as an edge site of that control plane
-  FLEET_HISTORY (7d)  FLEET_KEEPALIVE (15s)  FLEET_REPORT_INTERVAL (500ms)
+  FLEET_HISTORY (7d)  FLEET_KEEPALIVE (15s)  FLEET_REPORT_INTERVAL (500ms)  FLEET_ACKS (stream)
   EDGEPLANE_URL (http://127.0.0.1:4646), EDGEPLANE_CREDENTIALS, EDGEPLANE_PASSWORD   for edgeplane ctl
 `;
 

@@ -133,6 +133,7 @@ async function openEdgeSite(settings: Settings, store: Store, url: string, token
         reportIntervalMs: f.reportIntervalMs,
         // Three keep-alives without a bookmark: the link is dead (a half-open TCP connection).
         idleTimeoutMs: 3 * f.keepAliveMs,
+        acks: f.acks,
       });
     },
     async close() {

@@ -62,6 +62,8 @@ export type FleetSettings = {
   keepAliveMs: number;
   /** Edge site: the least time between two state reports, in milliseconds. */
   reportIntervalMs: number;
+  /** Edge site (FLEET_ACKS): acknowledgements in the sync request's body (`stream`) or one POST each (`post`). */
+  acks: 'stream' | 'post';
 };
 
 /** A setting that cannot be used; `setting` names the environment variable. */
@@ -118,7 +120,10 @@ function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
   const historyMs = duration(env, 'FLEET_HISTORY', 7 * 86_400_000, 1000);
   const keepAliveMs = duration(env, 'FLEET_KEEPALIVE', 15_000, 100);
   const reportIntervalMs = duration(env, 'FLEET_REPORT_INTERVAL', 500, 50);
-  const timing = { historyMs, keepAliveMs, reportIntervalMs };
+  const acks = env.FLEET_ACKS || 'stream';
+  if (acks !== 'stream' && acks !== 'post')
+    throw new SettingsError('FLEET_ACKS', `FLEET_ACKS must be stream or post, got ${JSON.stringify(acks)}`);
+  const timing = { historyMs, keepAliveMs, reportIntervalMs, acks: acks as FleetSettings['acks'] };
   const url = env.CONTROL_PLANE_URL || undefined;
   if (url === undefined)
     return { controlPlaneUrl: undefined, siteToken: undefined, controlPlaneCa: undefined, ...timing };

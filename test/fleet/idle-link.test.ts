@@ -19,7 +19,14 @@ import { setLogLevel } from '../../src/lib/log.js';
 
 setLogLevel('error');
 
-type Script = { acks: string[]; syncs: number; stream?: ServerResponse; lastEventIds: Array<string | undefined> };
+type Script = {
+  /** Answer a POST sync 405, as a control plane of a release before acknowledgements in the stream. */
+  getOnly?: boolean;
+  acks: string[];
+  syncs: number;
+  stream?: ServerResponse;
+  lastEventIds: Array<string | undefined>;
+};
 
 async function scriptedControlPlane(s: Script) {
   const server = createServer((req, res) => {
@@ -27,7 +34,18 @@ async function scriptedControlPlane(s: Script) {
       s.acks.push(decodeURIComponent(req.url.split('version=')[1]!));
       return void res.writeHead(204).end();
     }
+    if (s.getOnly && req.method === 'POST') return void res.writeHead(405, { allow: 'GET' }).end();
     s.syncs++;
+    // FLEET_ACKS=stream: the sync request is a POST whose body carries the acks, a line each.
+    if (req.method === 'POST') {
+      req.setEncoding('utf8');
+      let rest = '';
+      req.on('data', (text: string) => {
+        const lines = (rest + text).split('\n');
+        rest = lines.pop()!;
+        s.acks.push(...lines.filter((l) => l !== ''));
+      });
+    }
     s.lastEventIds.push(req.headers['last-event-id'] as string | undefined);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.flushHeaders();
@@ -43,8 +61,43 @@ async function scriptedControlPlane(s: Script) {
   };
 }
 
-test('a bookmark the control plane already has is not acknowledged again; one that moves the version is', async () => {
-  const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
+for (const acks of ['stream', 'post'] as const)
+  test(`a bookmark the control plane already has is not acknowledged again; one that moves the version is (acks: ${acks})`, async () => {
+    const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
+    const cp = await scriptedControlPlane(s);
+    const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
+    const sync = startSiteSync({
+      url: cp.url,
+      site: 'edge-x',
+      token: 't',
+      target: storeTarget(store, new ManagedKeys()),
+      publicKey: () => Promise.resolve(generateSiteKey().publicKey),
+      sleep: () => new Promise((r) => setTimeout(r, 10)),
+      acks,
+    });
+    try {
+      await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
+      s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+      await eventually(() => s.acks.length === 1, 'the change acknowledged', 10_000);
+      s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+      s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+      s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+      await eventually(() => s.acks.length >= 2, 'the moved bookmark acknowledged', 10_000);
+      // One more bookmark at 7-0 after its ack: still no request.
+      s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+      s.stream!.write('event: change\nid: 8-0\ndata: {"changes": []}\n\n');
+      await eventually(() => s.acks.length >= 3, 'the next change acknowledged', 10_000);
+      assert.equal(s.acks, ['5-0', '7-0', '8-0']);
+      assert.is(s.syncs, 1, 'one stream throughout');
+    } finally {
+      await sync.stop();
+      await store.close();
+      await cp.close();
+    }
+  });
+
+test('a control plane without the POST sync route: the site streams with GET and posts its acks', async () => {
+  const s: Script = { getOnly: true, acks: [], syncs: 0, lastEventIds: [] };
   const cp = await scriptedControlPlane(s);
   const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
   const sync = startSiteSync({
@@ -58,17 +111,9 @@ test('a bookmark the control plane already has is not acknowledged again; one th
   try {
     await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
     s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
-    await eventually(() => s.acks.length === 1, 'the change acknowledged', 10_000);
-    s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
-    s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
-    s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
-    await eventually(() => s.acks.length >= 2, 'the moved bookmark acknowledged', 10_000);
-    // One more bookmark at 7-0 after its ack: still no request.
-    s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
-    s.stream!.write('event: change\nid: 8-0\ndata: {"changes": []}\n\n');
-    await eventually(() => s.acks.length >= 3, 'the next change acknowledged', 10_000);
-    assert.equal(s.acks, ['5-0', '7-0', '8-0']);
-    assert.is(s.syncs, 1, 'one stream throughout');
+    await eventually(() => s.acks.length === 1, 'the change acknowledged by a POST', 10_000);
+    assert.equal(s.acks, ['5-0']);
+    assert.is(s.syncs, 1, 'one GET stream');
   } finally {
     await sync.stop();
     await store.close();

@@ -23,7 +23,7 @@ test('without CONTROL_PLANE_URL: a control plane, history 7 days by default', ()
   assert.is(loadSettings({ FLEET_HISTORY: '12h' }).fleet.historyMs, 12 * 3_600_000);
 });
 
-test('FLEET_KEEPALIVE (15 s) and FLEET_REPORT_INTERVAL (500 ms): durations with a floor', () => {
+test('FLEET_KEEPALIVE (15 s) and FLEET_REPORT_INTERVAL (500 ms): durations with a floor; FLEET_ACKS (stream)', () => {
   const s = loadSettings({ SITE: 'hq' });
   assert.is(s.fleet.keepAliveMs, 15_000);
   assert.is(s.fleet.reportIntervalMs, 500);
@@ -32,6 +32,8 @@ test('FLEET_KEEPALIVE (15 s) and FLEET_REPORT_INTERVAL (500 ms): durations with 
   assert.is(loadSettings({ FLEET_KEEPALIVE: '300ms' }).fleet.keepAliveMs, 300);
   assert.throws(() => loadSettings({ FLEET_KEEPALIVE: '10ms' }), /FLEET_KEEPALIVE must be at least 100 ms/);
   assert.throws(() => loadSettings({ FLEET_REPORT_INTERVAL: 'soon' }), /FLEET_REPORT_INTERVAL must be a number/);
+  assert.is(s.fleet.acks, 'stream');
+  assert.is(loadSettings({ ...e, FLEET_ACKS: 'post' }).fleet.acks, 'post');
 });
 
 test('an edge site: URL, SITE and a token from SITE_TOKEN or SITE_TOKEN_FILE, CA read from its file', () => {
@@ -62,6 +64,7 @@ test('bad fleet settings are refused, naming the setting', () => {
     [{ CONTROL_PLANE_URL: 'http://x', SITE: 'a', SITE_TOKEN_FILE: join(dir, 'nope') }, /SITE_TOKEN_FILE: cannot read/],
     [{ FLEET_HISTORY: '7 days' }, /FLEET_HISTORY must be a number and a unit/],
     [{ FLEET_HISTORY: '0s' }, /FLEET_HISTORY must be at least/],
+    [{ FLEET_ACKS: 'http' }, /FLEET_ACKS must be stream or post, got "http"/],
   ];
   for (const [env, message] of cases) {
     assert.throws(

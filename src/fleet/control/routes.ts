@@ -17,6 +17,10 @@
  *     `{"version"}`, which the site records as its resume point (it doubles as the keep-alive);
  *   - `event: request`, data `{id, tenant, path, query}`: a `site=` read sent to this site from
  *     any control-plane process (relay.ts), whenever one comes.
+ * `POST /v1/fleet/sites/<name>/sync` (same guard, headers and stream): the same stream, and the
+ * request's body, sent chunked for as long as the stream lasts, carries the site's
+ * acknowledgements: one version it applied a line. A site's acknowledgements then cost no
+ * connection of their own (what sites send; a GET's site acknowledges by the route below).
  * `POST /v1/fleet/sites/<name>/ack?version=<v>` (or a body {version}; same guard): the site
  * applied that version.
  *
@@ -35,6 +39,8 @@ import type { AppDeps, AppEnv } from '../../api/deps.js';
 import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
 import { header } from '../../api/headers.js';
+import { markLongRequest } from '../../api/node-server.js';
+import type { IncomingMessage } from 'node:http';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
 import { backoffDelay } from '../../lib/backoff.js';
@@ -354,12 +360,50 @@ async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, sta
   }
 }
 
+/** The longest line an acknowledgement body may carry (a version is `<ms>-<seq>`, ~30 characters). */
+const ackLineMax = 100;
+
+/**
+ * Reads the acknowledgements a site streams in its sync request's body: one applied version a
+ * line, each handed to `applied` as it comes (lines that are not versions, such as the empty
+ * line a site opens with, are skipped; a line longer than any version ends the reading). The
+ * request is exempt from HTTP_REQUEST_TIMEOUT_MS: its body lasts as long as the stream.
+ */
+function takeAcks(c: Context<AppEnv>, applied: (version: string) => void): void {
+  let rest = '';
+  const take = (text: string): boolean => {
+    const lines = (rest + text).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) if (parseVersion(line)) applied(line);
+    return rest.length <= ackLineMax;
+  };
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  if (incoming) {
+    markLongRequest(incoming.socket);
+    incoming.setEncoding('utf8');
+    const onData = (text: string) => {
+      if (!take(text)) incoming.off('data', onData).resume();
+    };
+    incoming.on('data', onData);
+    return;
+  }
+  // Outside Node's server (app.request in a test): the body as a web stream.
+  const body = c.req.raw.body;
+  if (body)
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of body) if (!take(decoder.decode(chunk, { stream: true }))) break;
+    })().catch(() => undefined);
+}
+
 /** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */
 export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const inboxOf = createInboxes(o.fleetLog);
   const batch = o.batch ?? 500;
-  on(app, routes.sync, async (c) => {
+  // GET: the stream only (acknowledgements come by POST .../ack); POST: the same stream, and the
+  // site's acknowledgements in the request body for as long as it lasts.
+  const sync = (acksInBody: boolean) => async (c: Context<AppEnv, '/v1/fleet/sites/:name/sync'>) => {
     const site = c.req.param('name');
     await authenticateSite(deps, c, site);
     const params = onlyParameter(c, 'after', 'sync');
@@ -379,6 +423,7 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     await o.presence.connected(site, id, ttl);
     // The version a site resumes from is the last one it applied.
     if (resumeFrom !== undefined && parseVersion(resumeFrom)) await o.presence.applied(site, resumeFrom);
+    if (acksInBody) takeAcks(c, (version) => void o.presence.applied(site, version).catch(() => undefined));
     // Written straight to the socket (sse-sink.ts): a site's stream is open for hours, and the
     // control plane holds one per connected site.
     return sseResponse(c, async (stream) => {
@@ -398,7 +443,9 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       }
       // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
     });
-  });
+  };
+  on(app, routes.sync, sync(false));
+  on(app, routes.syncWithAcks, sync(true));
 
   siteStateRoutes(app, deps, o);
   // OPTIONS and 405 before the site's token is checked, as for every route (nothing is read).

@@ -66,6 +66,12 @@ export type SiteSyncOptions = {
   idleTimeoutMs?: number;
   /** Waits before a reconnection (tests inject one that records the delay and returns at once). */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Where acknowledgements go (FLEET_ACKS): `stream` (default), in the sync request's own body
+   * (a POST whose body streams as long as the stream: no connection an acknowledgement);
+   * `post`, a GET stream and one POST an acknowledgement, for a proxy that buffers request bodies.
+   */
+  acks?: 'stream' | 'post';
 };
 
 /**
@@ -176,18 +182,38 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
-/** Acknowledgements: the newest applied version, one POST at a time (older ones are skipped). */
+/**
+ * Acknowledgements: the newest applied version (older ones are skipped). While a stream opened
+ * with POST is up, each goes down that request's body as a line (those of one turn of the event
+ * loop as one: a catch-up of many entries is one line); otherwise one POST at a time on a
+ * connection of its own. An acknowledgement that finds no open stream is left to the next
+ * connection, whose Last-Event-ID reports the version the site applied.
+ */
 function startAcker(target: AckTarget, isStopped: () => boolean) {
   let ackNext: string | undefined;
   let acking = false;
   /** The version the control plane has recorded as applied (an answered ack, or the Last-Event-ID it took). */
   let acked: string | undefined;
   let ackInFlight: string | undefined;
+  /** The open stream's request body, when it carries the acknowledgements. */
+  let channel: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let flushing = false;
+  const encoder = new TextEncoder();
   /** True when the control plane has `version`, or is being told it. */
   const known = (version: string) => version === acked || version === ackInFlight || version === ackNext;
-  const ack = (version: string) => {
-    ackNext = version;
-    if (acking) return;
+  const flush = () => {
+    flushing = false;
+    const v = ackNext;
+    ackNext = undefined;
+    if (v === undefined || channel === undefined) return;
+    try {
+      channel.enqueue(encoder.encode(`${v}\n`));
+      acked = v;
+    } catch {
+      channel = undefined; // the stream ended meanwhile
+    }
+  };
+  const post = () => {
     acking = true;
     void (async () => {
       while (ackNext !== undefined && !isStopped()) {
@@ -206,11 +232,42 @@ function startAcker(target: AckTarget, isStopped: () => boolean) {
       acking = false;
     })();
   };
+  const ack = (version: string) => {
+    ackNext = version;
+    if (channel !== undefined) {
+      if (!flushing) {
+        flushing = true;
+        setImmediate(flush);
+      }
+    } else if (!acking) post();
+  };
   return {
     ack,
     known,
     setAcked: (version: string) => {
       acked = version;
+    },
+    /** The body of a POST sync request: an empty line at once (undici sends the request with its first chunk), then the acknowledgements. */
+    open(): ReadableStream<Uint8Array> {
+      return new ReadableStream<Uint8Array>({
+        start: (c) => {
+          channel = c;
+          c.enqueue(encoder.encode('\n'));
+        },
+        cancel: () => {
+          channel = undefined;
+        },
+      });
+    },
+    /** The stream ended: its body ends too. */
+    close() {
+      const c = channel;
+      channel = undefined;
+      try {
+        c?.close();
+      } catch {
+        // already closed or errored with the request
+      }
     },
   };
 }
@@ -283,6 +340,7 @@ async function openStream(
   publicKey: string,
   version: string | undefined,
   signal: AbortSignal,
+  acksBody: ReadableStream<Uint8Array> | undefined,
 ) {
   const headers: Record<string, string> = {
     authorization: `Bearer ${o.token}`,
@@ -290,16 +348,50 @@ async function openStream(
     [siteKeyHeader]: publicKey,
   };
   if (version) headers['last-event-id'] = version;
+  if (acksBody) headers['content-type'] = 'text/plain';
   const res = await undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/sync`, {
     headers,
     dispatcher: agent,
     signal,
+    ...(acksBody ? { method: 'POST', body: acksBody, duplex: 'half' as const } : {}),
   });
+  // A control plane without the POST route (an older release): the GET stream and POSTed acks.
+  if (acksBody && (res.status === 404 || res.status === 405)) {
+    await res.body?.cancel().catch(() => undefined);
+    return 'no-duplex' as const;
+  }
   if (res.status !== 200 || !res.body) {
     const text = await res.text().catch(() => '');
     throw new Error(`control plane answered ${res.status}: ${text.slice(0, 300)}`);
   }
   return res.body;
+}
+
+/**
+ * Opens the stream: a POST whose body carries the acknowledgements while `mode.duplex`; a GET
+ * otherwise, and from then on at a control plane without that route (an earlier release).
+ */
+async function openSync(
+  o: SiteSyncOptions,
+  agent: Agent,
+  publicKey: string,
+  version: string | undefined,
+  signal: AbortSignal,
+  acks: ReturnType<typeof startAcker>,
+  mode: { duplex: boolean },
+) {
+  if (mode.duplex) {
+    const body = await openStream(o, agent, publicKey, version, signal, acks.open());
+    if (body !== 'no-duplex') return body;
+    acks.close();
+    mode.duplex = false;
+    log('info', 'fleet: the control plane takes no acknowledgements in the sync request; posting each', {
+      site: o.site,
+    });
+  }
+  const body = await openStream(o, agent, publicKey, version, signal, undefined);
+  if (body === 'no-duplex') throw new Error('control plane answered 404 to the sync request');
+  return body;
 }
 
 /** Applies one event of the sync stream to the site and acknowledges what it applied. */
@@ -331,6 +423,17 @@ async function applyEvent(
   // `reset` only announces the snapshot that follows; unknown events are ignored.
 }
 
+/** POSTs a JSON body to one of the site's routes (`report`, `answer`). */
+function sitePost(o: SiteSyncOptions, agent: Agent) {
+  return (route: string, body: unknown) =>
+    undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      dispatcher: agent,
+    });
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -347,13 +450,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     () => stopped,
   );
 
-  const post = (route: string, body: unknown) =>
-    undiciFetch(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/${route}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${o.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      dispatcher: agent,
-    });
+  const post = sitePost(o, agent);
 
   const hooks = o.hooks;
   const { reporter, stopChanges } = hooks
@@ -367,17 +464,24 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
 
   const handle = (ev: EventSourceMessage) => applyEvent(o, acks, answer, ev);
 
+  /** Acknowledgements in the sync request's body (FLEET_ACKS=stream), until a control plane lacks the route. */
+  const mode = { duplex: (o.acks ?? 'stream') === 'stream' };
+
   async function once(): Promise<boolean> {
     const version = await o.target.load();
     const publicKey = await o.publicKey();
     const abort = new AbortController();
     current = abort;
-    const body = await openStream(o, agent, publicKey, version, abort.signal);
-    connected = true;
-    // The control plane records the Last-Event-ID a stream resumes from as applied.
-    if (version) acks.setAcked(version);
-    reporter?.connected();
-    return readEvents(body, handle);
+    try {
+      const body = await openSync(o, agent, publicKey, version, abort.signal, acks, mode);
+      connected = true;
+      // The control plane records the Last-Event-ID a stream resumes from as applied.
+      if (version) acks.setAcked(version);
+      reporter?.connected();
+      return await readEvents(body, handle);
+    } finally {
+      acks.close();
+    }
   }
 
   const realSleep = (ms: number) =>
