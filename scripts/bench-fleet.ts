@@ -40,6 +40,8 @@
  * Memory per site is the live heap after a full GC: each control plane runs with
  * fleet-bench/memory-probe.cjs preloaded, which answers SIGUSR2 with process.memoryUsage();
  * BENCH_HEAP_SNAPSHOTS=1 also writes a heap snapshot at each probe (in the control plane's DATA_DIR).
+ * BENCH_ACKS=post: the simulated sites acknowledge as FLEET_ACKS=post (a GET stream, one POST an
+ * acknowledgement) instead of in the sync request's body, for a comparison in the same sitting.
  * BENCH_PROFILE=1 runs the control plane with --cpu-prof into ./profiles (its first process is
  * then stopped with SIGTERM, so its profile is written). BENCH_BUILD=0 reuses build/. Every
  * loop is bounded.

@@ -18,6 +18,8 @@ export const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 32);
 export const ALL_ROUNDS = Number(process.env.BENCH_ALL_ROUNDS ?? 3);
 export const BASE_WRITES = Number(process.env.BENCH_BASE_WRITES ?? 100);
 export const PROFILE = process.env.BENCH_PROFILE === '1';
+/** BENCH_ACKS=post: the simulated sites acknowledge as FLEET_ACKS=post does (a GET stream, one POST an ack). */
+export const ACKS: 'stream' | 'post' = process.env.BENCH_ACKS === 'post' ? 'post' : 'stream';
 /** BENCH_UNTIL=<phase> (fleet, allSites, churn, idle, restart): the run stops after that phase. */
 export const UNTIL = process.env.BENCH_UNTIL ?? '';
 export const PASSWORD = 'bench-password-1';

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { compareVersions } from '../../src/fleet/common/protocol.js';
 import {
+  ACKS,
   digest,
   markerIndex,
   markerOf,
@@ -272,6 +273,7 @@ export async function siteProcess(): Promise<void> {
             token,
             target: simTarget(tracker, site, sim),
             publicKey: () => Promise.resolve(publicKey),
+            acks: ACKS,
           });
         }
         return reply({ rid: msg.rid });

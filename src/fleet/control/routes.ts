@@ -370,19 +370,16 @@ const ackLineMax = 100;
  * request is exempt from HTTP_REQUEST_TIMEOUT_MS: its body lasts as long as the stream.
  */
 function takeAcks(c: Context<AppEnv>, applied: (version: string) => void): void {
-  let rest = '';
-  const take = (text: string): boolean => {
-    const lines = (rest + text).split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) if (parseVersion(line)) applied(line);
-    return rest.length <= ackLineMax;
-  };
+  const reader = new AckLines(applied);
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (incoming) {
     markLongRequest(incoming.socket);
-    incoming.setEncoding('utf8');
-    const onData = (text: string) => {
-      if (!take(text)) incoming.off('data', onData).resume();
+    // The adapter's 'end' listener holds the whole request (Node itself has none here); all
+    // removed at once, the listeners' record stays a fast object (deleting one type does not).
+    incoming.removeAllListeners();
+    // Buffers, not strings (no decoder a stream): versions are ASCII.
+    const onData = (chunk: Buffer) => {
+      if (!reader.take(chunk.toString('latin1'))) incoming.off('data', onData).resume();
     };
     incoming.on('data', onData);
     return;
@@ -392,8 +389,21 @@ function takeAcks(c: Context<AppEnv>, applied: (version: string) => void): void 
   if (body)
     void (async () => {
       const decoder = new TextDecoder();
-      for await (const chunk of body) if (!take(decoder.decode(chunk, { stream: true }))) break;
+      for await (const chunk of body) if (!reader.take(decoder.decode(chunk, { stream: true }))) break;
     })().catch(() => undefined);
+}
+
+/** Splits a body into lines; hands each line that is a version on. One object a stream. */
+class AckLines {
+  private rest = '';
+  constructor(private readonly applied: (version: string) => void) {}
+  /** False once a line grows longer than any version: nothing more is read. */
+  take(text: string): boolean {
+    const lines = (this.rest + text).split('\n');
+    this.rest = lines.pop() ?? '';
+    for (const line of lines) if (parseVersion(line)) this.applied(line);
+    return this.rest.length <= ackLineMax;
+  }
 }
 
 /** The sync route: registered by app.ts outside the user guard, behind authenticateSite. */

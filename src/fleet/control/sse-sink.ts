@@ -59,6 +59,10 @@ class NodeSink implements SseSink {
     // itself listens to the response's 'finish', not to its 'close'.
     res.removeAllListeners('close');
     res.once('close', () => this.close());
+    // With a request body (a POST sync, whose body carries acknowledgements), the adapter also
+    // listens to the response's 'finish' (to drain the body after the response), with the same
+    // hold on the request. Node's own 'finish' listener stays.
+    for (const f of res.listeners('finish')) if (!f.name.startsWith('bound ')) res.off('finish', f as () => void);
     // The request's headers were read before the stream began; a stream lasts hours.
     res.req.rawHeaders = [];
     res.req.headers = {};
@@ -94,6 +98,8 @@ class NodeSink implements SseSink {
   }
   end(): void {
     if (!this.res.writableEnded) this.res.end();
+    // A request body still open (a POST sync): the connection closes once the response is out.
+    if (!this.res.req.complete) this.res.req.socket.destroySoon();
     this.close();
   }
 }
