@@ -231,7 +231,7 @@ async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ prob
 /** One attempt of a POST, recorded in the attempt log, the breaker and the adaptive limit. */
 async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe: boolean): Promise<PostOutcome> {
   const { controls } = ctx;
-  const signed = controls.signer ? p.headers.concat(controls.signer.headers(p.id, ctx.clock.now(), p.body)) : p.headers;
+  const signed = controls.signer ? controls.signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
   const t0 = performance.now();
   let r: PostOutcome;
   if (ctx.oauth) {
