@@ -21,7 +21,8 @@
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles), BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to
  * profile one), BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process
- * of its own beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline).
+ * of its own beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline;
+ * with the features also `batch-100 N baseline` and `signing 64 baseline`).
  * Every loop is bounded.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -268,17 +269,22 @@ function parties(redisUrl: string, sink: string, product: Product, baseline: Pro
     list.push(helper(`acking floor ${n}`, (t) => ackingFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)));
     list.push(ours(`product ${n}`, n));
     if (baseline) list.push(ours(`baseline ${n}`, n, {}, baseline));
-    if (n !== 'auto' && features)
-      list.push(ours(`batch-100 ${n}`, n, { batch: { 'max-messages': 100, 'max-wait': '50ms' } }));
+    if (n !== 'auto' && features) {
+      list.push(ours(`batch-100 ${n}`, n, batch100));
+      if (baseline) list.push(ours(`batch-100 ${n} baseline`, n, batch100, baseline));
+    }
   }
   if (features) {
     list.push(ours('ordering-key 64 keys 64', 64, { 'ordering-key': '${KEY}' }));
-    list.push(ours('signing 64', 64, { signing: { vault: 'bench', secret: 'sig', key: 'key' } }));
+    list.push(ours('signing 64', 64, signing));
+    if (baseline) list.push(ours('signing 64 baseline', 64, signing, baseline));
   }
   return list;
 }
 
 const features = process.env.BENCH_FEATURES !== '0';
+const batch100 = { batch: { 'max-messages': 100, 'max-wait': '50ms' } };
+const signing = { signing: { vault: 'bench', secret: 'sig', key: 'key' } };
 
 /** Per party: its best round's rate, and in that round the CPU µs a message of the party itself (product or helper) and of the sink. */
 type Best = { rate: number; cpu: number; sinkCpu: number; all: number[] };

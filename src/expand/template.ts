@@ -9,7 +9,8 @@ import { ApiError } from '../lib/errors.js';
 import { prepareCall, type Step } from './functions.js';
 import { parseTemplate } from './parse.js';
 
-export type RenderResult = { ok: true; value: string } | { ok: false; variable: string; reason: string };
+/** `json: true` (templates compiled with `json`): the value is valid JSON, known without parsing it. */
+export type RenderResult = { ok: true; value: string; json?: true } | { ok: false; variable: string; reason: string };
 export type Lookup = (name: string) => string | undefined;
 
 export type Template = {
@@ -31,6 +32,11 @@ export type TemplateOptions = {
   field: string;
   /** Whether a name may be referenced; usually `(n) => knownVariable(n, declared)`. */
   isDefined: (name: string) => boolean;
+  /**
+   * data-format json: render marks its result `json: true` when it is valid JSON for sure
+   * (jsonSlots), so that the exporter parses it only when unsure.
+   */
+  json?: boolean;
 };
 
 /** Always available, besides the two indexed families below. */
@@ -95,10 +101,66 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
 
   const renderSample = (sample: (variable: string) => string) => sampleRender(text, parts, sources, sample);
   if (variables.size === 0) {
-    const fixed: RenderResult = { ok: true, value: parts.join('') };
+    const value = parts.join('');
+    const fixed: RenderResult = opts.json && isJsonText(value) ? { ok: true, value, json: true } : { ok: true, value };
     return { variables, static: true, render: () => fixed, renderSample };
   }
-  return { variables, static: false, render: (lookup) => render(parts, lookup), renderSample };
+  const slots = opts.json ? jsonSlots(parts) : undefined;
+  return { variables, static: false, render: (lookup) => render(parts, lookup, slots), renderSample };
+}
+
+/** Where an expression's value lands in a JSON template: inside a string, or as a whole value. */
+type JsonSlot = 'string' | 'value';
+
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where each expression of a JSON template lands, when every one lands either inside a string
+ * or as a whole value (with only structural characters or whitespace beside it) and the template
+ * with such values in their places is valid JSON; else undefined. A value then keeps the result
+ * valid JSON when, inside a string, it has no quote, backslash or control character, and as a
+ * whole value, it is valid JSON itself (render checks each, far cheaper than parsing the result).
+ */
+function jsonSlots(parts: ReadonlyArray<string | CompiledExpr>): JsonSlot[] | undefined {
+  const slots: JsonSlot[] = [];
+  let skeleton = '';
+  let inString = false;
+  for (const part of parts) {
+    if (typeof part !== 'string') {
+      slots.push(inString ? 'string' : 'value');
+      // Spaces around a whole value: a literal digit or letter beside it makes the skeleton invalid.
+      skeleton += inString ? 'a' : ' 0 ';
+      continue;
+    }
+    for (let i = 0; i < part.length; i++) {
+      const c = part[i];
+      if (!inString) inString = c === '"';
+      else if (c === '"') inString = false;
+      else if (c === '\\') {
+        // An escape whose character would be the value's first: unsure.
+        if (i + 1 >= part.length) return undefined;
+        i++;
+      }
+    }
+    skeleton += part;
+  }
+  return isJsonText(skeleton) ? slots : undefined;
+}
+
+/** Characters that would end or break the JSON string a value is put into. */
+const stringBreaker = /["\\\u0000-\u001f]/;
+const jsonNumber = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+function fitsSlot(slot: JsonSlot, value: string): boolean {
+  if (slot === 'string') return !stringBreaker.test(value);
+  return jsonNumber.test(value) || value === 'true' || value === 'false' || value === 'null' || isJsonText(value);
 }
 
 function sampleRender(
@@ -128,8 +190,14 @@ function sampleRender(
   return { text: out, sourceAt };
 }
 
-function render(parts: ReadonlyArray<string | CompiledExpr>, lookup: Lookup): RenderResult {
+function render(
+  parts: ReadonlyArray<string | CompiledExpr>,
+  lookup: Lookup,
+  slots: readonly JsonSlot[] | undefined,
+): RenderResult {
   let out = '';
+  let json = slots !== undefined;
+  let k = 0;
   for (const part of parts) {
     if (typeof part === 'string') {
       out += part;
@@ -139,7 +207,9 @@ function render(parts: ReadonlyArray<string | CompiledExpr>, lookup: Lookup): Re
     if (value === undefined)
       return { ok: false, variable: part.variable, reason: `variable ${part.variable} has no value` };
     for (const step of part.steps) value = step(value);
+    if (json) json = fitsSlot(slots![k]!, value);
+    k++;
     out += value;
   }
-  return { ok: true, value: out };
+  return json ? { ok: true, value: out, json: true } : { ok: true, value: out };
 }

@@ -3,7 +3,10 @@
  * one by one (deliver.ts `prepare`) are gathered here into batches, one POST each. A batch is
  * sealed when it holds `max-messages`, when the next message would take its body past
  * `max-bytes` (a single larger message goes alone), or `max-wait` after its first message
- * (the exporter's clock, so tests control it). Messages go to the same batch only when they
+ * (the exporter's clock, so tests control it; the wait starts in the check phase of the event
+ * loop's turn that opened the batch, so a batch filled within one turn, as from one read of a
+ * busy topic, never starts a timer: a timer started and cancelled per batch cost ~0.5 µs a
+ * message of a batch of 100). Messages go to the same batch only when they
  * share topic, URL and `ordering-key`: the POST goes to that URL with the first message's
  * headers. The body: with `data-format: json` a JSON array of the expanded datas, with
  * `string` the datas joined by newlines. Sealed batches wait in `ready` for the exporter to
@@ -25,8 +28,8 @@ export type BatchItem = { reader: TopicReader; msg: Message; prepared: Prepared 
 export class Batch {
   readonly items: BatchItem[] = [];
   bytes = 0;
-  /** Cancels the max-wait timer once the batch is sealed otherwise. */
-  readonly timer = new AbortController();
+  /** Cancels the max-wait timer once the batch is sealed otherwise (none before the timer starts). */
+  timer: AbortController | undefined;
 
   constructor(
     readonly group: string,
@@ -55,6 +58,9 @@ export class Batcher {
   private openItems = 0;
   /** Sealed batches waiting for a slot, oldest first. */
   readonly ready: Batch[] = [];
+  /** Batches opened in this turn of the event loop: their max-wait timers start in its check phase. */
+  private unarmed: Batch[] = [];
+  private arming: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly spec: BatchSpec,
@@ -80,7 +86,8 @@ export class Batcher {
       b = new Batch(group, key);
       b.bytes = 1;
       this.open.set(group, b);
-      this.startTimer(b);
+      this.unarmed.push(b);
+      this.arming ??= setImmediate(this.arm);
     }
     b.items.push(item);
     b.bytes += 1 + bytes;
@@ -88,16 +95,25 @@ export class Batcher {
     if (b.items.length >= this.spec.maxMessages) this.seal(b);
   }
 
+  /** Starts the max-wait timers of the batches opened in this turn and still open. */
+  private readonly arm = (): void => {
+    this.arming = undefined;
+    const opened = this.unarmed;
+    this.unarmed = [];
+    for (const b of opened) if (this.open.get(b.group) === b) this.startTimer(b);
+  };
+
   private startTimer(b: Batch): void {
-    void this.clock.sleep(this.spec.maxWaitMs, b.timer.signal).then(() => {
-      if (b.timer.signal.aborted || this.open.get(b.group) !== b) return;
+    const timer = (b.timer = new AbortController());
+    void this.clock.sleep(this.spec.maxWaitMs, timer.signal).then(() => {
+      if (timer.signal.aborted || this.open.get(b.group) !== b) return;
       this.seal(b);
       this.onDue();
     });
   }
 
   private seal(b: Batch): void {
-    b.timer.abort(sealed);
+    b.timer?.abort(sealed);
     this.open.delete(b.group);
     this.openItems -= b.items.length;
     this.ready.push(b);
@@ -110,7 +126,10 @@ export class Batcher {
 
   /** At a stop: nothing more is sent; the messages stay pending and are read again. */
   clear(): void {
-    for (const b of this.open.values()) b.timer.abort(sealed);
+    for (const b of this.open.values()) b.timer?.abort(sealed);
+    clearImmediate(this.arming);
+    this.arming = undefined;
+    this.unarmed = [];
     this.open.clear();
     this.openItems = 0;
     this.ready.length = 0;

@@ -163,7 +163,9 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
   const data = spec.data.render(lookup);
   if (!data.ok) return { ignore: `data: ${data.reason}` };
   const json = spec.format === 'json';
-  if (json && !isJson(data.value)) return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
+  // Parsed only when the template cannot tell (data.json: valid for sure, template.ts jsonSlots).
+  if (json && data.json !== true && !isJson(data.value))
+    return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
   // Without header templates every message has the same headers: one array, never changed
   // (attempts add theirs, signing or a token, to a copy).
   if (spec.headers.length === 0) return { target, headers: json ? jsonHeaders : textHeaders, data: data.value };
@@ -231,7 +233,7 @@ async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ prob
 /** One attempt of a POST, recorded in the attempt log, the breaker and the adaptive limit. */
 async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe: boolean): Promise<PostOutcome> {
   const { controls } = ctx;
-  const signed = controls.signer ? p.headers.concat(controls.signer.headers(p.id, ctx.clock.now(), p.body)) : p.headers;
+  const signed = controls.signer ? controls.signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
   const t0 = performance.now();
   let r: PostOutcome;
   if (ctx.oauth) {

@@ -155,7 +155,9 @@ export class Exporter {
     }
     if (this.stopCtl.signal.aborted) return;
     state.setStatus('ready');
-    const count = Math.min(1024, Math.max(256, spec.maxInFlight * 4));
+    // With batch, reads as large as the bound on messages waiting in open batches: fewer reads,
+    // and most batches are filled within one read (no max-wait timer started, batch.ts).
+    const count = spec.ext.batch ? 1024 : Math.min(1024, Math.max(256, spec.maxInFlight * 4));
     while (!this.stopCtl.signal.aborted) {
       this.dirty = false;
       let got = 0;

@@ -36,8 +36,11 @@ export class Signer {
     return createSecretKey(key);
   }
 
-  /** The three headers as name, value pairs, to append to the request's header list. */
-  headers(id: string, nowMs: number, body: string): string[] {
+  /**
+   * The request's header list with the three headers added (a new array: `headers` is shared
+   * by the messages of an exporter), built in one go rather than concatenated.
+   */
+  signed(headers: readonly string[], id: string, nowMs: number, body: string): string[] {
     const secret = this.read();
     if (secret !== undefined && secret !== this.current) {
       this.current = secret;
@@ -57,7 +60,9 @@ export class Signer {
     }
     const ts = this.ts;
     const sig = createHmac('sha256', this.key).update(`${id}.${ts}.${body}`).digest('base64');
-    return ['webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`];
+    const out = headers.slice();
+    out.push('webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`);
+    return out;
   }
 }
 

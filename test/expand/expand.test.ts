@@ -210,4 +210,47 @@ test('knownVariable: built-ins, indexed families, declared names', () => {
   }
 });
 
+test('json templates: json is marked only when the result is valid JSON (and then parsing is skipped)', () => {
+  const jsonOpts = { ...opts, json: true };
+  const marked = (template: string) => {
+    const r = compileTemplate(template, jsonOpts).render(lookup);
+    return r.ok && r.json === true;
+  };
+  // Inside a string, or as a whole value that is JSON itself: valid for sure.
+  assert.ok(marked('{"site":"${NAME}","t":${MSG},"n":"${EMPTY}"}'));
+  assert.ok(marked('[${MSG}, ${MSG}]'));
+  assert.ok(marked('{"a":1}'));
+  // A value that would break the string, or is no JSON value, or a slot beside a literal token: unsure.
+  assert.not.ok(marked('{"a":"${QUOTED}"}'));
+  assert.not.ok(marked('{"a":"${MULTI}"}'));
+  assert.not.ok(marked('{"a":${NAME}}'));
+  assert.not.ok(marked('{"a":1${MSG}}'));
+  assert.not.ok(marked('{"a":"\\${NAME}"}'));
+  assert.not.ok(marked('{${NAME}}'));
+  assert.not.ok(marked('{"a":1'));
+  // Soundness over many templates and values: marked implies JSON.parse accepts it.
+  const pieces = ['{', '}', '[', ']', '"', ':', ',', ' ', '1', 'a', '\\', '"k":', '${V}', '${V}', '${V}'];
+  const vals = ['', '1', '-2.5e3', 'x', '"', '\\', '{"a":[1]}', ' true ', 'null', '\n', 'ab c', '01', '[1,'];
+  let seed = 7;
+  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+  let sound = 0;
+  for (let i = 0; i < 4000; i++) {
+    let template = '';
+    for (let j = rand(10) + 1; j > 0; j--) template += pieces[rand(pieces.length)];
+    const t = compileTemplate(template, { field: 'data', isDefined: () => true, json: true });
+    for (let j = 0; j < 4; j++) {
+      const v = vals[rand(vals.length)]!;
+      const r = t.render(() => v);
+      if (!r.ok || r.json !== true) continue;
+      sound++;
+      try {
+        JSON.parse(r.value);
+      } catch {
+        assert.unreachable(`${JSON.stringify(template)} with ${JSON.stringify(v)} gave ${JSON.stringify(r.value)}`);
+      }
+    }
+  }
+  assert.ok(sound > 100, `only ${sound} marked results were checked`);
+});
+
 test.run();

@@ -252,7 +252,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     staticTarget,
     headers,
     hasContentType: headers.some((h) => h.name.toLowerCase() === 'content-type'),
-    data: compileTemplate(cfg.data, { field: 'data', isDefined }),
+    data: compileTemplate(cfg.data, { field: 'data', isDefined, json: format === 'json' }),
     format,
     messageVars,
     secretVars,
