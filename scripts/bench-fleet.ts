@@ -42,6 +42,7 @@
  * BENCH_HEAP_SNAPSHOTS=1 also writes a heap snapshot at each probe (in the control plane's DATA_DIR).
  * BENCH_ACKS=post: the simulated sites acknowledge as FLEET_ACKS=post (a GET stream, one POST an
  * acknowledgement) instead of in the sync request's body, for a comparison in the same sitting.
+ * BENCH_SITE_PROFILE=<directory>: each site process writes its CPU profile there at the end.
  * BENCH_PROFILE=1 runs the control plane with --cpu-prof into ./profiles (its first process is
  * then stopped with SIGTERM, so its profile is written). BENCH_BUILD=0 reuses build/. Every
  * loop is bounded.

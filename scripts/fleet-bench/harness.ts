@@ -122,7 +122,7 @@ export function forkSites(index: number, entry: string): Promise<Child> {
   const env = { ...process.env };
   if (SITES > 5000 || process.env.BENCH_SOURCE_ADDRESSES === '1') env.BENCH_SOURCE_ADDRESS = `127.0.0.${2 + index}`;
   const proc = fork(entry, ['--sites'], {
-    execArgv: ['--import', 'tsx', '--max-old-space-size=4096'],
+    execArgv: ['--import', 'tsx', '--max-old-space-size=4096', '--max-semi-space-size=32'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env,
   });

@@ -192,6 +192,7 @@ export async function churn(b: Bench): Promise<void> {
   process.stdout.write(`churn: ${RATE} writes/s for ${CHURN_SECONDS} s\n`);
   const ids = new Set<number>();
   const cpu0 = b.cpStat();
+  const sites0 = (await b.status()).cpuMs;
   const t = now();
   const total = Math.round(RATE * CHURN_SECONDS);
   let late = 0;
@@ -212,6 +213,9 @@ export async function churn(b: Bench): Promise<void> {
   const cpu1 = b.cpStat();
   const load = loadAverage();
   const left = await b.settle(30_000);
+  // What the sites spent on it, up to the last apply (settle waited for it).
+  const siteMs = (await b.status()).cpuMs - sites0;
+  const cpSettled = b.cpStat().cpuMs - cpu0.cpuMs;
   const folded0 = b.folded;
   const got = (await b.drain()).filter(([id]) => ids.has(id)).map(([, ms]) => ms);
   const p50 = percentile(got, 50);
@@ -230,6 +234,13 @@ export async function churn(b: Bench): Promise<void> {
     'control-plane CPU during churn',
     `${(((cpu1.cpuMs - cpu0.cpuMs) / (seconds * 1000)) * 100).toFixed(0)} % of a core`,
     `${((cpu1.cpuMs - cpu0.cpuMs) / total).toFixed(1)} ms per write`,
+  );
+  // The CPU the asked rate needs: control plane and simulated sites, a write each, until applied.
+  const cores = (RATE * (cpSettled + siteMs)) / total / 1000;
+  b.row(
+    'CPU a churn write needs, control plane + sites',
+    `${(cpSettled / total).toFixed(1)} + ${(siteMs / total).toFixed(1)} ms (the sites ${((siteMs / Math.max(1, got.length)) * 1000).toFixed(0)} µs a site-apply)`,
+    `${RATE} writes/s would take ${cores.toFixed(2)} cores besides Redis and the bench (this machine: ${cpus().length})`,
   );
 }
 

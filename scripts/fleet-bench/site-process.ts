@@ -301,5 +301,30 @@ export async function siteProcess(): Promise<void> {
       process.exit(1);
     });
   });
+  const profile = await startProfile();
+  // The bench is gone (it ended or crashed): so is this process, with nothing left dialling.
+  const end = () => void profile().finally(() => process.exit(0));
+  process.once('disconnect', end);
+  process.once('SIGTERM', end); // how the bench stops its site processes
   process.send!({ ready: true });
+}
+
+/**
+ * BENCH_SITE_PROFILE=<directory>: this process's CPU profile (the inspector's, as --cpu-prof
+ * writes it) from its start to the bench's end, written there as site-<pid>.cpuprofile.
+ */
+async function startProfile(): Promise<() => Promise<void>> {
+  const dir = process.env.BENCH_SITE_PROFILE;
+  if (!dir) return () => Promise.resolve();
+  const { Session } = await import('node:inspector/promises');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/site-${process.pid}.cpuprofile`, JSON.stringify(profile));
+  };
 }

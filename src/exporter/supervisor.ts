@@ -93,6 +93,8 @@ export class Supervisor {
   private queued: Promise<void> | undefined;
   private closed = false;
   private readonly snapshots: SnapshotReader;
+  /** The exporters' keys in the last snapshot read (kept from each read's changed keys). */
+  private readonly webhookKeys = new Set<string>();
 
   private readonly buses = new Map<string, Bus>();
 
@@ -170,9 +172,19 @@ export class Supervisor {
   private async reconcileNow(): Promise<void> {
     // Only what changed since the last reconcile is read again (store/snapshot.ts).
     const snap = await this.snapshots.read();
-    const all: Iterable<{ key: string; value: JsonObject; etag: string }> = snap
-      ? [...snap.values].map(([key, value]) => ({ key, value, etag: snap.etags.get(key)! }))
-      : await this.o.store.list('');
+    let all: Iterable<{ key: string; value: JsonObject; etag: string }>;
+    if (snap) {
+      // Only a key the read found changed can have become, or stopped being, an exporter's: a
+      // control plane's configuration is mostly sites, not walked again after every commit.
+      for (const key of snap.changed)
+        if (snap.values.has(key) && webhook.parseKey(key)) this.webhookKeys.add(key);
+        else this.webhookKeys.delete(key);
+      all = [...this.webhookKeys].map((key) => ({ key, value: snap.values.get(key)!, etag: snap.etags.get(key)! }));
+    } else {
+      all = await this.o.store.list('');
+      this.webhookKeys.clear();
+      for (const e of all) if (webhook.parseKey(e.key)) this.webhookKeys.add(e.key);
+    }
     const desired = new Map<string, { tenant: string; name: string; cfg: JsonObject; etag: string }>();
     for (const e of all) {
       const w = webhook.parseKey(e.key);

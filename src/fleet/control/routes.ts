@@ -436,22 +436,19 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
     if (acksInBody) takeAcks(c, (version) => void o.presence.applied(site, version).catch(() => undefined));
     // Written straight to the socket (sse-sink.ts): a site's stream is open for hours, and the
     // control plane holds one per connected site.
-    return sseResponse(c, async (stream) => {
+    // Not an async function: a suspended one would hold a generator and its promises per stream.
+    return sseResponse(c, (stream) => {
       // Reads for this site from any control-plane process go down this stream, as they come.
       const stopReads = o.relay.onRead(site, (read) => {
         if (!stream.closed) void stream.send({ event: 'request', data: JSON.stringify(read) }).catch(() => undefined); // the asker falls back to the site's last report
       });
-      stream.onClose(() => {
+      const gone = () => {
         stopReads();
-        void o.presence.disconnected(site, id).catch(() => undefined);
-      });
-      try {
-        await serve({ o, store: deps.store, batch, stream, site, id, ttl, bearer }, inboxOf, start);
-      } finally {
-        stopReads();
-        await o.presence.disconnected(site, id).catch(() => undefined);
-      }
+        return o.presence.disconnected(site, id).catch(() => undefined);
+      };
+      stream.onClose(() => void gone());
       // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
+      return serve({ o, store: deps.store, batch, stream, site, id, ttl, bearer }, inboxOf, start).then(gone, gone);
     });
   };
   on(app, routes.sync, sync(false));

@@ -58,7 +58,7 @@ class NodeSink implements SseSink {
     // here reads) keeps the whole request alive as long as the stream, headers and all. Node
     // itself listens to the response's 'finish', not to its 'close'.
     res.removeAllListeners('close');
-    res.once('close', () => this.close());
+    res.on('close', () => this.close()); // close() runs its listeners once; `once` would add a wrapper a stream
     // With a request body (a POST sync, whose body carries acknowledgements), the adapter also
     // listens to the response's 'finish' (to drain the body after the response), with the same
     // hold on the request. Node's own 'finish' listener stays.
