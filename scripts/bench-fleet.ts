@@ -21,7 +21,8 @@
  *   2. fleet: the other sites (labels region r0..r9, group g0..g49) and 40 exporters placed by
  *      `group=` / `region=` are created, every site connects; control-plane memory per site;
  *   3. allSites: one change to every site (an exporter placed on all sites), BENCH_ALL_ROUNDS times;
- *   4. churn: BENCH_RATE writes/s for BENCH_CHURN_SECONDS: exporter updates, exporters moved to
+ *   4. churn: BENCH_RATE writes/s for BENCH_CHURN_SECONDS, each sent at its time (open loop, at most
+ *      BENCH_CHURN_IN_FLIGHT = 8 unanswered; 1 waits for each answer): exporter updates, exporters moved to
  *      another group, sites moved to another group; commit → applied p50/p99;
  *   5. idle: BENCH_IDLE_SECONDS: bytes, segments and connections of each site's sockets (counted
  *      at the client), control-plane CPU;

@@ -14,6 +14,8 @@ export const CPS = Math.max(1, Math.min(4, Number(process.env.BENCH_CPS ?? 1)));
 export const REDIS_KIND = process.env.BENCH_REDIS ?? 'standalone';
 export const RATE = Number(process.env.BENCH_RATE ?? 20);
 export const CHURN_SECONDS = Number(process.env.BENCH_CHURN_SECONDS ?? 30);
+/** Churn writes answered outstanding at most (BENCH_CHURN_IN_FLIGHT; 1: each waits for the one before). */
+export const CHURN_IN_FLIGHT = Math.max(1, Number(process.env.BENCH_CHURN_IN_FLIGHT ?? 8));
 export const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 32);
 export const ALL_ROUNDS = Number(process.env.BENCH_ALL_ROUNDS ?? 3);
 export const BASE_WRITES = Number(process.env.BENCH_BASE_WRITES ?? 100);

@@ -8,6 +8,7 @@ import { compareVersions } from '../../src/fleet/common/protocol.js';
 import {
   ALL_ROUNDS,
   BASE_WRITES,
+  CHURN_IN_FLIGHT,
   CHURN_SECONDS,
   CPS,
   digest,
@@ -196,19 +197,28 @@ export async function churn(b: Bench): Promise<void> {
   const t = now();
   const total = Math.round(RATE * CHURN_SECONDS);
   let late = 0;
+  // Open loop, as independent writers are: each write leaves at its time, without waiting for
+  // the one before to be answered (up to CHURN_IN_FLIGHT answers outstanding; 1 = closed loop).
+  const inFlight = new Set<Promise<void>>();
   for (let i = 0; i < total; i++) {
     const due = t + (i * 1000) / RATE;
     if (now() < due) await sleep(due - now());
-    else if (now() - due > 1000 / RATE) late++;
+    while (inFlight.size >= CHURN_IN_FLIGHT) await Promise.race(inFlight);
+    if (now() - due > 1000 / RATE) late++;
     const kind = i % 10;
     const e = b.exporters.get(`x${i % EXPORTERS}`)!;
-    if (kind < 6) ids.add(await b.writeExporter(e, e.selector));
+    // The bench's model of labels and selectors moves here, in the order the writes leave.
+    let write: Promise<number>;
+    if (kind < 6) write = b.writeExporter(e, e.selector);
     else if (kind < 8) {
       const [label] = e.selector.split('=') as [string];
       const next = label === 'region' ? `region=r${(i * 7) % REGIONS}` : `group=g${(i * 7) % GROUPS}`;
-      ids.add(await b.writeExporter(e, next));
-    } else ids.add(await b.moveSite(siteName(1 + ((i * 37) % (SITES - 1))), (i * 13) % GROUPS));
+      write = b.writeExporter(e, next);
+    } else write = b.moveSite(siteName(1 + ((i * 37) % (SITES - 1))), (i * 13) % GROUPS);
+    const p: Promise<void> = write.then((id) => void ids.add(id)).finally(() => inFlight.delete(p));
+    inFlight.add(p);
   }
+  await Promise.all(inFlight);
   const seconds = (now() - t) / 1000;
   const cpu1 = b.cpStat();
   const load = loadAverage();

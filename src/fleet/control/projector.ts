@@ -84,7 +84,7 @@ type Read = {
 };
 
 /** Sites projected at once in a pass (their appends in flight together). */
-const appendsAtOnce = 64;
+const appendsAtOnce = 256;
 /** Logs trimmed at once (a few, so trims never crowd out the appends of a pass). */
 const trimsAtOnce = 8;
 
