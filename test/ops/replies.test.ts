@@ -237,6 +237,14 @@ test('every reply of every operation matches the document', async () => {
   assert.is(sync.status, 200);
   await call('GET', '/v1/fleet/sites/s1/sync', { headers: asSite });
   await call('GET', '/v1/fleet/sites/s1/sync');
+  // The same stream with the site's acknowledgements in the request's body.
+  const withAcks = await call('POST', '/v1/fleet/sites/s1/sync', {
+    headers: { ...asSite, 'x-edgeplane-site-key': generateSiteKey().publicKey },
+    raw: '1-0\n',
+    type: 'text/plain',
+  });
+  assert.is(withAcks.status, 200);
+  await call('POST', '/v1/fleet/sites/s1/sync', { raw: '', type: 'text/plain' });
   await call('POST', '/v1/fleet/sites/s1/ack?version=1-0', { headers: asSite });
   await call('POST', '/v1/fleet/sites/s1/ack', { headers: asSite, body: { nope: 1 } });
   await call('POST', '/v1/fleet/sites/s1/report', { headers: asSite, body: { tenants: { root: [] } } });
