@@ -5,6 +5,7 @@
  * and expressions and never throws: a variable without a value gives {ok: false}, and the
  * exporter ignores the message and records the reason.
  */
+import { isJsonText } from '../lib/json.js';
 import { ApiError } from '../lib/errors.js';
 import { prepareCall, type Step } from './functions.js';
 import { parseTemplate } from './parse.js';
@@ -111,15 +112,6 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
 
 /** Where an expression's value lands in a JSON template: inside a string, or as a whole value. */
 type JsonSlot = 'string' | 'value';
-
-function isJsonText(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Where each expression of a JSON template lands, when every one lands either inside a string

@@ -6,6 +6,7 @@
  * policy and then dropped.
  */
 import type { Agent } from 'undici';
+import { isJsonText } from '../lib/json.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
@@ -164,7 +165,7 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
   if (!data.ok) return { ignore: `data: ${data.reason}` };
   const json = spec.format === 'json';
   // Parsed only when the template cannot tell (data.json: valid for sure, template.ts jsonSlots).
-  if (json && data.json !== true && !isJson(data.value))
+  if (json && data.json !== true && !isJsonText(data.value))
     return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
   // Without header templates every message has the same headers: one array, never changed
   // (attempts add theirs, signing or a token, to a copy).
@@ -175,15 +176,6 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
 
 const jsonHeaders = ['content-type', 'application/json'];
 const textHeaders = ['content-type', 'text/plain; charset=utf-8'];
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export async function deliver(ctx: DeliverContext, msg: Message): Promise<Outcome> {
   const p = prepare(ctx, msg);

@@ -58,3 +58,13 @@ export function jsonSyntaxError(err: unknown, text: string): { position: number;
   const at = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : 0;
   return { position: at, reason: msg.replace(/ (in JSON )?at position \d+.*$/, '').replace(/^JSON\.parse: /, '') };
 }
+
+/** True when `text` is JSON text (JSON.parse accepts it). */
+export function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
