@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManagedKeys } from '../../src/fleet/site/managed.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
-import { startSiteSync, storeTarget } from '../../src/fleet/site/sync-loop.js';
+import { startSiteSync, storeTarget, type SiteSyncOptions } from '../../src/fleet/site/sync-loop.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
 import { tempDir } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
@@ -61,90 +61,73 @@ async function scriptedControlPlane(s: Script) {
   };
 }
 
+/**
+ * A site syncing from a control plane scripted by `s` (options of startSiteSync added), its
+ * stream open: runs `body`, then stops the site, its store and the control plane.
+ */
+async function withSite(
+  s: Script,
+  opts: Partial<SiteSyncOptions>,
+  body: (stream: ServerResponse) => Promise<void>,
+): Promise<void> {
+  const cp = await scriptedControlPlane(s);
+  const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
+  const sync = startSiteSync({
+    url: cp.url,
+    site: 'edge-x',
+    token: 't',
+    target: storeTarget(store, new ManagedKeys()),
+    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
+    sleep: () => new Promise((r) => setTimeout(r, 10)),
+    ...opts,
+  });
+  try {
+    await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
+    await body(s.stream!);
+  } finally {
+    await sync.stop();
+    await store.close();
+    await cp.close();
+  }
+}
+
 for (const acks of ['stream', 'post'] as const)
   test(`a bookmark the control plane already has is not acknowledged again; one that moves the version is (acks: ${acks})`, async () => {
     const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
-    const cp = await scriptedControlPlane(s);
-    const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
-    const sync = startSiteSync({
-      url: cp.url,
-      site: 'edge-x',
-      token: 't',
-      target: storeTarget(store, new ManagedKeys()),
-      publicKey: () => Promise.resolve(generateSiteKey().publicKey),
-      sleep: () => new Promise((r) => setTimeout(r, 10)),
-      acks,
-    });
-    try {
-      await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
-      s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+    await withSite(s, { acks }, async (stream) => {
+      stream.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
       await eventually(() => s.acks.length === 1, 'the change acknowledged', 10_000);
-      s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
-      s.stream!.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
-      s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+      stream.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+      stream.write('event: bookmark\nid: 5-0\ndata: {"version":"5-0"}\n\n');
+      stream.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
       await eventually(() => s.acks.length >= 2, 'the moved bookmark acknowledged', 10_000);
       // One more bookmark at 7-0 after its ack: still no request.
-      s.stream!.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
-      s.stream!.write('event: change\nid: 8-0\ndata: {"changes": []}\n\n');
+      stream.write('event: bookmark\nid: 7-0\ndata: {"version":"7-0"}\n\n');
+      stream.write('event: change\nid: 8-0\ndata: {"changes": []}\n\n');
       await eventually(() => s.acks.length >= 3, 'the next change acknowledged', 10_000);
       assert.equal(s.acks, ['5-0', '7-0', '8-0']);
       assert.is(s.syncs, 1, 'one stream throughout');
-    } finally {
-      await sync.stop();
-      await store.close();
-      await cp.close();
-    }
+    });
   });
 
 test('a control plane without the POST sync route: the site streams with GET and posts its acks', async () => {
   const s: Script = { getOnly: true, acks: [], syncs: 0, lastEventIds: [] };
-  const cp = await scriptedControlPlane(s);
-  const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
-  const sync = startSiteSync({
-    url: cp.url,
-    site: 'edge-x',
-    token: 't',
-    target: storeTarget(store, new ManagedKeys()),
-    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
-    sleep: () => new Promise((r) => setTimeout(r, 10)),
-  });
-  try {
-    await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
-    s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+  await withSite(s, {}, async (stream) => {
+    stream.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
     await eventually(() => s.acks.length === 1, 'the change acknowledged by a POST', 10_000);
     assert.equal(s.acks, ['5-0']);
     assert.is(s.syncs, 1, 'one GET stream');
-  } finally {
-    await sync.stop();
-    await store.close();
-    await cp.close();
-  }
+  });
 });
 
 test('a stream silent for idleTimeoutMs is a dead link: the site dials again, resuming from what it applied', async () => {
   const s: Script = { acks: [], syncs: 0, lastEventIds: [] };
-  const cp = await scriptedControlPlane(s);
-  const store = await openEmbeddedStore(tempDir('edgeplane-idle-link-'));
-  const sync = startSiteSync({
-    url: cp.url,
-    site: 'edge-x',
-    token: 't',
-    target: storeTarget(store, new ManagedKeys()),
-    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
-    idleTimeoutMs: 300,
-    sleep: () => new Promise((r) => setTimeout(r, 10)),
-  });
-  try {
-    await eventually(() => s.stream !== undefined, 'the site opened its stream', 10_000);
-    s.stream!.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+  await withSite(s, { idleTimeoutMs: 300 }, async (stream) => {
+    stream.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
     // Then nothing: neither a change nor a bookmark, the connection held open.
     await eventually(() => s.syncs >= 2, 'the site dialled again after the silence', 10_000);
     assert.equal(s.lastEventIds.slice(0, 2), [undefined, '5-0']);
-  } finally {
-    await sync.stop();
-    await store.close();
-    await cp.close();
-  }
+  });
 });
 
 test.run();
