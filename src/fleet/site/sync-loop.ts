@@ -19,7 +19,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { postAck, type AckTarget } from './ack-post.js';
+import { startAcker, type Acker } from './acker.js';
 import { etagOf } from '../../store/etag.js';
 import type { Store, WriteOp } from '../../store/store.js';
 import { isObject, type JsonObject } from '../../lib/json.js';
@@ -182,96 +182,6 @@ function parseSnapshot(data: string): Map<string, JsonObject> {
   return out;
 }
 
-/**
- * Acknowledgements: the newest applied version (older ones are skipped). While a stream opened
- * with POST is up, each goes down that request's body as a line (those of one turn of the event
- * loop as one: a catch-up of many entries is one line); otherwise one POST at a time on a
- * connection of its own. An acknowledgement that finds no open stream is left to the next
- * connection, whose Last-Event-ID reports the version the site applied.
- */
-function startAcker(target: AckTarget, isStopped: () => boolean) {
-  let ackNext: string | undefined;
-  let acking = false;
-  /** The version the control plane has recorded as applied (an answered ack, or the Last-Event-ID it took). */
-  let acked: string | undefined;
-  let ackInFlight: string | undefined;
-  /** The open stream's request body, when it carries the acknowledgements. */
-  let channel: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let flushing = false;
-  const encoder = new TextEncoder();
-  /** True when the control plane has `version`, or is being told it. */
-  const known = (version: string) => version === acked || version === ackInFlight || version === ackNext;
-  const flush = () => {
-    flushing = false;
-    const v = ackNext;
-    ackNext = undefined;
-    if (v === undefined || channel === undefined) return;
-    try {
-      channel.enqueue(encoder.encode(`${v}\n`));
-      acked = v;
-    } catch {
-      channel = undefined; // the stream ended meanwhile
-    }
-  };
-  const post = () => {
-    acking = true;
-    void (async () => {
-      while (ackNext !== undefined && !isStopped()) {
-        const v = ackNext;
-        ackNext = undefined;
-        ackInFlight = v;
-        // On a connection of its own, closed after the answer (ack-post.ts): a control plane
-        // holds one open file per connected site (its stream), not two.
-        await postAck(target, v)
-          .then((status) => {
-            if (status === 204) acked = v;
-          })
-          .catch(() => undefined); // the next reconnection reports the version as Last-Event-ID
-        ackInFlight = undefined;
-      }
-      acking = false;
-    })();
-  };
-  const ack = (version: string) => {
-    ackNext = version;
-    if (channel !== undefined) {
-      if (!flushing) {
-        flushing = true;
-        setImmediate(flush);
-      }
-    } else if (!acking) post();
-  };
-  return {
-    ack,
-    known,
-    setAcked: (version: string) => {
-      acked = version;
-    },
-    /** The body of a POST sync request: an empty line at once (undici sends the request with its first chunk), then the acknowledgements. */
-    open(): ReadableStream<Uint8Array> {
-      return new ReadableStream<Uint8Array>({
-        start: (c) => {
-          channel = c;
-          c.enqueue(encoder.encode('\n'));
-        },
-        cancel: () => {
-          channel = undefined;
-        },
-      });
-    },
-    /** The stream ended: its body ends too. */
-    close() {
-      const c = channel;
-      channel = undefined;
-      try {
-        c?.close();
-      } catch {
-        // already closed or errored with the request
-      }
-    },
-  };
-}
-
 /** Answers a `site=` read from the control plane beside the loop. */
 function answerRead(
   hooks: NonNullable<SiteSyncOptions['hooks']>,
@@ -377,7 +287,7 @@ async function openSync(
   publicKey: string,
   version: string | undefined,
   signal: AbortSignal,
-  acks: ReturnType<typeof startAcker>,
+  acks: Acker,
   mode: { duplex: boolean },
 ) {
   if (mode.duplex) {
@@ -397,7 +307,7 @@ async function openSync(
 /** Applies one event of the sync stream to the site and acknowledges what it applied. */
 async function applyEvent(
   o: SiteSyncOptions,
-  acks: ReturnType<typeof startAcker>,
+  acks: Acker,
   answer: (data: string) => void,
   ev: EventSourceMessage,
 ): Promise<void> {
