@@ -12,7 +12,8 @@ import { log } from '../lib/log.js';
 import { AofWriter, encodeCommit, ensureDir, type EncodeOp } from './aof.js';
 import { etagOf } from './etag.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
-import type { CommitResult, Entry, RevisionNote, Store, StoredRevision } from './store.js';
+import type { CommitResult, Entry, EtagsAt, EtagsSince, RevisionNote, Store, StoredRevision } from './store.js';
+import { randomBytes } from 'node:crypto';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { dropExpired, loadState, type EmbeddedState, type StoredObject } from './embedded-load.js';
 import { embeddedKv } from './embedded-kv.js';
@@ -88,6 +89,37 @@ function changeFeed() {
 
 type ConfigDeps = { aof: AofWriter; keepMs: number; checkOpen: () => void; changed: (keys: string[]) => void };
 
+/** Commits whose keys etagsSince remembers: a reader further behind reads every ETag. */
+const recentKept = 1000;
+
+/**
+ * The keys of this process's last commits, for etagsSince. The mark is the store's own (one
+ * history per open store: a reader in this process cannot have read another).
+ */
+class RecentCommits {
+  readonly mark = randomBytes(6).toString('base64url');
+  private readonly keys: string[][] = [];
+  /** The revision of keys[0]. */
+  private first = 0;
+  add(revision: number, keys: string[]): void {
+    if (this.keys.length === 0) this.first = revision;
+    this.keys.push(keys);
+    if (this.keys.length > recentKept) {
+      this.keys.shift();
+      this.first++;
+    }
+  }
+  /** Each key changed after `at` with its ETag now, or undefined when the commits after `at` are not all here. */
+  since(at: EtagsAt, revision: number, objects: EmbeddedState['objects']): EtagsSince | undefined {
+    if (at.mark !== this.mark || at.revision > revision || revision - at.revision >= recentKept) return undefined;
+    if (at.revision < revision && at.revision < this.first - 1) return undefined;
+    const changed = new Map<string, string | undefined>();
+    for (let i = Math.max(0, at.revision + 1 - this.first); i < this.keys.length; i++)
+      for (const k of this.keys[i]!) changed.set(k, objects.get(k)?.etag);
+    return { revision, mark: this.mark, changed };
+  }
+}
+
 /** Whether a key is `prefix` or below it ('' holds every key). */
 const below = (prefix: string) => {
   const inside = prefix + '/';
@@ -103,8 +135,9 @@ function parse(key: string, o: StoredObject): Entry {
 function configOps(
   state: EmbeddedState,
   { aof, keepMs, checkOpen, changed }: ConfigDeps,
-): Pick<Store, 'peek' | 'get' | 'list' | 'etags' | 'commit' | 'revision' | 'history'> {
+): Pick<Store, 'peek' | 'get' | 'list' | 'etags' | 'etagsSince' | 'commit' | 'revision' | 'history'> {
   const { objects, history } = state;
+  const recent = new RecentCommits();
   const peek = (key: string): Entry | undefined => {
     checkOpen();
     const o = objects.get(key);
@@ -144,10 +177,18 @@ function configOps(
       const inside = below(prefix);
       const etags = new Map<string, string>();
       for (const [k, o] of objects) if (inside(k)) etags.set(k, o.etag);
-      return { revision: state.revision, etags };
+      return { revision: state.revision, mark: recent.mark, etags };
     },
 
-    commit: atomicCommit(state, { aof, keepMs, checkOpen, changed }, dropLists),
+    async etagsSince(at) {
+      checkOpen();
+      return recent.since(at, state.revision, objects);
+    },
+
+    commit: atomicCommit(state, { aof, keepMs, checkOpen, changed }, (revision, keys) => {
+      dropLists(keys);
+      recent.add(revision, keys);
+    }),
 
     async revision() {
       checkOpen();
@@ -192,7 +233,7 @@ function noteTexts(
 function atomicCommit(
   state: EmbeddedState,
   { aof, keepMs, checkOpen, changed }: ConfigDeps,
-  dropLists: (keys: readonly string[]) => void,
+  committed: (revision: number, keys: string[]) => void,
 ): Store['commit'] {
   const { objects, history } = state;
   return async (ops, note): Promise<CommitResult> => {
@@ -237,7 +278,7 @@ function atomicCommit(
       else objects.delete(op.k);
     }
     const keys = encoded.map((op) => op.k);
-    dropLists(keys);
+    committed(revision, keys);
     changed(keys);
     return { ok: true, etags, revision };
   };

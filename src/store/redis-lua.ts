@@ -16,10 +16,15 @@
  *                  carries a note, {r: revision, d: note JSON}, added by the commit script
  *                  itself (one of its keys: on Cluster it shares the configuration's hash tag),
  *                  trimmed by time (MINID ~) as entries are added
+ *   ep:cfg-changed list of the last 1,000 commits, newest first: `<revision> <mark> <JSON array of
+ *                  the keys changed>`, the mark a random word per commit. A reader that knows
+ *                  where it stands (a revision and its mark) reads the ETags of what changed
+ *                  since in one step instead of every ETag (etagsSinceScript); the mark tells
+ *                  it when its revision belongs to another history (a failover lost commits).
  *
  * On Redis Cluster the configuration's keys share the hash tag `{ep}` (one slot: the commit
  * script touches all of them): `{ep}:cfg:<key>`, `{ep}:cfg-index`, `{ep}:rev`,
- * `{ep}:cfg-history`, and the change channel is the sharded channel `{ep}:changes` (SPUBLISH
+ * `{ep}:cfg-history`, `{ep}:cfg-changed`, and the change channel is the sharded channel `{ep}:changes` (SPUBLISH
  * from the commit script, in the same slot). kv keys are single keys: `ep:kv:<key>` everywhere.
  */
 import { channelOf, luaScript, type RedisTarget } from '../lib/redis.js';
@@ -31,6 +36,7 @@ export const layout = {
   changes: 'ep:changes',
   kvPrefix: 'ep:kv:',
   history: 'ep:cfg-history',
+  changedLog: 'ep:cfg-changed',
 } as const;
 
 export type Layout = { readonly [K in keyof typeof layout]: string };
@@ -43,6 +49,7 @@ const clusterLayout: Layout = {
   changes: '{ep}:changes',
   kvPrefix: 'ep:kv:',
   history: '{ep}:cfg-history',
+  changedLog: '{ep}:cfg-changed',
 };
 
 /** The key layout of `target`: hash-tagged on Cluster, the historical names elsewhere. */
@@ -62,13 +69,16 @@ export function changesChannel(target: RedisTarget | string): string {
 /** Fields per op in ARGV after ARGV[1] = op count and ARGV[2] = channel; see commitArgs() in redis.ts. */
 export const opFields = 5;
 
+/** Commits ep:cfg-changed remembers: a reader further behind reads every ETag. */
+export const changedKept = 1000;
+
 /**
- * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev, ep:cfg-history.
+ * KEYS: ep:cfg:<key> for each op, then ep:cfg-index, ep:rev, ep:cfg-history, ep:cfg-changed.
  * ARGV: n, the changes channel, then per op: kind ('put'|'delete'), key, expect mode ('' none | 'n' absent |
  * '*' present | 'e' etag equal), expected etag, and for put: 'value JSON' followed by the
  * new etag packed as one field `<etag>\n<json>` so every op has the same width.
- * After the ops: the revision note ('' for none) and the oldest entry ID the history keeps
- * (`<ms>-0`: MINID ~ trims older ones).
+ * After the ops: the revision note ('' for none), the oldest entry ID the history keeps
+ * (`<ms>-0`: MINID ~ trims older ones) and the commit's mark (ep:cfg-changed).
  * Returns {0, key, reason} when an expectation fails (nothing written), else {1, revision}.
  * Every expectation is checked before the first write, against the state before the commit.
  */
@@ -110,19 +120,33 @@ local h = 3 + n * ${opFields}
 if ARGV[h] ~= '' then
   redis.call('XADD', KEYS[n + 3], 'MINID', '~', ARGV[h + 1], '*', 'r', r, 'd', ARGV[h])
 end
+local json = cjson.encode(changed)
+redis.call('LPUSH', KEYS[n + 4], r .. ' ' .. ARGV[h + 2] .. ' ' .. json)
+redis.call('LTRIM', KEYS[n + 4], 0, ${changedKept - 1})
 if string.sub(ARGV[2], 1, 1) == '{' then
-  redis.call('SPUBLISH', ARGV[2], cjson.encode(changed))
+  redis.call('SPUBLISH', ARGV[2], json)
 else
-  redis.call('PUBLISH', ARGV[2], cjson.encode(changed))
+  redis.call('PUBLISH', ARGV[2], json)
 end
 return {1, r}
 `);
 
+/** The revision and mark of an ep:cfg-changed entry (`<revision> <mark> <keys JSON>`), and where its keys start. */
+const parseChanged = `
+local function changedEntry(e)
+  local a = string.find(e, ' ', 1, true)
+  local b = a and string.find(e, ' ', a + 1, true)
+  if not b then return -1, '', 0 end
+  return tonumber(string.sub(e, 1, a - 1)), string.sub(e, a + 1, b - 1), b + 1
+end
+`;
+
 /**
- * KEYS: ep:cfg-index, ep:rev. ARGV: the cfg prefix (ep:cfg:), the key prefix ('' = every key).
- * Returns {revision, key1, etag1, key2, etag2, ...}: the keys list(prefix) reads, at one revision.
+ * KEYS: ep:cfg-index, ep:rev, ep:cfg-changed. ARGV: the cfg prefix (ep:cfg:), the key prefix ('' = every key).
+ * Returns {revision, mark, key1, etag1, key2, etag2, ...}: the keys list(prefix) reads, at one
+ * revision, and that revision's mark ('' when ep:cfg-changed does not hold it).
  */
-const etagsScript = luaScript(`
+const etagsScript = luaScript(`${parseChanged}
 local keys
 if ARGV[2] == '' then
   keys = redis.call('ZRANGE', KEYS[1], 0, -1)
@@ -130,12 +154,53 @@ else
   keys = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. ARGV[2] .. '/', '(' .. ARGV[2] .. '0')
   table.insert(keys, 1, ARGV[2])
 end
-local out = {tonumber(redis.call('GET', KEYS[2]) or '0')}
+local rev = tonumber(redis.call('GET', KEYS[2]) or '0')
+local newest = redis.call('LINDEX', KEYS[3], 0)
+local mark = ''
+if newest then
+  local r, m = changedEntry(newest)
+  if r == rev then mark = m end
+end
+local out = {rev, mark}
 for _, k in ipairs(keys) do
   local e = redis.call('HGET', ARGV[1] .. k, 'e')
   if e then
     out[#out + 1] = k
     out[#out + 1] = e
+  end
+end
+return out
+`);
+
+/**
+ * KEYS: ep:rev, ep:cfg-changed. ARGV: the cfg prefix (ep:cfg:), a revision and its mark (from an
+ * earlier etags or etags-since read). Returns {revision, mark, key1, etag1, ...}: every key
+ * changed by the commits after that revision with its ETag now ('' when deleted), at one
+ * revision; {-1} when ep:cfg-changed cannot tell (fewer commits kept than made since, a
+ * revision ahead of the store's, or another mark at that revision: another history).
+ */
+const etagsSinceScript = luaScript(`${parseChanged}
+local rev = tonumber(redis.call('GET', KEYS[1]) or '0')
+local want = rev - tonumber(ARGV[2])
+if want < 0 or want >= ${changedKept} then return {-1} end
+local entries = redis.call('LRANGE', KEYS[2], 0, want)
+if #entries < want + 1 then return {-1} end
+local out = {rev, ''}
+local seen = {}
+for i = 1, want + 1 do
+  local r, mark, at = changedEntry(entries[i])
+  if r ~= rev - i + 1 then return {-1} end
+  if i == 1 then out[2] = mark end
+  if i == want + 1 then
+    if mark ~= ARGV[3] then return {-1} end
+  else
+    for _, k in ipairs(cjson.decode(string.sub(entries[i], at))) do
+      if not seen[k] then
+        seen[k] = true
+        out[#out + 1] = k
+        out[#out + 1] = redis.call('HGET', ARGV[1] .. k, 'e') or ''
+      end
+    end
   end
 end
 return out
@@ -155,4 +220,9 @@ return v
 `);
 
 /** The scripts of the store's client: `client.storeCommit(keys, args)` and so on. */
-export const storeScripts = { storeCommit: commitScript, storeEtags: etagsScript, storeIncr: incrScript };
+export const storeScripts = {
+  storeCommit: commitScript,
+  storeEtags: etagsScript,
+  storeEtagsSince: etagsSinceScript,
+  storeIncr: incrScript,
+};

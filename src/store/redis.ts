@@ -23,7 +23,17 @@ import { etagOf } from './etag.js';
 import { changesChannel, layout, layoutOf, storeScripts, type Layout } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import { createListCache, type ListCache, type ListSource } from './list-cache.js';
-import type { CommitResult, Entry, RevisionNote, Store, StoredRevision, WriteOp } from './store.js';
+import type {
+  CommitResult,
+  Entry,
+  EtagsAt,
+  EtagsSince,
+  RevisionNote,
+  Store,
+  StoredRevision,
+  WriteOp,
+} from './store.js';
+import { randomBytes } from 'node:crypto';
 import { decodeNote, defaultHistoryMs, encodeNote } from './history.js';
 import { errorText } from '../lib/error-text.js';
 import type { JsonObject } from '../lib/json.js';
@@ -70,10 +80,11 @@ export function commitArgs(
     }
     args.push(op.op, op.key, mode, mode === 'e' && typeof e === 'string' ? e : '', packed);
   }
-  keys.push(lay.index, lay.revision, lay.history);
+  keys.push(lay.index, lay.revision, lay.history, lay.changedLog);
   args.push(
     history.note ? encodeNote(history.note, (v) => texts.get(v)) : '',
     `${Math.max(0, history.now - history.keepMs)}-0`,
+    randomBytes(6).toString('base64url'),
   );
   return { keys, args, etags };
 }
@@ -255,21 +266,34 @@ async function readEtags(
   client: StoreClient,
   lay: Layout,
   prefix: string,
-): Promise<{ revision: number; etags: Map<string, string> }> {
-  const reply = await client.storeEtags([lay.index, lay.revision], [lay.cfgPrefix, prefix]);
+): Promise<{ revision: number; mark: string; etags: Map<string, string> }> {
+  const reply = await client.storeEtags([lay.index, lay.revision, lay.changedLog], [lay.cfgPrefix, prefix]);
   if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags script');
   const etags = new Map<string, string>();
-  for (let i = 1; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
-  return { revision: Number(reply[0]), etags };
+  for (let i = 2; i + 1 < reply.length; i += 2) etags.set(String(reply[i]), String(reply[i + 1]));
+  return { revision: Number(reply[0]), mark: String(reply[1]), etags };
 }
 
-/** get, list and etags: the configuration's reads (through the read and list caches when not `fresh`). */
+/** The ETags of what changed after `at` (etagsSinceScript), or undefined when the store cannot tell. */
+async function readEtagsSince(client: StoreClient, lay: Layout, at: EtagsAt): Promise<EtagsSince | undefined> {
+  const reply = await client.storeEtagsSince(
+    [lay.revision, lay.changedLog],
+    [lay.cfgPrefix, String(at.revision), at.mark],
+  );
+  if (!Array.isArray(reply)) throw new Error('unexpected reply from the etags-since script');
+  if (Number(reply[0]) < 0) return undefined;
+  const changed = new Map<string, string | undefined>();
+  for (let i = 2; i + 1 < reply.length; i += 2) changed.set(String(reply[i]), String(reply[i + 1]) || undefined);
+  return { revision: Number(reply[0]), mark: String(reply[1]), changed };
+}
+
+/** get, list, etags and etagsSince: the configuration's reads (through the read and list caches when not `fresh`). */
 function configReads(
   client: StoreClient,
   lay: Layout,
   reads: ReadCache,
   lists: ListCache,
-): Pick<Store, 'get' | 'list' | 'etags'> {
+): Pick<Store, 'get' | 'list' | 'etags' | 'etagsSince'> {
   return {
     get: (key, opts) => {
       if (!opts?.fresh) {
@@ -289,6 +313,7 @@ function configReads(
     list: (prefix) => guarded(() => lists.list(prefix)),
 
     etags: (prefix) => guarded(() => readEtags(client, lay, prefix)),
+    etagsSince: (at) => (at.mark === '' ? Promise.resolve(undefined) : guarded(() => readEtagsSince(client, lay, at))),
   };
 }
 

@@ -1,15 +1,17 @@
 /**
- * The whole configuration at one revision, read again cheaply: each read takes the store's
- * ETags in one atomic step with their revision (store.etags) and reads only the objects whose
- * ETag moved since the previous read. A value read must still carry the ETag of that revision
- * (an ETag is a digest of the content), else a commit came in between and the read starts over.
+ * The whole configuration at one revision, read again cheaply: each read takes, in one atomic
+ * step with their revision, the ETags of what changed since the previous read
+ * (store.etagsSince; the store's full ETags when it cannot tell), and reads only the objects
+ * whose ETag moved. A value read must still carry the ETag of that revision (an ETag is a
+ * digest of the content), else a commit came in between and the read starts over.
  *
  * For readers that need everything after every commit (the fleet projector, the exporter
- * supervisor): on Redis a full list of a thousand objects is a thousand values to decode and
- * parse; this is a thousand short ETags and the few values that changed.
+ * supervisor): on Redis a full list of 10,000 objects is 10,000 values to decode and parse,
+ * and even their ETags are 10,000 lookups in Redis and 20,000 strings to decode; what changed
+ * since is a few keys.
  */
 import type { JsonObject } from '../lib/json.js';
-import type { Entry, Store } from './store.js';
+import type { Entry, EtagsAt, Store } from './store.js';
 
 export type Snapshot = {
   revision: number;
@@ -22,24 +24,55 @@ export type Snapshot = {
 };
 
 export type SnapshotReader = {
-  /** The configuration now, or undefined when commits kept coming during five attempts. */
-  read(): Promise<Snapshot | undefined>;
+  /**
+   * The configuration now, or undefined when commits kept coming during five attempts.
+   * `full` compares every ETag with the previous read's instead of asking what changed since
+   * (the fleet projector's periodic full pass: level-triggered all the way down).
+   */
+  read(opts?: { full?: boolean }): Promise<Snapshot | undefined>;
 };
 
 /** Values read one by one when no more than this many changed; else one list of everything. */
 const oneByOne = 200;
 
+type Last = Snapshot & EtagsAt;
+
+/** The ETags now and the keys whose ETag moved since `prev`: what changed since, or every ETag compared. */
+async function etagsNow(
+  store: Store,
+  prev: Last | undefined,
+  full: boolean,
+): Promise<{ at: EtagsAt; etags: ReadonlyMap<string, string>; changed: Set<string> }> {
+  const changed = new Set<string>();
+  const since = prev && !full ? await store.etagsSince(prev) : undefined;
+  if (prev && since) {
+    if (since.revision === prev.revision) return { at: since, etags: prev.etags, changed };
+    const etags = new Map(prev.etags);
+    for (const [key, etag] of since.changed) {
+      if (etags.get(key) === etag) continue;
+      if (etag === undefined) etags.delete(key);
+      else etags.set(key, etag);
+      changed.add(key);
+    }
+    return { at: since, etags, changed };
+  }
+  const { revision, mark, etags } = await store.etags('');
+  for (const [key, etag] of etags) if (prev?.etags.get(key) !== etag) changed.add(key);
+  if (prev) for (const key of prev.etags.keys()) if (!etags.has(key)) changed.add(key);
+  return { at: { revision, mark }, etags, changed };
+}
+
 export function snapshotReader(store: Store): SnapshotReader {
-  let last: Snapshot | undefined;
+  let last: Last | undefined;
   return {
-    async read() {
+    async read(opts) {
       for (let attempt = 0; attempt < 5; attempt++) {
-        const { revision, etags } = await store.etags('');
         const prev = last;
-        if (prev && prev.revision === revision) return { ...prev, changed: new Set() };
-        const changed = new Set<string>();
-        for (const [key, etag] of etags) if (prev?.etags.get(key) !== etag) changed.add(key);
-        if (prev) for (const key of prev.etags.keys()) if (!etags.has(key)) changed.add(key);
+        const { at, etags, changed } = await etagsNow(store, prev, opts?.full === true);
+        if (prev && prev.revision === at.revision && changed.size === 0) {
+          last = { ...prev, mark: at.mark };
+          return { ...prev, changed };
+        }
         const wanted = [...changed].filter((key) => etags.has(key));
         const fetched = new Map<string, JsonObject>();
         const keep = (e: Entry | undefined) => {
@@ -57,8 +90,8 @@ export function snapshotReader(store: Store): SnapshotReader {
           values = new Map();
           for (const key of [...etags.keys()].sort()) values.set(key, fetched.get(key) ?? prev!.values.get(key)!);
         }
-        last = { revision, values, etags, changed };
-        return last;
+        last = { revision: at.revision, mark: at.mark, values, etags, changed };
+        return { revision: at.revision, values, etags, changed };
       }
       return undefined;
     },

@@ -29,6 +29,14 @@ export type Expect = string | null | undefined;
 export type WriteOp =
   { op: 'put'; key: string; value: JsonObject; expect?: Expect } | { op: 'delete'; key: string; expect?: Expect };
 
+/**
+ * Where a read of the ETags stands: its revision and the mark of the commit that made it
+ * (which history it belongs to; '' when the store cannot tell, and the next read reads everything).
+ */
+export type EtagsAt = { revision: number; mark: string };
+/** What changed after an EtagsAt: each key's ETag now, undefined when deleted. */
+export type EtagsSince = EtagsAt & { changed: Map<string, string | undefined> };
+
 export type CommitResult =
   | { ok: true; etags: Record<string, string>; revision: number }
   | { ok: false; key: string; reason: 'exists' | 'missing' | 'etag-mismatch' };
@@ -52,7 +60,15 @@ export interface Store {
    * read in one atomic step: what changed since an earlier read, without reading a value (the
    * fleet projector reads only the objects whose ETag moved).
    */
-  etags(prefix: string): Promise<{ revision: number; etags: Map<string, string> }>;
+  etags(prefix: string): Promise<{ revision: number; etags: Map<string, string> } & EtagsAt>;
+  /**
+   * The ETag of each object created or changed (its ETag now) or deleted (undefined) by the
+   * commits after `at` (where an earlier etags('') or etagsSince read stood), at the revision
+   * returned, read in one atomic step: what changed, without reading every ETag. Undefined when
+   * the store cannot tell (more commits since than it remembers, or `at` is from another
+   * history: a failover lost commits); etags('') then says.
+   */
+  etagsSince(at: EtagsAt): Promise<EtagsSince | undefined>;
   /**
    * All ops or none; every `expect` is checked against the state at commit time. With a
    * `note`, the commit is also a revision of the configuration history (history.ts), written

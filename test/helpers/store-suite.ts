@@ -81,7 +81,8 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
   });
 
   test('etags: the ETags list(prefix) would give, with the revision they are at', async ({ store }) => {
-    assert.equal(await store.etags(''), { revision: 0, etags: new Map() });
+    const empty = await store.etags('');
+    assert.equal([empty.revision, empty.etags], [0, new Map()]);
     for (const k of ['a/bc', 'b', 'a', 'a/b/c']) await put(store, k, { k });
     await store.commit([{ op: 'delete', key: 'b' }]);
     const all = await store.etags('');
@@ -98,6 +99,40 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.is(after.revision, 6);
     assert.is(after.etags.get('a'), etagOf({ k: 'changed' }), 'a new ETag for a changed object');
     assert.is(after.etags.get('a/bc'), all.etags.get('a/bc'), 'the same ETag for an unchanged one');
+  });
+
+  test('etagsSince: the ETag now of each key the commits after a read changed (undefined: deleted)', async ({
+    store,
+  }) => {
+    for (const k of ['a', 'b', 'c']) await put(store, k, { k });
+    const at = await store.etags('');
+    assert.ok(at.mark !== '', 'a revision made by a commit has a mark');
+    assert.equal(await store.etagsSince(at), { revision: 3, mark: at.mark, changed: new Map() }, 'nothing since');
+    await put(store, 'a', { k: 'a', n: 2 });
+    await store.commit([{ op: 'delete', key: 'b' }]);
+    await put(store, 'd', { k: 'd' });
+    await put(store, 'a', { k: 'a', n: 3 });
+    const since = (await store.etagsSince(at))!;
+    assert.is(since.revision, 7);
+    assert.equal([...since.changed].sort(), [
+      ['a', etagOf({ k: 'a', n: 3 })],
+      ['b', undefined],
+      ['d', etagOf({ k: 'd' })],
+    ]);
+    assert.is(since.mark, (await store.etags('')).mark, "the newest commit's mark, as etags gives it");
+    assert.equal([...(await store.etagsSince(since))!.changed], [], 'read on from where it stood');
+    assert.is(await store.etagsSince({ revision: at.revision, mark: 'other' }), undefined, 'another history');
+    assert.is(await store.etagsSince({ revision: 99, mark: at.mark }), undefined, 'a revision ahead of the store');
+    assert.is(await store.etagsSince({ revision: 0, mark: '' }), undefined, 'before any commit it remembers');
+  });
+
+  test('etagsSince: a reader more than 1,000 commits behind is told to read every ETag', async ({ store }) => {
+    await put(store, 'x', { n: 0 });
+    const at = await store.etags('');
+    for (let n = 1; n <= 999; n++) await put(store, 'x', { n });
+    assert.equal([...(await store.etagsSince(at))!.changed.keys()], ['x'], '999 commits behind');
+    await put(store, 'x', { n: 1000 });
+    assert.is(await store.etagsSince(at), undefined, '1,000 commits behind');
   });
 
   test('expect null creates once, then reports exists', async ({ store }) => {

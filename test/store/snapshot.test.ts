@@ -1,7 +1,8 @@
 /**
  * The incremental snapshot reader (src/store/snapshot.ts) on both backends: each read equals a
  * full list at that revision, names exactly the keys changed since the previous read, reads
- * only those, and starts over when a commit lands between the ETags and the values.
+ * only those (and only their ETags: store.etagsSince), and starts over when a commit lands
+ * between the ETags and the values.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -62,16 +63,22 @@ forEachBackend((backend) => {
     for (let i = 0; i < 20; i++) await put(store, `t/${i}`, { i });
     let gets = 0;
     let lists = 0;
+    let fullReads = 0;
     let interfere: (() => Promise<void>) | undefined;
+    // A commit right after the ETags were read.
+    const interfering = async <T>(r: T): Promise<T> => {
+      const f = interfere;
+      interfere = undefined;
+      await f?.();
+      return r;
+    };
     const counting: Store = {
       ...store,
       etags: async (prefix) => {
-        const r = await store.etags(prefix);
-        const f = interfere;
-        interfere = undefined;
-        await f?.(); // a commit right after the ETags were read
-        return r;
+        fullReads++;
+        return interfering(await store.etags(prefix));
       },
+      etagsSince: async (at) => interfering(await store.etagsSince(at)),
       get: (key, opts) => {
         gets++;
         return store.get(key, opts);
@@ -91,6 +98,7 @@ forEachBackend((backend) => {
     const second = (await reader.read())!;
     assert.is(lists, 1, 'no list after the first');
     assert.is(gets, 2, 'the two changed objects');
+    assert.is(fullReads, 1, 'what changed since, not every ETag, after the first read');
     assert.equal([...second.changed].sort(), ['t/3', 't/30']);
 
     await put(store, 't/4', { i: 4, n: 2 });
@@ -99,6 +107,38 @@ forEachBackend((backend) => {
     assert.equal(third.values.get('t/4'), { i: 4, n: 3 }, 'the value of the revision it reports');
     assert.is(third.revision, await store.revision());
     assert.equal([...third.values], (await listed(store)).values);
+    assert.is(fullReads, 1);
+
+    await store.commit([{ op: 'delete', key: 't/5' }]);
+    const full = (await reader.read({ full: true }))!;
+    assert.is(fullReads, 2, 'a full read compares every ETag');
+    assert.equal([...full.changed], ['t/5']);
+    assert.equal([...full.values], (await listed(store)).values);
+  });
+
+  test('a store that cannot tell what changed since (too far behind, another history): every ETag is read', async ({
+    store,
+  }) => {
+    for (let i = 0; i < 5; i++) await put(store, `t/${i}`, { i });
+    let fullReads = 0;
+    let forget = false;
+    const counting: Store = {
+      ...store,
+      etags: (prefix) => {
+        fullReads++;
+        return store.etags(prefix);
+      },
+      etagsSince: async (at) => (forget ? undefined : store.etagsSince(at)),
+    };
+    const reader = snapshotReader(counting);
+    await reader.read();
+    await put(store, 't/1', { i: 1, n: 2 });
+    await store.commit([{ op: 'delete', key: 't/2' }]);
+    forget = true;
+    const next = (await reader.read())!;
+    assert.is(fullReads, 2);
+    assert.equal([...next.changed].sort(), ['t/1', 't/2']);
+    assert.equal([...next.values], (await listed(store)).values);
   });
 
   test.run();

@@ -231,6 +231,7 @@ redis('script arguments: ops packed 5 fields each; change channel per database',
     'ep:cfg-index',
     'ep:rev',
     'ep:cfg-history',
+    'ep:cfg-changed',
   ]);
   assert.equal(args, [
     '4',
@@ -255,11 +256,13 @@ redis('script arguments: ops packed 5 fields each; change channel per database',
     '',
     '',
     '',
-    // no revision note; the oldest history entry kept (MINID)
+    // no revision note; the oldest history entry kept (MINID); the commit's mark
     '',
+    args[args.length - 2] as string,
     args[args.length - 1] as string,
   ]);
-  assert.match(args[args.length - 1] as string, /^\d+-0$/);
+  assert.match(args[args.length - 2] as string, /^\d+-0$/);
+  assert.match(args[args.length - 1] as string, /^[A-Za-z0-9_-]{8}$/);
   assert.equal(etags, { 'a/b': etagOf({ n: 1 }), 'a/d': etagOf({}) });
   assert.is(changesChannel('redis://h:1'), 'ep:changes');
   assert.is(changesChannel('redis://h:1/0'), 'ep:changes');
@@ -295,6 +298,9 @@ redis('layout is readable with a second client', async () => {
     assert.is(await raw.hGet('ep:cfg:default/hooks/h1', 'e'), etagOf({ a: 'x', b: 2 }));
     assert.equal(await raw.zRange('ep:cfg-index', 0, -1), ['default/hooks/h1']);
     assert.is(await raw.get('ep:rev'), '1');
+    const [rev, mark, keys] = ((await raw.lIndex('ep:cfg-changed', 0)) ?? '').split(' ');
+    assert.equal([rev, JSON.parse(keys ?? '')], ['1', ['default/hooks/h1']]);
+    assert.match(mark ?? '', /^[A-Za-z0-9_-]{8}$/);
     assert.is(await raw.get('ep:kv:token:abc'), 'v');
     const ttl = await raw.pTTL('ep:kv:token:abc');
     assert.ok(ttl > 0 && ttl <= 60_000);

@@ -20,7 +20,8 @@
  * intermediate one.
  *
  * What a pass costs: it reads only the objects whose ETag moved since the previous pass (the
- * store's ETags are read in one step with their revision), and after a commit it recomputes
+ * ETags of what changed since are read in one step with their revision; a full pass compares
+ * every ETag), and after a commit it recomputes
  * only the sites that commit concerns (a site object: that site; a webhook exporter: where it
  * is placed and where it was; anything else: every site). Every `resyncMs`, at start and when
  * a caller asks (project()), a pass recomputes every site.
@@ -41,6 +42,7 @@ import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
 import type { Rollouts, SiteViews } from './rollouts.js';
+import { KnownLogs, type Known } from './known-logs.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -73,8 +75,6 @@ export type Projector = {
   stop(): Promise<void>;
 };
 
-type Known = { version: string; rev: number; etags: Map<string, string> };
-
 /** The whole configuration at one revision, as a pass reads it. */
 type Read = {
   rev: number;
@@ -99,7 +99,7 @@ function concerned(
   read: Read,
   changed: ReadonlySet<string>,
   sites: Set<string>,
-  known: ReadonlyMap<string, Known>,
+  known: KnownLogs,
   labels: SiteLabelIndex,
 ): Set<string> | 'all' {
   const out = new Set<string>();
@@ -111,7 +111,7 @@ function concerned(
     }
     const w = webhook.parseKey(key);
     if (!w) return 'all';
-    for (const [s, k] of known) if (k.etags.has(key) && sites.has(s)) out.add(s);
+    for (const s of known.holdersOf(key)) if (sites.has(s)) out.add(s);
     const placed = webhookPlacement(read.view, read.index, key);
     const candidates = labels.candidates(w.tenant, read.view.get(key)?.['site-placement']);
     for (const s of candidates ?? sites) if (sites.has(s) && placed(s)) out.add(s);
@@ -212,7 +212,7 @@ async function trimLogs(fleetLog: FleetLog, sites: string[], cutoff: number, sto
 /** What a projector keeps between passes. */
 interface PassState {
   /** Per site: the log's head version, the revision it projects, the etags it holds. */
-  known: Map<string, Known>;
+  known: KnownLogs;
   /** Sites left by the last pass because the secret store is sealed (logged once per pass). */
   sealedSkips: Set<string>;
   /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
@@ -343,7 +343,7 @@ function mayMakeFleet(o: ProjectorOptions, key: string): boolean {
 }
 
 const newPassState = (): PassState => ({
-  known: new Map(),
+  known: new KnownLogs(),
   sealedSkips: new Set(),
   redo: new Set(),
   wanted: new Set(),
@@ -358,11 +358,11 @@ const newPassState = (): PassState => ({
 function viewReader(
   store: ProjectorOptions['store'],
   labels: SiteLabelIndex,
-): () => Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
+): (full: boolean) => Promise<{ read: Read; changed: ReadonlySet<string> } | undefined> {
   const reader = snapshotReader(store);
   let last: Read | undefined;
-  return async () => {
-    const snap = await reader.read();
+  return async (full) => {
+    const snap = await reader.read({ full });
     if (!snap) return undefined;
     if (last?.rev !== snap.revision) last = readOf(snap, last, labels);
     return { read: last, changed: snap.changed };
@@ -417,7 +417,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     if (full || !logged || fleetless) logged = await o.fleetLog.sites();
     fleetless = !(await isFleet(o, logged));
     if (fleetless) return;
-    const got = await readView();
+    const got = await readView(full);
     if (!got) {
       st.again = true;
       if (full) st.againFull = true;
@@ -444,7 +444,7 @@ export function startProjector(o: ProjectorOptions): Projector {
 
   /** Forgets what this process knows of the sites whose log another process appended to. */
   async function resync(): Promise<void> {
-    const sites = [...st.known.keys()];
+    const sites = st.known.sites();
     try {
       const heads = await o.fleetLog.heads(sites);
       for (const site of sites) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);

@@ -61,6 +61,7 @@ export function readOnlySynced(inner: Store, managed: ManagedKeys): Store {
     peek: (key) => inner.peek(key),
     list: (prefix) => inner.list(prefix),
     etags: (prefix) => inner.etags(prefix),
+    etagsSince: (at) => inner.etagsSince(at),
     commit: (ops, note) => {
       for (const op of ops) if (managed.has(op.key)) return Promise.reject(refusal(op.key));
       return inner.commit(ops, note);
