@@ -8,7 +8,7 @@ import { encodeKvDel, encodeKvSet, type AofWriter } from './aof.js';
 import type { KvValue } from './embedded-load.js';
 import type { Store } from './store.js';
 
-type KvArea = Pick<Store, 'kvGet' | 'kvSet' | 'kvDel' | 'kvIncr' | 'kvKeys'>;
+type KvArea = Pick<Store, 'kvGet' | 'kvSet' | 'kvSetMany' | 'kvDel' | 'kvIncr' | 'kvKeys'>;
 
 export function embeddedKv(kv: Map<string, KvValue>, aof: AofWriter, checkOpen: () => void): KvArea {
   let kvWrites = 0;
@@ -49,6 +49,11 @@ export function embeddedKv(kv: Map<string, KvValue>, aof: AofWriter, checkOpen: 
     async kvSet(key, value, ttlMs, opts) {
       checkOpen();
       putKv(key, value, ttlMs, opts?.durable === true);
+    },
+
+    async kvSetMany(entries) {
+      checkOpen();
+      for (const [key, value] of entries) putKv(key, value, undefined, false);
     },
 
     async kvDel(key) {

@@ -347,7 +347,8 @@ function kvArea(
   client: StoreClient,
   lay: Layout,
   replicated: (key?: string) => Promise<void>,
-): Pick<Store, 'kvGet' | 'kvSet' | 'kvDel' | 'kvIncr' | 'kvKeys'> {
+  cluster: boolean,
+): Pick<Store, 'kvGet' | 'kvSet' | 'kvSetMany' | 'kvDel' | 'kvIncr' | 'kvKeys'> {
   const kvKey = (key: string) => lay.kvPrefix + key;
   return {
     kvGet: (key) => guarded(async () => (await client.get(kvKey(key))) ?? undefined),
@@ -359,6 +360,14 @@ function kvArea(
         else await client.set(kvKey(key), value);
         // A durable value (a token issued) must survive a failover like a configuration write.
         if (opts?.durable) await replicated(kvKey(key));
+      }),
+
+    // One MSET; on Cluster the keys are in many slots: one SET each, pipelined.
+    kvSetMany: (entries) =>
+      guarded(async () => {
+        if (entries.length === 0) return;
+        if (cluster) await Promise.all(entries.map(([key, value]) => client.set(kvKey(key), value)));
+        else await client.mSet(entries.map(([key, value]) => [kvKey(key), value] as [string, string]));
       }),
 
     kvDel: (key) =>
@@ -434,7 +443,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     revision: () => guarded(async () => Number((await client.get(lay.revision)) ?? 0)),
     history: historyReader(client, lay, keepMs),
     onChange: (listener) => feed.onChange(listener),
-    ...kvArea(client, lay, replicated),
+    ...kvArea(client, lay, replicated, toTarget(target).kind === 'cluster'),
 
     async close() {
       await feed.close();

@@ -12,6 +12,8 @@
  */
 import type { JsonObject } from '../lib/json.js';
 import type { Entry, EtagsAt, Store } from './store.js';
+import { deepFreeze } from './freeze.js';
+import { LayeredMap } from '../lib/layered-map.js';
 
 export type Snapshot = {
   revision: number;
@@ -47,12 +49,21 @@ async function etagsNow(
   const since = prev && !full ? await store.etagsSince(prev) : undefined;
   if (prev && since) {
     if (since.revision === prev.revision) return { at: since, etags: prev.etags, changed };
-    const etags = new Map(prev.etags);
+    const moved = new Map<string, string | undefined>();
+    let sameKeys = true;
     for (const [key, etag] of since.changed) {
-      if (etags.get(key) === etag) continue;
+      const before = prev.etags.get(key);
+      if (before === etag) continue;
+      moved.set(key, etag);
+      if (before === undefined || etag === undefined) sameKeys = false;
+      changed.add(key);
+    }
+    // The same keys (the usual commit: objects changed, none created or deleted): no copy.
+    if (sameKeys) return { at: since, etags: LayeredMap.replacing(prev.etags, moved as Map<string, string>), changed };
+    const etags = new Map(prev.etags);
+    for (const [key, etag] of moved) {
       if (etag === undefined) etags.delete(key);
       else etags.set(key, etag);
-      changed.add(key);
     }
     return { at: since, etags, changed };
   }
@@ -75,20 +86,22 @@ export function snapshotReader(store: Store): SnapshotReader {
         }
         const wanted = [...changed].filter((key) => etags.has(key));
         const fetched = new Map<string, JsonObject>();
+        // Frozen whole, as a list gives them: shared by every reader of the snapshot (and their
+        // encodings kept: the fleet log writes one object into hundreds of sites' logs).
         const keep = (e: Entry | undefined) => {
-          if (e && etags.get(e.key) === e.etag) fetched.set(e.key, e.value);
+          if (e && etags.get(e.key) === e.etag) fetched.set(e.key, deepFreeze(e.value));
         };
         if (!prev || wanted.length > oneByOne) for (const e of await store.list('')) keep(e);
         else for (const e of await Promise.all(wanted.map((key) => store.get(key, { fresh: true })))) keep(e);
         if (wanted.some((key) => !fetched.has(key))) continue;
-        let values: Map<string, JsonObject>;
+        let values: ReadonlyMap<string, JsonObject>;
         if (prev && prev.etags.size === etags.size && wanted.length === changed.size) {
           // The same keys as before (none created or deleted): the previous order, new values.
-          values = new Map(prev.values);
-          for (const [key, value] of fetched) values.set(key, value);
+          values = LayeredMap.replacing(prev.values, fetched);
         } else {
-          values = new Map();
-          for (const key of [...etags.keys()].sort()) values.set(key, fetched.get(key) ?? prev!.values.get(key)!);
+          const sorted = new Map<string, JsonObject>();
+          for (const key of [...etags.keys()].sort()) sorted.set(key, fetched.get(key) ?? prev!.values.get(key)!);
+          values = sorted;
         }
         last = { revision: at.revision, mark: at.mark, values, etags, changed };
         return { revision: at.revision, values, etags, changed };

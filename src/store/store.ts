@@ -93,6 +93,8 @@ export interface Store {
    */
   kvGet(key: string): Promise<string | undefined>;
   kvSet(key: string, value: string, ttlMs?: number, opts?: { durable?: boolean }): Promise<void>;
+  /** Sets each key to its value, without expiry, as kvSet would one by one (on Redis in one command where slots allow). */
+  kvSetMany(entries: ReadonlyArray<readonly [string, string]>): Promise<void>;
   kvDel(key: string): Promise<void>;
   /** Atomically add `by` and return the new value; sets the expiry when the key is new. */
   kvIncr(key: string, by: number, ttlMs?: number): Promise<number>;

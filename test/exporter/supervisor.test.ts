@@ -210,6 +210,10 @@ test("only this site's own site object concerns its exporters (a control plane h
       reads++;
       return store.etags(prefix);
     },
+    etagsSince: (at) => {
+      reads++;
+      return store.etagsSince(at);
+    },
   };
   const sup = new Supervisor({
     site: 'hq',
@@ -226,7 +230,7 @@ test("only this site's own site object concerns its exporters (a control plane h
   });
   try {
     await sup.reconcile();
-    // Runs that onStoreChange starts (each reads the store's ETags once).
+    // Runs that onStoreChange starts (each reads the store's ETags, or what changed since, once).
     const started = async (keys: string[]) => {
       const before = reads;
       sup.onStoreChange(keys);

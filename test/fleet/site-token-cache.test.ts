@@ -8,7 +8,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openRedisStore } from '../../src/store/redis.js';
 import type { Store } from '../../src/store/store.js';
-import { isTokenOf, issueSiteToken, siteOfToken, tokenCacheMs } from '../../src/fleet/control/site-tokens.js';
+import {
+  checkedTokenId,
+  isIdOfToken,
+  isTokenOf,
+  issueSiteToken,
+  siteOfToken,
+  tokenCacheMs,
+} from '../../src/fleet/control/site-tokens.js';
 import { freshTarget } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -37,6 +44,12 @@ test('a new token revokes the old one at once where it was issued, and within to
   );
   assert.is(await siteOfToken(b, first), undefined);
   assert.not.ok(await isTokenOf(b, 'edge-2', second), "another site's token");
+  // The form a sync stream checks at each step: the token's id, hashed once.
+  assert.ok(await isIdOfToken(a, 'edge-1', checkedTokenId(second)));
+  assert.not.ok(await isIdOfToken(a, 'edge-1', checkedTokenId(first)), 'the replaced token');
+  assert.not.ok(await isIdOfToken(a, 'edge-2', checkedTokenId(second)), "another site's token");
+  assert.is(checkedTokenId('not a token'), '');
+  assert.not.ok(await isIdOfToken(a, 'edge-1', ''), 'what cannot be a token');
 });
 
 test.run();

@@ -266,6 +266,18 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     assert.is(await store.kvGet('k:a'), undefined);
   });
 
+  test('kv: setMany sets every key, without expiry, over what was there', async ({ store }) => {
+    await store.kvSet('m/a', 'old', 60_000);
+    await store.kvSetMany([
+      ['m/a', '1'],
+      ['m/b', '2'],
+      ['other/c', '3'],
+    ]);
+    await store.kvSetMany([]);
+    assert.equal(await Promise.all(['m/a', 'm/b', 'other/c'].map((k) => store.kvGet(k))), ['1', '2', '3']);
+    assert.equal(await store.kvKeys('m/'), ['m/a', 'm/b']);
+  });
+
   test('kv: incr creates at by, adds, rejects fractions', async ({ store }) => {
     assert.is(await store.kvIncr('c:1', 1), 1);
     assert.is(await store.kvIncr('c:1', 5), 6);

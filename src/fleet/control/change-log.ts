@@ -44,6 +44,7 @@ import {
 import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from '../common/protocol.js';
 import { errorText } from '../../lib/error-text.js';
 import { backoffDelay } from '../../lib/backoff.js';
+import { isDeepFrozen } from '../../store/freeze.js';
 
 /**
  * An entry as its append notification carries it: `prev` is the head it was appended to; its
@@ -179,7 +180,8 @@ const sitesKey = 'ep:fleet:sites';
 /**
  * KEYS: set, log, meta, sites (not on Cluster). ARGV: site, expected head, rev, channel ('' on
  * Cluster: the caller publishes), changes JSON, n, then n × (op, key, value JSON or '').
- * Returns {1, id, note} or {0, 'conflict'|'stale'}.
+ * Returns {1, id} when it published the note, {1, id, note} for the caller to publish (Cluster),
+ * or {0, 'conflict'|'stale'}.
  */
 const appendScript = luaScript(`
 local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
@@ -199,7 +201,10 @@ if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[1]) end
 local note = '{"s":' .. cjson.encode(ARGV[1]) .. ',"p":"' .. head .. '","v":"' .. id .. '"'
 if #ARGV[5] <= 65536 then note = note .. ',"c":' .. ARGV[5] end
 note = note .. '}'
-if ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], note) end
+if ARGV[4] ~= '' then
+  redis.call('PUBLISH', ARGV[4], note)
+  return {1, id}
+end
 return {1, id, note}
 `);
 
@@ -233,6 +238,28 @@ function unavailable(err: unknown): never {
   throw new ApiError('unavailable', `The fleet log on Redis is unavailable: ${errorText(err)}`, {
     code: 'store-unavailable',
   });
+}
+
+/**
+ * The JSON text of a value: kept for a value frozen whole (a configuration object as a read
+ * gives it), which a pass puts into the logs of hundreds of sites.
+ */
+const texts = new WeakMap<object, string>();
+function jsonOf(v: JsonObject): string {
+  if (!isDeepFrozen(v)) return JSON.stringify(v);
+  let t = texts.get(v);
+  if (t === undefined) texts.set(v, (t = JSON.stringify(v)));
+  return t;
+}
+
+/** JSON.stringify(changes), from the values' texts (`values[i]`, '' for a delete). */
+function changesJson(changes: FleetChange[], values: string[]): string {
+  const parts = changes.map((c, i) =>
+    c.op === 'put'
+      ? `{"op":"put","key":${JSON.stringify(c.key)},"value":${values[i]}}`
+      : `{"op":"delete","key":${JSON.stringify(c.key)}}`,
+  );
+  return `[${parts.join(',')}]`;
 }
 
 /**
@@ -345,8 +372,9 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
       guarded(async () => {
         const k = keysOf(site);
         const published = cluster ? '' : channel;
-        const args = [site, expectedHead, String(rev), published, JSON.stringify(changes), String(changes.length)];
-        for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? JSON.stringify(c.value) : '');
+        const values = changes.map((c) => (c.op === 'put' ? jsonOf(c.value) : ''));
+        const args = [site, expectedHead, String(rev), published, changesJson(changes, values), String(changes.length)];
+        changes.forEach((c, i) => args.push(c.op, c.key, values[i]!));
         const keys = cluster ? [k.set, k.log, k.meta] : [k.set, k.log, k.meta, sitesKey];
         const reply = (await client.fleetAppend(keys, args)) as [number, string, string];
         if (reply[0] !== 1) return undefined;

@@ -63,8 +63,11 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
     await new Promise((r) => setTimeout(r, appliedBatchMs));
     pending = undefined; // what comes now waits for the next write
     const at = new Date(now()).toISOString();
-    await Promise.all(
-      [...versions].flatMap(([site, version]) => [store.kvSet(applied + site, version), store.kvSet(seen + site, at)]),
+    await store.kvSetMany(
+      [...versions].flatMap(([site, version]) => [
+        [applied + site, version],
+        [seen + site, at],
+      ]),
     );
   };
   return {

@@ -53,7 +53,7 @@ import { createInboxes } from './inbox.js';
 import { sseResponse, type SseSink } from './sse-sink.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
-import { isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
+import { checkedTokenId, isIdOfToken, isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
 import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
 import { site } from '../../resources/site.js';
@@ -238,10 +238,11 @@ type StreamOf = {
   batch: number;
   stream: SseSink;
   site: string;
-  /** The stream's presence id, its time to live, the token it was opened with. */
+  /** The stream's presence id and its time to live. */
   id: string;
   ttl: number;
-  bearer: string;
+  /** The id of the token it was opened with (checkedTokenId). */
+  tokenId: string;
 };
 
 /** A `change` event; an entry from a notification carries its changes' JSON text, sent as it is. */
@@ -335,7 +336,7 @@ async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, sta
     for (let failures = 0; !stream.closed;) {
       try {
         // A new token revokes this one: the stream ends, and no change reaches its holder.
-        if (!(await isTokenOf(s.store, site, s.bearer))) return;
+        if (!(await isIdOfToken(s.store, site, s.tokenId))) return;
         const next = await serveStep(s, inbox, at);
         // The stream's presence is refreshed every keepAliveMs, quiet or busy.
         if (Date.now() - lastAlive >= o.keepAliveMs) {
@@ -448,7 +449,8 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       };
       stream.onClose(() => void gone());
       // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
-      return serve({ o, store: deps.store, batch, stream, site, id, ttl, bearer }, inboxOf, start).then(gone, gone);
+      const tokenId = checkedTokenId(bearer);
+      return serve({ o, store: deps.store, batch, stream, site, id, ttl, tokenId }, inboxOf, start).then(gone, gone);
     });
   };
   on(app, routes.sync, sync(false));

@@ -81,3 +81,16 @@ export async function siteOfToken(store: Store, token: string): Promise<string |
 export async function isTokenOf(store: Store, site: string, token: string): Promise<boolean> {
   return /^[A-Za-z0-9_-]{43}$/.test(token) && (await currentId(store, site)) === tokenId(token);
 }
+
+/**
+ * The id a check of `token` compares (isIdOfToken): a sync stream checks its token at every
+ * step, and hashing it each time was most of the check. '' for what cannot be a token.
+ */
+export function checkedTokenId(token: string): string {
+  return /^[A-Za-z0-9_-]{43}$/.test(token) ? tokenId(token) : '';
+}
+
+/** isTokenOf, for the id checkedTokenId gave. */
+export async function isIdOfToken(store: Store, site: string, id: string): Promise<boolean> {
+  return id !== '' && (await currentId(store, site)) === id;
+}

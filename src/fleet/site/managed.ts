@@ -71,6 +71,7 @@ export function readOnlySynced(inner: Store, managed: ManagedKeys): Store {
     onChange: (listener) => inner.onChange(listener),
     kvGet: (key) => inner.kvGet(key),
     kvSet: (key, value, ttlMs, opts) => inner.kvSet(key, value, ttlMs, opts),
+    kvSetMany: (entries) => inner.kvSetMany(entries),
     kvDel: (key) => inner.kvDel(key),
     kvIncr: (key, by, ttlMs) => inner.kvIncr(key, by, ttlMs),
     kvKeys: (prefix) => inner.kvKeys(prefix),
