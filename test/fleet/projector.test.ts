@@ -13,6 +13,7 @@ import type { FleetChange } from '../../src/fleet/common/protocol.js';
 import { startProjector } from '../../src/fleet/control/projector.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { openRedisStore } from '../../src/store/redis.js';
+import { etagOf } from '../../src/store/etag.js';
 import type { Store } from '../../src/store/store.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually, sleep } from '../helpers/wait.js';
@@ -138,6 +139,27 @@ test('the periodic resync re-projects a site whose log another process changed, 
     assert.equal(await log.heads(['s1', 's2']), heads, 'a resync appends nothing when the logs are in step');
   } finally {
     await other.close();
+    await close();
+  }
+});
+
+test('a change no notification announced reaches the sites through the periodic resync (every ETag read, every site within eight)', async () => {
+  const { url, store, log, projector, close } = await openProjector(13, { resyncMs: 100 });
+  const raw = createClient({ url });
+  await raw.connect();
+  const exporter = 'default/volga/webhooks/quiet';
+  try {
+    for (let i = 0; i < 12; i++) await put(store, `default/sites/s${i}`, { name: `s${i}` });
+    await projector.project();
+    // Written behind the store's back: no commit script, so no notification and no ep:cfg-changed entry.
+    const value = { name: 'quiet', url: 'http://x/', topics: ['t'], 'site-placement': { 'all-sites': true } };
+    await raw.hSet(`ep:cfg:${exporter}`, { v: JSON.stringify(value), e: etagOf(value) });
+    await raw.zAdd('ep:cfg-index', { score: 0, value: exporter });
+    await raw.incr('ep:rev');
+    for (let i = 0; i < 12; i++)
+      await eventually(async () => (await log.snapshot(`s${i}`)).objects.has(exporter), `s${i} has it`, SITE_WAIT);
+  } finally {
+    await raw.quit();
     await close();
   }
 });

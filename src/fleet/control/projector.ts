@@ -1,8 +1,8 @@
 /**
  * The projector: keeps every site's change log (change-log.ts) equal to what applies to it
  * (applicable.ts). After each configuration commit (store.onChange, from any process), at
- * start, and every `resyncMs` as a safety net, it reads the whole configuration at one
- * revision, computes each site's set, diffs it against the site's materialised set and appends
+ * start, and every `resyncMs` as a safety net (then for an eighth of the sites in turn), it
+ * reads the whole configuration at one revision, computes each site's set, diffs it against the site's materialised set and appends
  * the difference as one entry (a compare-and-set on the site's head, see change-log.ts).
  *
  * Why not append inside the configuration commit: what applies to a site depends on objects a
@@ -23,8 +23,9 @@
  * ETags of what changed since are read in one step with their revision; a full pass compares
  * every ETag), and after a commit it recomputes
  * only the sites that commit concerns (a site object: that site; a webhook exporter: where it
- * is placed and where it was; anything else: every site). Every `resyncMs`, at start and when
- * a caller asks (project()), a pass recomputes every site.
+ * is placed and where it was; anything else: every site). At start and when a caller asks
+ * (project()), a pass recomputes every site; every `resyncMs`, a pass compares every ETag and
+ * recomputes one eighth of the sites, so each within eight periods.
  */
 import { etagOf } from '../../store/etag.js';
 import type { Store } from '../../store/store.js';
@@ -82,6 +83,16 @@ type Read = {
   etags: ReadonlyMap<string, string>;
   index: ViewIndex;
 };
+
+/** The periodic resync projects one of this many slices of the sites in turn (see resync). */
+const resyncSlices = 8;
+
+/** The resync slice of `site`: a hash of its name. */
+function sliceOf(site: string): number {
+  let h = 0;
+  for (let i = 0; i < site.length; i++) h = (Math.imul(h, 31) + site.charCodeAt(i)) | 0;
+  return (h >>> 0) % resyncSlices;
+}
 
 /** Sites projected at once in a pass (their appends in flight together). */
 const appendsAtOnce = 256;
@@ -219,6 +230,8 @@ interface PassState {
   redo: Set<string>;
   /** Sites a caller asked to project (projectSite): the next pass looks at them. */
   wanted: Set<string>;
+  /** Set by a resync: the next pass reads every ETag and the sites with a log again. */
+  readAll: boolean;
   /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
   again: boolean;
   againFull: boolean;
@@ -347,6 +360,7 @@ const newPassState = (): PassState => ({
   sealedSkips: new Set(),
   redo: new Set(),
   wanted: new Set(),
+  readAll: false,
   again: false,
   againFull: false,
 });
@@ -405,7 +419,7 @@ export function startProjector(o: ProjectorOptions): Projector {
   const trimmer = logTrimmer(o, now, () => scheduler.stopped);
 
   /**
-   * The sites with a log, read by each full pass (at start, every resyncMs, on request) and by
+   * The sites with a log, read by each full pass (at start, on request), after each resync and by
    * the first: at 10,000 sites the set is a read of 10,000 names, and a pass after a commit
    * needs from it only the sites no longer in the configuration, which the commit that deleted
    * them names (added below) or which the last full pass read.
@@ -413,11 +427,13 @@ export function startProjector(o: ProjectorOptions): Projector {
   let logged: string[] | undefined;
 
   async function pass(full: boolean): Promise<void> {
+    const readAll = full || st.readAll;
+    st.readAll = false;
     // Most processes have no fleet: without sites (other than its own) there is nothing to read.
-    if (full || !logged || fleetless) logged = await o.fleetLog.sites();
+    if (readAll || !logged || fleetless) logged = await o.fleetLog.sites();
     fleetless = !(await isFleet(o, logged));
     if (fleetless) return;
-    const got = await readView(full);
+    const got = await readView(readAll);
     if (!got) {
       st.again = true;
       if (full) st.againFull = true;
@@ -442,7 +458,13 @@ export function startProjector(o: ProjectorOptions): Projector {
     trimmer.maybeTrim(sites);
   }
 
-  /** Forgets what this process knows of the sites whose log another process appended to. */
+  let resyncs = 0;
+  /**
+   * Forgets what this process knows of the sites whose log another process appended to (the
+   * next pass projects them again), and has the next pass read every ETag and project one
+   * slice of the sites in turn: every site within `resyncSlices` resyncs. A pass over every
+   * site took ~1 s at 10,000 sites, and every change waited behind it.
+   */
   async function resync(): Promise<void> {
     const sites = st.known.sites();
     try {
@@ -451,7 +473,11 @@ export function startProjector(o: ProjectorOptions): Projector {
     } catch {
       st.known.clear();
     }
-    await project();
+    if (!logged) return project();
+    const slice = resyncs++ % resyncSlices;
+    for (const site of sitesOf(o, logged, labels)) if (sliceOf(site) === slice) st.wanted.add(site);
+    st.readAll = true;
+    await scheduler.request(false);
   }
 
   const unsubscribe = o.store.onChange((keys) => {
