@@ -397,6 +397,38 @@ function logTrimmer(o: ProjectorOptions, now: () => number, stopped: () => boole
   };
 }
 
+/**
+ * The periodic resync: forgets what this process knows of the sites whose log another process
+ * appended to (the next pass projects them again), and has the next pass read every ETag and
+ * project one slice of the sites in turn: every site within `resyncSlices` resyncs. A pass over
+ * every site took ~1 s at 10,000 sites, and every change waited behind it. Before the first
+ * pass read the sites with a log, it asks for a full pass.
+ */
+function resyncer(
+  o: ProjectorOptions,
+  st: PassState,
+  labels: SiteLabelIndex,
+  logged: () => readonly string[] | undefined,
+  scheduler: ReturnType<typeof createPassScheduler>,
+): () => Promise<void> {
+  let resyncs = 0;
+  return async () => {
+    const sites = st.known.sites();
+    try {
+      const heads = await o.fleetLog.heads(sites);
+      for (const site of sites) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);
+    } catch {
+      st.known.clear();
+    }
+    const withLog = logged();
+    if (!withLog) return scheduler.request(true);
+    const slice = resyncs++ % resyncSlices;
+    for (const site of sitesOf(o, withLog, labels)) if (sliceOf(site) === slice) st.wanted.add(site);
+    st.readAll = true;
+    await scheduler.request(false);
+  };
+}
+
 export function startProjector(o: ProjectorOptions): Projector {
   const now = o.now ?? Date.now;
   const st = newPassState();
@@ -458,33 +490,13 @@ export function startProjector(o: ProjectorOptions): Projector {
     trimmer.maybeTrim(sites);
   }
 
-  let resyncs = 0;
-  /**
-   * Forgets what this process knows of the sites whose log another process appended to (the
-   * next pass projects them again), and has the next pass read every ETag and project one
-   * slice of the sites in turn: every site within `resyncSlices` resyncs. A pass over every
-   * site took ~1 s at 10,000 sites, and every change waited behind it.
-   */
-  async function resync(): Promise<void> {
-    const sites = st.known.sites();
-    try {
-      const heads = await o.fleetLog.heads(sites);
-      for (const site of sites) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);
-    } catch {
-      st.known.clear();
-    }
-    if (!logged) return project();
-    const slice = resyncs++ % resyncSlices;
-    for (const site of sitesOf(o, logged, labels)) if (sliceOf(site) === slice) st.wanted.add(site);
-    st.readAll = true;
-    await scheduler.request(false);
-  }
+  const resync = resyncer(o, st, labels, () => logged, scheduler);
 
   const unsubscribe = o.store.onChange((keys) => {
     if (fleetless && !keys.some((key) => mayMakeFleet(o, key))) return;
     void project(false);
   });
-  const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
+  const timer = setInterval(() => void resync().catch(() => undefined), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
   o.rollouts?.start(() => project());
