@@ -149,6 +149,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
   const fleetLog: FleetLog = settings.redis ? await openRedisFleetLog(settings.redis) : createEmbeddedFleetLog();
   const relay: FleetRelay = settings.redis ? await openRedisRelay(settings.redis) : createEmbeddedRelay();
   let projector: Projector | undefined;
+  /** Projects a site now: after it presented a new key, or after a new token forgot the old one. */
+  const reseal = (site: string) => projector?.projectSite(site) ?? Promise.resolve();
   let box: Strongbox | undefined;
   const presence: Presence = createPresence(store, fleetLog);
   const readTimeoutMs = opts.readTimeoutMs ?? siteReadTimeoutMs;
@@ -163,7 +165,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
     role: 'control-plane',
     store,
     authSettings: (s) => s,
-    userRoutes: (deps) => [fleetUserRoutes(deps), rolloutOpRoutes(deps, rollouts)],
+    userRoutes: (deps) => [fleetUserRoutes(deps, reseal), rolloutOpRoutes(deps, rollouts)],
     rolloutState: (key) => rollouts.state(key),
     siteRoutes: (deps) => [
       fleetSiteRoutes(deps, {
@@ -171,7 +173,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
         presence,
         relay,
         keepAliveMs: opts.keepAliveMs ?? f.keepAliveMs,
-        reseal: (site) => projector?.projectSite(site) ?? Promise.resolve(),
+        reseal,
       }),
     ],
     siteState: (site) => (site === settings.site ? Promise.resolve(undefined) : presence.fields(site)),

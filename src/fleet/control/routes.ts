@@ -59,8 +59,11 @@ import { recordedKeyOf } from './sealing.js';
 import { site } from '../../resources/site.js';
 import { bearerToken } from '../../lib/bearer.js';
 
-/** Routes that run inside the app's guard (user tokens and policies). */
-export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
+/**
+ * Routes that run inside the app's guard (user tokens and policies). `reseal`: projects a site
+ * now (its secrets follow the key it presented, or leave its log when it has none).
+ */
+export function fleetUserRoutes(deps: AppDeps, reseal: (site: string) => Promise<void>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   on(app, routes.issueToken, async (c) => {
     const p = principalOf(c);
@@ -82,6 +85,8 @@ export function fleetUserRoutes(deps: AppDeps): Hono<AppEnv> {
     // Whoever held the old token may have presented a key of its own: forget it, so secrets are
     // sealed again only for the key that comes with the new token.
     await deps.store.kvDel(recordedKeyOf(name));
+    // And the site's log drops the secrets sealed for the old key now, not at a periodic pass.
+    await reseal(name);
     return reply(c, 201, { token }, { headers: { 'cache-control': 'no-store' } });
   });
   allowRoutes(app);
