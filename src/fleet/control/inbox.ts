@@ -13,7 +13,10 @@ import type { Appended, FleetLog } from './change-log.js';
 export type Inbox = {
   /** The entries heard since the last take, and whether the log must be read. */
   take(): { entries: Appended[]; missed: boolean };
-  /** Resolves true as soon as something is heard (at once if it already was), false after `ms`. */
+  /**
+   * Resolves true as soon as something is heard (at once if it already was), false after `ms`
+   * (and up to a quarter of it more, at most a second: one timer sweeps every inbox's wait).
+   */
   wait(ms: number): Promise<boolean>;
   close(): void;
 };
@@ -22,15 +25,50 @@ export type Inbox = {
 const inboxLimit = 100;
 
 /**
+ * The inboxes of one process, and the one timer that ends their waits: a timer a wait (made and
+ * cleared at every change a stream sends) cost more than the wait itself, and a timer object
+ * for each of 10,000 idle streams.
+ */
+class Boxes {
+  readonly open = new Map<string, Box[]>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private everyMs = Infinity;
+
+  /** A box waits up to `ms`: the sweep runs at least every quarter of it (at most once a second, at least every 5 ms). */
+  waiting(ms: number): void {
+    const every = Math.max(5, Math.min(1000, ms / 4));
+    if (this.sweeper && every >= this.everyMs) return;
+    clearInterval(this.sweeper);
+    this.everyMs = every;
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+  /** Ends the waits whose time is up. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const boxes of this.open.values()) for (const box of boxes) if (box.wake && box.until <= now) box.wake(false);
+  }
+  closed(): void {
+    if (this.open.size > 0) return;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    this.everyMs = Infinity;
+  }
+}
+
+/**
  * One stream's inbox. A class and an array per site (not closures and a Set): the control plane
  * holds one per connected site, and every byte of it counts 10,000 times.
  */
 class Box implements Inbox {
   entries: Appended[] = [];
   missed = true;
-  wake: (() => void) | undefined = undefined;
+  /** Ends the current wait: true when something was heard. */
+  wake: ((heard: boolean) => void) | undefined = undefined;
+  /** When the current wait ends without news (Date.now() time). */
+  until = 0;
   constructor(
-    private readonly open: Map<string, Box[]>,
+    private readonly boxes: Boxes,
     private readonly site: string,
   ) {}
   take(): { entries: Appended[]; missed: boolean } {
@@ -42,37 +80,36 @@ class Box implements Inbox {
   wait(ms: number): Promise<boolean> {
     if (this.missed || this.entries.length > 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      this.until = Date.now() + ms;
+      this.wake = (heard) => {
         this.wake = undefined;
-        resolve(false);
-      }, ms);
-      timer.unref();
-      this.wake = () => {
-        this.wake = undefined;
-        clearTimeout(timer);
-        resolve(true);
+        resolve(heard);
       };
+      this.boxes.waiting(ms);
     });
   }
   close(): void {
-    this.wake?.();
-    const boxes = this.open.get(this.site);
+    this.wake?.(true);
+    const open = this.boxes.open;
+    const boxes = open.get(this.site);
     const i = boxes?.indexOf(this) ?? -1;
     if (i >= 0) boxes!.splice(i, 1);
-    if (boxes?.length === 0) this.open.delete(this.site);
+    if (boxes?.length === 0) open.delete(this.site);
+    this.boxes.closed();
   }
 }
 
 /** Per process: one subscription to the log's append notifications, an inbox per stream. */
 export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
-  const open = new Map<string, Box[]>();
+  const all = new Boxes();
+  const open = all.open;
   // Notifications may have been lost (the subscription was made again): every stream reads its log.
   fleetLog.onResync(() => {
     for (const boxes of open.values())
       for (const box of boxes) {
         box.missed = true;
         box.entries = [];
-        box.wake?.();
+        box.wake?.(true);
       }
   });
   fleetLog.onAppend((site, appended) => {
@@ -82,11 +119,11 @@ export function createInboxes(fleetLog: FleetLog): (site: string) => Inbox {
         box.missed = true;
         box.entries = [];
       }
-      box.wake?.();
+      box.wake?.(true);
     }
   });
   return (site) => {
-    const box = new Box(open, site);
+    const box = new Box(all, site);
     const boxes = open.get(site);
     if (boxes) boxes.push(box);
     else open.set(site, [box]);
