@@ -287,7 +287,7 @@ const batch100 = { batch: { 'max-messages': 100, 'max-wait': '50ms' } };
 const signing = { signing: { vault: 'bench', secret: 'sig', key: 'key' } };
 
 /** Per party: its best round's rate, and in that round the CPU µs a message of the party itself (product or helper) and of the sink. */
-type Best = { rate: number; cpu: number; sinkCpu: number; all: number[] };
+type Best = { rate: number; cpu: number; sinkCpu: number; all: number[]; cpus: number[] };
 
 function report(best: Map<string, Best>): string {
   const r = (k: string) => best.get(k)?.rate ?? NaN;
@@ -296,7 +296,7 @@ function report(best: Map<string, Best>): string {
   const lines: string[] = [];
   for (const [k, v] of best)
     lines.push(
-      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds ${v.all.map(f).join(' ')})`,
+      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds, msg/s and own CPU µs/msg: ${v.all.map((x, i) => `${f(x)} ${v.cpus[i]!.toFixed(1)}`).join(', ')})`,
     );
   // The fastest floor measured (BENCH_ONLY may leave some out; none: NaN, printed —).
   const measured = inFlightSettings
@@ -367,8 +367,9 @@ async function main(): Promise<void> {
         const r = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
         const cpu = (proc ? cpuMicros(proc) - cpu0 : (r.cpu ?? 0)) / messages;
         const sinkCpu = (cpuMicros(sink.child.pid!) - sink0) / messages;
-        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [] };
+        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [], cpus: [] };
         b.all.push(r.rate);
+        b.cpus.push(cpu);
         if (r.rate > b.rate) Object.assign(b, { rate: r.rate, cpu, sinkCpu });
         best.set(party.name, b);
       }

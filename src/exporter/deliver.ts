@@ -7,10 +7,10 @@
  */
 import type { Agent } from 'undici';
 import { isJsonText } from '../lib/json.js';
+import type { Lookup } from '../expand/template.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
-import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce, type PostOutcome } from './send.js';
 import type { TokenSource } from './oauth2.js';
@@ -55,16 +55,44 @@ export function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome 
 }
 
 /**
- * Where `${NAME}` finds its value: message variables, then those taken from the message,
- * secrets, system values. Made by a function rather than declared in deliver: a named
- * closure per message costs a naming call under tsx/esbuild keepNames.
+ * Where `${NAME}` finds its value while one message is expanded: message variables, then those
+ * taken from the message (`expanding.values`, in the order of spec.messageVars; undefined: no
+ * value), secrets, system values. One lookup for every message, reading the message being
+ * expanded from `expanding`: expansion is synchronous, one message at a time, so no Map and no
+ * closure are made per message.
  */
-function lookupIn(
-  ctx: DeliverContext,
-  msg: Message,
-  fromMessage: Map<string, string> | undefined,
-): (name: string) => string | undefined {
-  return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+const expanding: { ctx: DeliverContext | undefined; msg: Message | undefined; values: Array<string | undefined> } = {
+  ctx: undefined,
+  msg: undefined,
+  values: [],
+};
+
+const lookup: Lookup = (name) => {
+  const ctx = expanding.ctx!;
+  const own = expanding.msg!.variable(name);
+  if (own !== undefined) return own;
+  const vars = ctx.spec.messageVars;
+  // The last of a name wins, as it did in a Map filled in order.
+  for (let i = vars.length - 1; i >= 0; i--) {
+    const v = expanding.values[i];
+    if (v !== undefined && vars[i]!.name === name) return v;
+  }
+  return ctx.secrets.get(name) ?? ctx.sys.get(name);
+};
+
+/** Starts the expansion of `msg`: `lookup` reads it (and `expanding.values`) until `endExpansion`. */
+function beginExpansion(ctx: DeliverContext, msg: Message): Array<string | undefined> {
+  expanding.ctx = ctx;
+  expanding.msg = msg;
+  expanding.values.length = 0;
+  return expanding.values;
+}
+
+/** Lets the expanded message go (nothing held between messages). */
+function endExpansion(): void {
+  expanding.ctx = undefined;
+  expanding.msg = undefined;
+  expanding.values.length = 0;
 }
 
 /**
@@ -96,12 +124,10 @@ async function postWithToken(
 export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
   const t = ctx.spec.ext.orderingKey;
   if (!t) return '';
-  let fromMessage: Map<string, string> | undefined;
-  for (const v of ctx.spec.messageVars) {
-    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
-    if (value !== undefined) (fromMessage ??= new Map()).set(v.name, value);
-  }
-  const r = t.render(lookupIn(ctx, msg, fromMessage));
+  const values = beginExpansion(ctx, msg);
+  for (const v of ctx.spec.messageVars) values.push(msg.valueAt(v.pointer) ?? v.fallback);
+  const r = t.render(lookup);
+  endExpansion();
   return r.ok ? r.value : '';
 }
 
@@ -134,16 +160,24 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
 export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered' | Ignore {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
+  const values = beginExpansion(ctx, msg);
+  try {
+    return expand(ctx, msg, values);
+  } finally {
+    endExpansion();
+  }
+}
 
+/** examine's expansion of a message that passed the filters (`lookup` reads it). */
+function expand(ctx: DeliverContext, msg: Message, values: Array<string | undefined>): Prepared | Ignore {
+  const { spec } = ctx;
   // Message variables are resolved once per message, before any template asks for them.
-  let fromMessage: Map<string, string> | undefined;
   for (const v of spec.messageVars) {
-    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
+    const value = msg.valueAt(v.pointer) ?? v.fallback;
     if (value === undefined)
       return { ignore: `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default` };
-    (fromMessage ??= new Map()).set(v.name, value);
+    values.push(value);
   }
-  const lookup = lookupIn(ctx, msg, fromMessage);
 
   let target = spec.staticTarget;
   if (!target) {
@@ -152,7 +186,9 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
     target = parseTarget(url.value);
     if (!target) return { ignore: 'url: the expanded value is not an absolute http or https URL' };
   }
-  const headers: string[] = [];
+  // Without header templates every message has the same headers: one array, never changed
+  // (attempts add theirs, signing or a token, to a copy).
+  const headers: string[] = spec.headers.length === 0 ? (spec.format === 'json' ? jsonHeaders : textHeaders) : [];
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
     if (!r.ok) return { ignore: `header ${h.name}: ${r.reason}` };
@@ -167,10 +203,7 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
   // Parsed only when the template cannot tell (data.json: valid for sure, template.ts jsonSlots).
   if (json && data.json !== true && !isJsonText(data.value))
     return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
-  // Without header templates every message has the same headers: one array, never changed
-  // (attempts add theirs, signing or a token, to a copy).
-  if (spec.headers.length === 0) return { target, headers: json ? jsonHeaders : textHeaders, data: data.value };
-  if (!spec.hasContentType) headers.push(...(json ? jsonHeaders : textHeaders));
+  if (spec.headers.length > 0 && !spec.hasContentType) headers.push(...(json ? jsonHeaders : textHeaders));
   return { target, headers, data: data.value };
 }
 

@@ -82,10 +82,13 @@ export class Runner {
     const started = this.started();
     let acked = false;
     try {
-      const outcome = await Promise.resolve(run ? run() : deliver(this.ctx, msg)).catch((err: unknown) => {
+      let outcome: Outcome;
+      try {
+        outcome = await (run ? run() : deliver(this.ctx, msg));
+      } catch (err) {
         this.ctx.state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.ctx.clock.now());
-        return 'ignored' as const;
-      });
+        outcome = 'ignored';
+      }
       if (outcome !== 'aborted' && !this.abandoned) {
         // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
         reader.handled(msg.entry.id, outcome, () => this.finished(key));
