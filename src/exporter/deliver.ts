@@ -255,17 +255,25 @@ async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ prob
   return { probe };
 }
 
-/** One attempt of a POST, recorded in the attempt log, the breaker and the adaptive limit. */
-async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe: boolean): Promise<PostOutcome> {
+/** An attempt's headers: the POST's, signed when signing is on (each attempt its own timestamp). */
+function attemptHeaders(ctx: DeliverContext, p: Post): string[] {
+  const { signer } = ctx.controls;
+  return signer ? signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
+}
+
+/**
+ * One attempt recorded in the attempt log, the breaker and the adaptive limit. post() awaits the
+ * POST itself and calls this after: one async function less a message than an async attempt.
+ */
+function recordAttempt(
+  ctx: DeliverContext,
+  p: Post,
+  attempt: number,
+  probe: boolean,
+  r: PostOutcome,
+  ms: number,
+): void {
   const { controls } = ctx;
-  const signed = controls.signer ? controls.signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
-  const t0 = performance.now();
-  let r: PostOutcome;
-  if (ctx.oauth) {
-    // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
-    r = await postWithToken(ctx, ctx.oauth, p.target, signed, p.body);
-  } else r = await postOnce({ target: p.target, headers: signed, body: p.body, agent: ctx.agent() });
-  const ms = performance.now() - t0;
   const first = p.messages[0]!;
   controls.attempts.record({
     time: ctx.clock.now(),
@@ -279,7 +287,6 @@ async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe:
   });
   controls.breakers.record(p.target.origin, r.ok, r.ok ? undefined : r.error, probe);
   controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
-  return r;
 }
 
 /** The last attempt failed: every message of the POST goes to the dead-letter topic when one is set. */
@@ -317,7 +324,13 @@ export async function post(ctx: DeliverContext, p: Post): Promise<Outcome> {
     const admitted =
       !controls.rate && controls.breakers.ready(p.target.origin) ? admitNow : await admitAttempt(ctx, p.target.origin);
     if (!admitted) return finish(ctx, attempt, 'aborted');
-    const r = await attemptOnce(ctx, p, attempt, admitted.probe);
+    const headers = attemptHeaders(ctx, p);
+    const t0 = performance.now();
+    // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
+    const r = await (ctx.oauth
+      ? postWithToken(ctx, ctx.oauth, p.target, headers, p.body)
+      : postOnce({ target: p.target, headers, body: p.body, agent: ctx.agent() }));
+    recordAttempt(ctx, p, attempt, admitted.probe, r, performance.now() - t0);
     if (r.ok) return finish(ctx, attempt, 'delivered');
     const retryable = ctx.controls.retryOn ? ctx.controls.retryOn(r.status) : true;
     const retry = retryable && mayRetry(spec.policy, attempt);
