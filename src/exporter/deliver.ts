@@ -61,11 +61,13 @@ export function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome 
  * expanded from `expanding`: expansion is synchronous, one message at a time, so no Map and no
  * closure are made per message.
  */
-const expanding: { ctx: DeliverContext | undefined; msg: Message | undefined; values: Array<string | undefined> } = {
-  ctx: undefined,
-  msg: undefined,
-  values: [],
-};
+const expanding: {
+  ctx: DeliverContext | undefined;
+  msg: Message | undefined;
+  /** The first `count` are this message's (an array's length set a message is a call into the runtime). */
+  values: Array<string | undefined>;
+  count: number;
+} = { ctx: undefined, msg: undefined, values: [], count: 0 };
 
 const lookup: Lookup = (name) => {
   const ctx = expanding.ctx!;
@@ -73,26 +75,30 @@ const lookup: Lookup = (name) => {
   if (own !== undefined) return own;
   const vars = ctx.spec.messageVars;
   // The last of a name wins, as it did in a Map filled in order.
-  for (let i = vars.length - 1; i >= 0; i--) {
+  for (let i = expanding.count - 1; i >= 0; i--) {
     const v = expanding.values[i];
     if (v !== undefined && vars[i]!.name === name) return v;
   }
   return ctx.secrets.get(name) ?? ctx.sys.get(name);
 };
 
-/** Starts the expansion of `msg`: `lookup` reads it (and `expanding.values`) until `endExpansion`. */
-function beginExpansion(ctx: DeliverContext, msg: Message): Array<string | undefined> {
+/** Starts the expansion of `msg`: `lookup` reads it (and its values, `addValue`) until `endExpansion`. */
+function beginExpansion(ctx: DeliverContext, msg: Message): void {
   expanding.ctx = ctx;
   expanding.msg = msg;
-  expanding.values.length = 0;
-  return expanding.values;
+  expanding.count = 0;
 }
 
-/** Lets the expanded message go (nothing held between messages). */
+/** The value of the next of spec.messageVars (undefined: none). */
+function addValue(value: string | undefined): void {
+  expanding.values[expanding.count++] = value;
+}
+
+/** Lets the expanded message go (its values are overwritten by the next). */
 function endExpansion(): void {
   expanding.ctx = undefined;
   expanding.msg = undefined;
-  expanding.values.length = 0;
+  expanding.count = 0;
 }
 
 /**
@@ -124,8 +130,8 @@ async function postWithToken(
 export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
   const t = ctx.spec.ext.orderingKey;
   if (!t) return '';
-  const values = beginExpansion(ctx, msg);
-  for (const v of ctx.spec.messageVars) values.push(msg.valueAt(v.pointer) ?? v.fallback);
+  beginExpansion(ctx, msg);
+  for (const v of ctx.spec.messageVars) addValue(msg.valueAt(v.pointer) ?? v.fallback);
   const r = t.render(lookup);
   endExpansion();
   return r.ok ? r.value : '';
@@ -160,23 +166,23 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
 export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered' | Ignore {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
-  const values = beginExpansion(ctx, msg);
+  beginExpansion(ctx, msg);
   try {
-    return expand(ctx, msg, values);
+    return expand(ctx, msg);
   } finally {
     endExpansion();
   }
 }
 
 /** examine's expansion of a message that passed the filters (`lookup` reads it). */
-function expand(ctx: DeliverContext, msg: Message, values: Array<string | undefined>): Prepared | Ignore {
+function expand(ctx: DeliverContext, msg: Message): Prepared | Ignore {
   const { spec } = ctx;
   // Message variables are resolved once per message, before any template asks for them.
   for (const v of spec.messageVars) {
     const value = msg.valueAt(v.pointer) ?? v.fallback;
     if (value === undefined)
       return { ignore: `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default` };
-    values.push(value);
+    addValue(value);
   }
 
   let target = spec.staticTarget;

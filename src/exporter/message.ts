@@ -64,6 +64,27 @@ const optionalFields = ['producer-name', 'host', 'origin'] as const;
 /** A number as JSON.stringify writes it (null when not finite). */
 const jsonNumber = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
+/**
+ * The milliseconds of an entry id (`<ms>-<seq>`): Number of the part before the dash, read digit
+ * by digit when it is 1-15 digits (no slice and no string-to-number parse a message).
+ */
+function mtimeOf(id: string): number {
+  let ms = 0;
+  let i = 0;
+  for (; i < id.length && i < 16; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 45) break;
+    if (c < 48 || c > 57) {
+      i = 16;
+      break;
+    }
+    ms = ms * 10 + (c - 48);
+  }
+  if (i > 0 && i < 16) return ms;
+  const dash = id.indexOf('-');
+  return Number(dash < 0 ? id : id.slice(0, dash));
+}
+
 export class Message {
   readonly topic: string;
   readonly entry: StreamEntry;
@@ -78,8 +99,7 @@ export class Message {
     this.topic = topic;
     this.entry = entry;
     this.remain = remain;
-    const dash = entry.id.indexOf('-');
-    this.mtime = Number(dash < 0 ? entry.id : entry.id.slice(0, dash));
+    this.mtime = mtimeOf(entry.id);
   }
 
   /** The payload field: its JSON value when it is JSON text, else the text itself (parsed once, when asked for). */

@@ -122,6 +122,24 @@ for (const [p, v] of pointers) {
   });
 }
 
+test('MSG: mtime is the number before the dash of the entry id, whatever the id', () => {
+  for (const id of [
+    '1700000000123-4',
+    '5-0',
+    '123',
+    '',
+    '-5',
+    '0012-1',
+    '1234567890123456-0',
+    '12a-0',
+    ' 12-0',
+    '1e3-0',
+  ]) {
+    const want = Number(id.includes('-') ? id.slice(0, id.indexOf('-')) : id);
+    assert.ok(Object.is(new Message('t', { id, fields: {} }, 0).mtime, want), id);
+  }
+});
+
 test('MSG: its text is JSON.stringify of MSG, and a pointer reads what it reads in MSG', () => {
   const entries: StreamEntry[] = [
     { id: '1700000000123-4', fields: { payload: '{"a":{"b/c":[10,"x"]},"s":"v","~k":1}', host: 'h' } },
