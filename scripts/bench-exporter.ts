@@ -369,8 +369,7 @@ async function main(): Promise<void> {
     if (list.some((p) => p.name === 'sink alone')) await loadSink(`${sink.url}/warm-sink`, 64, 2000);
     // Interleaved, best of each: the load of a shared machine drifts between runs.
     for (let round = 1; round <= rounds; round++)
-      // Every other round in reverse order: of two parties compared, neither always runs first
-      // (the one run second in a pair was ~1 µs a message cheaper, whichever build it was).
+      // Every other round in reverse order: of two parties compared, neither always runs first.
       for (const [i, party] of round % 2 === 0 ? [...list.entries()].reverse() : list.entries()) {
         await party.prepare?.();
         const proc = party.product?.child.pid;
