@@ -12,8 +12,9 @@
  * pre-filled; each product run configures a fresh exporter through the API (two filters, two
  * variables, a JSON data template; start-position beginning) and, with BENCH_FEATURES (default
  * on), the feature runs: `batch` of 100 at each max-in-flight, `ordering-key` with 64 keys and
- * `signing` at 64. Every party runs once per round, BENCH_ROUNDS (3) rounds interleaved, the best
- * of each kept. Rates are measured at the sink (first to last message). Prints each party's
+ * `signing` at 64. Every party runs once per round, BENCH_ROUNDS (3) rounds interleaved (every
+ * other one in reverse order), the best of each kept; each ratio is printed of the best rates and
+ * as the median of the two parties' ratios round by round. Rates are measured at the sink (first to last message). Prints each party's
  * rate, the CPU µs per message of the party itself (the product's from /proc, counted after the
  * run's login, a helper's as it reports it) and of the sink, the ratios and their goals, the sink's CPU capacity (1 s ÷ its
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
@@ -287,16 +288,25 @@ const batch100 = { batch: { 'max-messages': 100, 'max-wait': '50ms' } };
 const signing = { signing: { vault: 'bench', secret: 'sig', key: 'key' } };
 
 /** Per party: its best round's rate, and in that round the CPU µs a message of the party itself (product or helper) and of the sink. */
-type Best = { rate: number; cpu: number; sinkCpu: number; all: number[] };
+type Best = { rate: number; cpu: number; sinkCpu: number; all: number[]; cpus: number[] };
 
 function report(best: Map<string, Best>): string {
   const r = (k: string) => best.get(k)?.rate ?? NaN;
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '—');
   const q = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '—');
+  // a ÷ b of the best rates, and the median of the two parties' ratios round by round (their
+  // rounds run minutes apart at most, so it moves less with the load of a shared machine).
+  const ratio = (a: string, b: string) => {
+    const ra = best.get(a)?.all ?? [];
+    const rb = best.get(b)?.all ?? [];
+    const per = ra.map((x, i) => x / (rb[i] ?? NaN)).sort((x, y) => x - y);
+    const mid = per.length === 0 ? NaN : (per[(per.length - 1) >> 1]! + per[per.length >> 1]!) / 2;
+    return `${q(r(a) / r(b))} (rounds' median ${q(mid)})`;
+  };
   const lines: string[] = [];
   for (const [k, v] of best)
     lines.push(
-      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds ${v.all.map(f).join(' ')})`,
+      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds, msg/s and own CPU µs/msg: ${v.all.map((x, i) => `${f(x)} ${v.cpus[i]!.toFixed(1)}`).join(', ')})`,
     );
   // The fastest floor measured (BENCH_ONLY may leave some out; none: NaN, printed —).
   const measured = inFlightSettings
@@ -316,17 +326,17 @@ function report(best: Map<string, Best>): string {
     );
   for (const n of inFlightSettings)
     lines.push(
-      `max-in-flight ${n}: product ÷ plain floor ${q(r(`product ${n}`) / r(`plain floor ${n}`))}` +
-        `${n === 64 ? ' (goal ≥ 0.9)' : ''}, ÷ acking floor ${q(r(`product ${n}`) / r(`acking floor ${n}`))}` +
+      `max-in-flight ${n}: product ÷ plain floor ${ratio(`product ${n}`, `plain floor ${n}`)}` +
+        `${n === 64 ? ' (goal ≥ 0.9)' : ''}, ÷ acking floor ${ratio(`product ${n}`, `acking floor ${n}`)}` +
         `${n === 1 ? ' (goal ≥ 0.9)' : ''}` +
-        (features ? `; batch of 100 ÷ single ${q(r(`batch-100 ${n}`) / r(`product ${n}`))} (goal ≥ 5)` : '') +
-        (best.has(`baseline ${n}`) ? `; product ÷ baseline ${q(r(`product ${n}`) / r(`baseline ${n}`))}` : ''),
+        (features ? `; batch of 100 ÷ single ${ratio(`batch-100 ${n}`, `product ${n}`)} (goal ≥ 5)` : '') +
+        (best.has(`baseline ${n}`) ? `; product ÷ baseline ${ratio(`product ${n}`, `baseline ${n}`)}` : ''),
     );
   if (features) {
     lines.push(
-      `ordering-key 64 keys ÷ unordered at 64: ${q(r('ordering-key 64 keys 64') / r('product 64'))} (goal ≥ 0.9)`,
+      `ordering-key 64 keys ÷ unordered at 64: ${ratio('ordering-key 64 keys 64', 'product 64')} (goal ≥ 0.9)`,
     );
-    lines.push(`signing on ÷ off at 64: ${q(r('signing 64') / r('product 64'))} (goal ≥ 0.9)`);
+    lines.push(`signing on ÷ off at 64: ${ratio('signing 64', 'product 64')} (goal ≥ 0.9)`);
   }
   return lines.join('\n') + '\n';
 }
@@ -359,7 +369,8 @@ async function main(): Promise<void> {
     if (list.some((p) => p.name === 'sink alone')) await loadSink(`${sink.url}/warm-sink`, 64, 2000);
     // Interleaved, best of each: the load of a shared machine drifts between runs.
     for (let round = 1; round <= rounds; round++)
-      for (const [i, party] of list.entries()) {
+      // Every other round in reverse order: of two parties compared, neither always runs first.
+      for (const [i, party] of round % 2 === 0 ? [...list.entries()].reverse() : list.entries()) {
         await party.prepare?.();
         const proc = party.product?.child.pid;
         const cpu0 = proc ? cpuMicros(proc) : 0;
@@ -367,8 +378,9 @@ async function main(): Promise<void> {
         const r = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
         const cpu = (proc ? cpuMicros(proc) - cpu0 : (r.cpu ?? 0)) / messages;
         const sinkCpu = (cpuMicros(sink.child.pid!) - sink0) / messages;
-        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [] };
+        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [], cpus: [] };
         b.all.push(r.rate);
+        b.cpus.push(cpu);
         if (r.rate > b.rate) Object.assign(b, { rate: r.rate, cpu, sinkCpu });
         best.set(party.name, b);
       }

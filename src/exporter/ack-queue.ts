@@ -23,6 +23,8 @@ export class AckQueue {
   private confirmed: Array<() => void> = [];
   private ackQueued = false;
   private readonly sending = new Set<Promise<void>>();
+  /** The ids of each XACK under way. */
+  private readonly sendingIds = new Set<readonly string[]>();
   /** Set while failed acks wait to be sent again. */
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -34,9 +36,13 @@ export class AckQueue {
     private readonly countAs: string,
     /** Told the counted totals after each ack. */
     private readonly onCounts: (counts: OutcomeCounts) => void,
-    /** Told the ids of each confirmed ack (before their `confirmed` callbacks are called). */
-    private readonly onConfirmed: (ids: readonly string[]) => void = () => {},
   ) {}
+
+  /** Adds to `into` the ids queued or under way here: handled, their ack not confirmed yet. */
+  addHeld(into: Set<string>): void {
+    for (const id of this.acks) into.add(id);
+    for (const ids of this.sendingIds) for (const id of ids) into.add(id);
+  }
 
   add(id: string, outcome: CountedOutcome, confirmed?: () => void): void {
     this.acks.push(id);
@@ -65,15 +71,15 @@ export class AckQueue {
       .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
       .then(
         (counts) => {
+          this.sendingIds.delete(ids);
           if (counts) this.onCounts(counts);
-          this.onConfirmed(ids);
           for (const c of confirmed) c();
         },
         (err: unknown) => {
+          this.sendingIds.delete(ids);
           log('debug', 'exporter: ack failed', { topic: this.topic, error: errorText(err) });
           if (err instanceof BusError && err.code === 'no-group') {
             // The group is gone (and recreated after the last message handled in order).
-            this.onConfirmed(ids);
             for (const c of confirmed) c();
             return;
           }
@@ -94,6 +100,7 @@ export class AckQueue {
         if (this.sending.size === 0) this.sendAcks();
       });
     this.sending.add(p);
+    this.sendingIds.add(ids);
   }
 
   /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */

@@ -7,10 +7,10 @@
  */
 import type { Agent } from 'undici';
 import { isJsonText } from '../lib/json.js';
+import type { Lookup } from '../expand/template.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
-import { resolvePointer } from './message.js';
 import { mayRetry, nextDelayMs, retryAfterMs } from './retry.js';
 import { postOnce, type PostOutcome } from './send.js';
 import type { TokenSource } from './oauth2.js';
@@ -55,16 +55,50 @@ export function ignore(ctx: DeliverContext, msg: Message, why: string): Outcome 
 }
 
 /**
- * Where `${NAME}` finds its value: message variables, then those taken from the message,
- * secrets, system values. Made by a function rather than declared in deliver: a named
- * closure per message costs a naming call under tsx/esbuild keepNames.
+ * Where `${NAME}` finds its value while one message is expanded: message variables, then those
+ * taken from the message (`expanding.values`, in the order of spec.messageVars; undefined: no
+ * value), secrets, system values. One lookup for every message, reading the message being
+ * expanded from `expanding`: expansion is synchronous, one message at a time, so no Map and no
+ * closure are made per message.
  */
-function lookupIn(
-  ctx: DeliverContext,
-  msg: Message,
-  fromMessage: Map<string, string> | undefined,
-): (name: string) => string | undefined {
-  return (name) => msg.variable(name) ?? fromMessage?.get(name) ?? ctx.secrets.get(name) ?? ctx.sys.get(name);
+const expanding: {
+  ctx: DeliverContext | undefined;
+  msg: Message | undefined;
+  /** The first `count` are this message's (an array's length set a message is a call into the runtime). */
+  values: Array<string | undefined>;
+  count: number;
+} = { ctx: undefined, msg: undefined, values: [], count: 0 };
+
+const lookup: Lookup = (name) => {
+  const ctx = expanding.ctx!;
+  const own = expanding.msg!.variable(name);
+  if (own !== undefined) return own;
+  const vars = ctx.spec.messageVars;
+  // The last of a name wins, as it did in a Map filled in order.
+  for (let i = expanding.count - 1; i >= 0; i--) {
+    const v = expanding.values[i];
+    if (v !== undefined && vars[i]!.name === name) return v;
+  }
+  return ctx.secrets.get(name) ?? ctx.sys.get(name);
+};
+
+/** Starts the expansion of `msg`: `lookup` reads it (and its values, `addValue`) until `endExpansion`. */
+function beginExpansion(ctx: DeliverContext, msg: Message): void {
+  expanding.ctx = ctx;
+  expanding.msg = msg;
+  expanding.count = 0;
+}
+
+/** The value of the next of spec.messageVars (undefined: none). */
+function addValue(value: string | undefined): void {
+  expanding.values[expanding.count++] = value;
+}
+
+/** Lets the expanded message go (its values are overwritten by the next). */
+function endExpansion(): void {
+  expanding.ctx = undefined;
+  expanding.msg = undefined;
+  expanding.count = 0;
 }
 
 /**
@@ -96,12 +130,10 @@ async function postWithToken(
 export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
   const t = ctx.spec.ext.orderingKey;
   if (!t) return '';
-  let fromMessage: Map<string, string> | undefined;
-  for (const v of ctx.spec.messageVars) {
-    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
-    if (value !== undefined) (fromMessage ??= new Map()).set(v.name, value);
-  }
-  const r = t.render(lookupIn(ctx, msg, fromMessage));
+  beginExpansion(ctx, msg);
+  for (const v of ctx.spec.messageVars) addValue(msg.valueAt(v.pointer) ?? v.fallback);
+  const r = t.render(lookup);
+  endExpansion();
   return r.ok ? r.value : '';
 }
 
@@ -134,16 +166,24 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
 export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered' | Ignore {
   const { spec } = ctx;
   if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
+  beginExpansion(ctx, msg);
+  try {
+    return expand(ctx, msg);
+  } finally {
+    endExpansion();
+  }
+}
 
+/** examine's expansion of a message that passed the filters (`lookup` reads it). */
+function expand(ctx: DeliverContext, msg: Message): Prepared | Ignore {
+  const { spec } = ctx;
   // Message variables are resolved once per message, before any template asks for them.
-  let fromMessage: Map<string, string> | undefined;
   for (const v of spec.messageVars) {
-    const value = resolvePointer(msg.object, v.pointer) ?? v.fallback;
+    const value = msg.valueAt(v.pointer) ?? v.fallback;
     if (value === undefined)
       return { ignore: `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default` };
-    (fromMessage ??= new Map()).set(v.name, value);
+    addValue(value);
   }
-  const lookup = lookupIn(ctx, msg, fromMessage);
 
   let target = spec.staticTarget;
   if (!target) {
@@ -152,7 +192,9 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
     target = parseTarget(url.value);
     if (!target) return { ignore: 'url: the expanded value is not an absolute http or https URL' };
   }
-  const headers: string[] = [];
+  // Without header templates every message has the same headers: one array, never changed
+  // (attempts add theirs, signing or a token, to a copy).
+  const headers: string[] = spec.headers.length === 0 ? (spec.format === 'json' ? jsonHeaders : textHeaders) : [];
   for (const h of spec.headers) {
     const r = h.value.render(lookup);
     if (!r.ok) return { ignore: `header ${h.name}: ${r.reason}` };
@@ -167,10 +209,7 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
   // Parsed only when the template cannot tell (data.json: valid for sure, template.ts jsonSlots).
   if (json && data.json !== true && !isJsonText(data.value))
     return { ignore: 'data: the expanded value is not valid JSON (data-format json)' };
-  // Without header templates every message has the same headers: one array, never changed
-  // (attempts add theirs, signing or a token, to a copy).
-  if (spec.headers.length === 0) return { target, headers: json ? jsonHeaders : textHeaders, data: data.value };
-  if (!spec.hasContentType) headers.push(...(json ? jsonHeaders : textHeaders));
+  if (spec.headers.length > 0 && !spec.hasContentType) headers.push(...(json ? jsonHeaders : textHeaders));
   return { target, headers, data: data.value };
 }
 
@@ -222,17 +261,25 @@ async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ prob
   return { probe };
 }
 
-/** One attempt of a POST, recorded in the attempt log, the breaker and the adaptive limit. */
-async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe: boolean): Promise<PostOutcome> {
+/** An attempt's headers: the POST's, signed when signing is on (each attempt its own timestamp). */
+function attemptHeaders(ctx: DeliverContext, p: Post): string[] {
+  const { signer } = ctx.controls;
+  return signer ? signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
+}
+
+/**
+ * One attempt recorded in the attempt log, the breaker and the adaptive limit. post() awaits the
+ * POST itself and calls this after: one async function less a message than an async attempt.
+ */
+function recordAttempt(
+  ctx: DeliverContext,
+  p: Post,
+  attempt: number,
+  probe: boolean,
+  r: PostOutcome,
+  ms: number,
+): void {
   const { controls } = ctx;
-  const signed = controls.signer ? controls.signer.signed(p.headers, p.id, ctx.clock.now(), p.body) : p.headers;
-  const t0 = performance.now();
-  let r: PostOutcome;
-  if (ctx.oauth) {
-    // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
-    r = await postWithToken(ctx, ctx.oauth, p.target, signed, p.body);
-  } else r = await postOnce({ target: p.target, headers: signed, body: p.body, agent: ctx.agent() });
-  const ms = performance.now() - t0;
   const first = p.messages[0]!;
   controls.attempts.record({
     time: ctx.clock.now(),
@@ -246,7 +293,6 @@ async function attemptOnce(ctx: DeliverContext, p: Post, attempt: number, probe:
   });
   controls.breakers.record(p.target.origin, r.ok, r.ok ? undefined : r.error, probe);
   controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
-  return r;
 }
 
 /** The last attempt failed: every message of the POST goes to the dead-letter topic when one is set. */
@@ -284,7 +330,13 @@ export async function post(ctx: DeliverContext, p: Post): Promise<Outcome> {
     const admitted =
       !controls.rate && controls.breakers.ready(p.target.origin) ? admitNow : await admitAttempt(ctx, p.target.origin);
     if (!admitted) return finish(ctx, attempt, 'aborted');
-    const r = await attemptOnce(ctx, p, attempt, admitted.probe);
+    const headers = attemptHeaders(ctx, p);
+    const t0 = performance.now();
+    // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
+    const r = await (ctx.oauth
+      ? postWithToken(ctx, ctx.oauth, p.target, headers, p.body)
+      : postOnce({ target: p.target, headers, body: p.body, agent: ctx.agent() }));
+    recordAttempt(ctx, p, attempt, admitted.probe, r, performance.now() - t0);
     if (r.ok) return finish(ctx, attempt, 'delivered');
     const retryable = ctx.controls.retryOn ? ctx.controls.retryOn(r.status) : true;
     const retry = retryable && mayRetry(spec.policy, attempt);

@@ -7,7 +7,15 @@
  */
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { Batcher } from './batch.js';
-import { examine, ignore, orderingKeyOf, post, postOf, prepare, type DeliverContext, type Outcome } from './deliver.js';
+import {
+  examine,
+  orderingKeyOf,
+  prepare,
+  type DeliverContext,
+  type Ignore,
+  type Outcome,
+  type Prepared,
+} from './deliver.js';
 import type { Message } from './message.js';
 import { KeyQueues } from './ordering.js';
 import { maxWaiting, Runner, type Unit } from './runner.js';
@@ -76,20 +84,21 @@ export class Dispatcher {
     }
     // What is left to do needs the entry only: what was derived from it is let go meanwhile.
     msg.release();
-    const run = 'ignore' in p ? () => ignore(this.ctx, msg, p.ignore) : () => post(this.ctx, postOf(this.ctx, msg, p));
-    const go = () => {
-      // Entries not dispatched stay in our pending list and are read again at the next start.
-      if (!this.stopping) void this.runner.handle(reader, msg, undefined, run);
-    };
     if (!this.slots.full) {
-      go();
+      this.go(reader, msg, p);
       return undefined;
     }
-    const started = this.slots.free().then(go);
+    const started = this.slots.free().then(() => this.go(reader, msg, p));
     // At max-in-flight 1: undici writes a request from a setImmediate, so the next message's
     // preparation waits for the check phase, until this POST is on the wire; run at once, it
     // would delay the write by its own time and gain nothing.
     return this.slots.limit() === 1 ? started.then(afterWrite) : started;
+  }
+
+  /** A prepared message to the runner, now that a slot is free. */
+  private go(reader: TopicReader, msg: Message, p: Prepared | Ignore): void {
+    // Entries not dispatched stay in our pending list and are read again at the next start.
+    if (!this.stopping) void this.runner.handle(reader, msg, undefined, p);
   }
 
   /** ordering-key: the message to its key's runner, or behind the key while it is busy. */
@@ -122,7 +131,7 @@ export class Dispatcher {
     if (p instanceof Promise) {
       // Ignored, to the dead-letter topic: the append takes a slot like a POST.
       const go = () => {
-        if (!this.stopping) void this.runner.handle(reader, msg, undefined, () => p);
+        if (!this.stopping) void this.runner.handle(reader, msg, undefined, p);
       };
       if (this.slots.full) return this.slots.free().then(go);
       go();

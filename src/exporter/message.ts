@@ -34,6 +34,9 @@ function parsePayload(text: string): Json {
  */
 let lastMtime = NaN;
 let lastIso = '';
+/** The same for the last mtime as JSON text (a number's String() costs ~0.2 µs). */
+let lastTextMtime = NaN;
+let lastMtimeText = 'null';
 
 function isoOf(mtime: number): string {
   if (mtime !== lastMtime) {
@@ -41,6 +44,45 @@ function isoOf(mtime: number): string {
     lastMtime = mtime;
   }
   return lastIso;
+}
+
+/** MSG's last time as JSON text: messages of one millisecond share it. */
+let lastTime: string | undefined;
+let lastTimeJson = '';
+
+function mtimeText(mtime: number): string {
+  if (mtime !== lastTextMtime) {
+    lastMtimeText = jsonNumber(mtime);
+    lastTextMtime = mtime;
+  }
+  return lastMtimeText;
+}
+
+/** MSG's members taken from entry fields of the same name when present, in MSG's order. */
+const optionalFields = ['producer-name', 'host', 'origin'] as const;
+
+/** A number as JSON.stringify writes it (null when not finite). */
+const jsonNumber = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
+
+/**
+ * The milliseconds of an entry id (`<ms>-<seq>`): Number of the part before the dash, read digit
+ * by digit when it is 1-15 digits (no slice and no string-to-number parse a message).
+ */
+function mtimeOf(id: string): number {
+  let ms = 0;
+  let i = 0;
+  for (; i < id.length && i < 16; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 45) break;
+    if (c < 48 || c > 57) {
+      i = 16;
+      break;
+    }
+    ms = ms * 10 + (c - 48);
+  }
+  if (i > 0 && i < 16) return ms;
+  const dash = id.indexOf('-');
+  return Number(dash < 0 ? id : id.slice(0, dash));
 }
 
 export class Message {
@@ -57,8 +99,7 @@ export class Message {
     this.topic = topic;
     this.entry = entry;
     this.remain = remain;
-    const dash = entry.id.indexOf('-');
-    this.mtime = Number(dash < 0 ? entry.id : entry.id.slice(0, dash));
+    this.mtime = mtimeOf(entry.id);
   }
 
   /** The payload field: its JSON value when it is JSON text, else the text itself (parsed once, when asked for). */
@@ -87,7 +128,7 @@ export class Message {
   get object(): JsonObject {
     if (this.objectCache) return this.objectCache;
     const o: JsonObject = { time: this.time, mtime: this.mtime, seqno: this.entry.id, remain: this.remain };
-    for (const k of ['producer-name', 'host', 'origin'] as const) {
+    for (const k of optionalFields) {
       const v = this.entry.fields[k];
       if (v !== undefined) o[k] = v;
     }
@@ -96,10 +137,62 @@ export class Message {
     return o;
   }
 
-  /** The JSON serialisation of MSG that filters test and `${MSG}` expands to. */
+  /**
+   * The JSON serialisation of MSG that filters test and `${MSG}` expands to: JSON.stringify of
+   * `object`, written member by member (the same text, without building MSG first and without
+   * JSON.stringify's walk of MSG's own members: ~0.5 µs a message less).
+   */
   get text(): string {
-    if (this.textCache === undefined) this.textCache = JSON.stringify(this.object);
+    if (this.textCache === undefined) {
+      const f = this.entry.fields;
+      const time = this.time;
+      if (time !== lastTime) {
+        lastTimeJson = JSON.stringify(time);
+        lastTime = time;
+      }
+      let s = `{"time":${lastTimeJson},"mtime":${mtimeText(this.mtime)},"seqno":${JSON.stringify(this.entry.id)},"remain":${jsonNumber(this.remain)}`;
+      for (const k of optionalFields) {
+        const v = f[k];
+        if (v !== undefined) s += `,"${k}":${JSON.stringify(v)}`;
+      }
+      this.textCache = `${s},"payload":${JSON.stringify(this.payload)}}`;
+    }
     return this.textCache;
+  }
+
+  /**
+   * The value at a JSON pointer's tokens in MSG as variable text (resolvePointer of `object`):
+   * a pointer into one member (`/payload/temp`) reads that member, without building MSG.
+   */
+  valueAt(tokens: readonly string[]): string | undefined {
+    if (tokens.length === 0) return this.text;
+    let top: Json | undefined;
+    switch (tokens[0]) {
+      case 'time':
+        top = this.time;
+        break;
+      case 'mtime':
+        top = this.mtime;
+        break;
+      case 'seqno':
+        top = this.entry.id;
+        break;
+      case 'remain':
+        top = this.remain;
+        break;
+      case 'producer-name':
+      case 'host':
+      case 'origin':
+        top = this.entry.fields[tokens[0]];
+        break;
+      case 'payload':
+        top = this.payload;
+        break;
+      default:
+        return undefined;
+    }
+    const value = top === undefined || tokens.length === 1 ? top : resolveTokens(top, tokens, 1);
+    return value === undefined || typeof value === 'string' ? value : JSON.stringify(value);
   }
 
   /** MSG_PAYLOAD: strings as is, other JSON values as their JSON text. */

@@ -9,7 +9,16 @@
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { errorText } from '../lib/error-text.js';
 import { Batch } from './batch.js';
-import { deliver, post, type DeliverContext, type Outcome } from './deliver.js';
+import {
+  deliver,
+  ignore,
+  post,
+  postOf,
+  type DeliverContext,
+  type Ignore,
+  type Outcome,
+  type Prepared,
+} from './deliver.js';
 import type { Message } from './message.js';
 import type { KeyQueues } from './ordering.js';
 import { Slots } from './slots.js';
@@ -73,22 +82,41 @@ export class Runner {
     return this.observeDelivery ? this.ctx.clock.now() : 0;
   }
 
+  /** Without ordering-key: what a handled message's confirmed ack calls (one function, not a closure a message). */
+  private readonly finishedUnkeyed = (): void => this.finished(undefined);
+
   /**
-   * One message through deliver (or `run`: what the dispatcher prepared for it, started now
-   * that the slot is taken). Its slot is held until the reader's ack of it is confirmed:
-   * handled but unacknowledged messages count toward max-in-flight (the crash promise).
+   * One message through deliver, or through what the dispatcher prepared for it (`ready`: its
+   * POST or why it is ignored, or the dead-letter append under way), started now that the slot
+   * is taken. Its slot is held until the reader's ack of it is confirmed: handled but
+   * unacknowledged messages count toward max-in-flight (the crash promise).
    */
-  async handle(reader: TopicReader, msg: Message, key?: string, run?: () => Outcome | Promise<Outcome>): Promise<void> {
+  async handle(
+    reader: TopicReader,
+    msg: Message,
+    key?: string,
+    ready?: Prepared | Ignore | Promise<Outcome>,
+  ): Promise<void> {
     const started = this.started();
     let acked = false;
     try {
-      const outcome = await Promise.resolve(run ? run() : deliver(this.ctx, msg)).catch((err: unknown) => {
+      let outcome: Outcome;
+      try {
+        const { ctx } = this;
+        outcome = await (ready === undefined
+          ? deliver(ctx, msg)
+          : ready instanceof Promise
+            ? ready
+            : 'ignore' in ready
+              ? ignore(ctx, msg, ready.ignore)
+              : post(ctx, postOf(ctx, msg, ready)));
+      } catch (err) {
         this.ctx.state.error(`message ${msg.entry.id} ignored: ${errorText(err)}`, this.ctx.clock.now());
-        return 'ignored' as const;
-      });
+        outcome = 'ignored';
+      }
       if (outcome !== 'aborted' && !this.abandoned) {
         // Counted by the bus with the ack (exact across a kill -9); the state follows its totals.
-        reader.handled(msg.entry.id, outcome, () => this.finished(key));
+        reader.handled(msg.entry.id, outcome, key === undefined ? this.finishedUnkeyed : () => this.finished(key));
         acked = true;
         if (outcome === 'delivered') this.observeDelivery?.((this.ctx.clock.now() - started) / 1000);
       }

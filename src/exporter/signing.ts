@@ -5,13 +5,18 @@
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`. The key is never logged
  * and never part of an error text.
  */
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createSecretKey } from 'node:crypto';
+import { HmacSha256 } from '../lib/hmac.js';
 import { log } from '../lib/log.js';
 import { errorText } from '../lib/error-text.js';
 
 export class Signer {
-  /** A KeyObject made once per key: createHmac with it skips copying the key in every call. */
-  private key: KeyObject;
+  /**
+   * The HMAC of the key, made once per key: short texts hashed in JavaScript with the key's
+   * states computed once (no native Hmac object a POST: lib/hmac.ts), long ones by createHmac
+   * with a KeyObject (no copy of the key a call).
+   */
+  private key: HmacSha256;
   private current: string;
   /** The last timestamp header's second and text: one String() a second, not one a message. */
   private second = -1;
@@ -28,12 +33,12 @@ export class Signer {
     this.current = secret;
   }
 
-  private static keyOf(secret: string): KeyObject {
+  private static keyOf(secret: string): HmacSha256 {
     const m = /^whsec_([A-Za-z0-9+/=_-]+)$/.exec(secret.trim());
     const key = m ? Buffer.from(m[1]!, 'base64') : undefined;
     if (!key || key.length < 16)
       throw new Error('signing: the vault value must be whsec_ followed by a base64 key of at least 16 bytes');
-    return createSecretKey(key);
+    return new HmacSha256(key, createSecretKey(key));
   }
 
   /**
@@ -59,9 +64,17 @@ export class Signer {
       this.ts = String(second);
     }
     const ts = this.ts;
-    const sig = createHmac('sha256', this.key).update(`${id}.${ts}.${body}`).digest('base64');
-    const out = headers.slice();
-    out.push('webhook-id', id, 'webhook-timestamp', ts, 'webhook-signature', `v1,${sig}`);
+    const sig = this.key.dotted(id, ts, body);
+    // One array of its final size (a copy and pushes grew it twice).
+    const n = headers.length;
+    const out = new Array<string>(n + 6);
+    for (let i = 0; i < n; i++) out[i] = headers[i]!;
+    out[n] = 'webhook-id';
+    out[n + 1] = id;
+    out[n + 2] = 'webhook-timestamp';
+    out[n + 3] = ts;
+    out[n + 4] = 'webhook-signature';
+    out[n + 5] = `v1,${sig}`;
     return out;
   }
 }

@@ -4,6 +4,8 @@
  * and the take happen in one turn; each release wakes one waiter, which checks again (another
  * taker may have come first). After `stop` every wait resolves at once.
  */
+const freeNow = Promise.resolve();
+
 export class Slots {
   used = 0;
   private readonly waiters: Array<() => void> = [];
@@ -15,9 +17,21 @@ export class Slots {
     return this.used >= this.limit();
   }
 
-  /** Resolves when a slot is free (or at stop); does not take it. */
-  async free(): Promise<void> {
-    while (this.used >= this.limit() && !this.stopped) await this.released();
+  /**
+   * Resolves when a slot is free (or at stop); does not take it. One promise, checked at each
+   * release (not an async function waiting in a loop: a promise and a turn less a message when
+   * every slot is taken).
+   */
+  free(): Promise<void> {
+    if (this.used < this.limit() || this.stopped) return freeNow;
+    return new Promise<void>((resolve) => this.whenFree(resolve));
+  }
+
+  private whenFree(resolve: () => void): void {
+    this.waiters.push(() => {
+      if (this.used < this.limit() || this.stopped) resolve();
+      else this.whenFree(resolve);
+    });
   }
 
   /** Resolves at the next release (or at stop). */

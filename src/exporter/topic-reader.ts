@@ -31,11 +31,6 @@ export class TopicReader {
   private lastHandled: string | undefined;
   /** Entries taken over from dead consumers while running, read before anything else. */
   private readonly claimed: StreamEntry[] = [];
-  /**
-   * Entries read and not yet confirmed acknowledged: a read of our own pending list after a
-   * failed read skips them (they are in flight here, not lost).
-   */
-  private readonly unconfirmed = new Set<string>();
   /** Dead consumers with nothing left pending in this group. */
   private readonly drainedDead = new Set<string>();
   private readonly acks: AckQueue;
@@ -51,16 +46,7 @@ export class TopicReader {
     /** Told the counted outcomes on this topic: at open, then after each ack. */
     private readonly onCounts: (topic: string, counts: OutcomeCounts) => void = () => {},
   ) {
-    this.acks = new AckQueue(
-      bus,
-      topic,
-      group,
-      countAs,
-      (counts) => onCounts(topic, counts),
-      (ids) => {
-        for (const id of ids) this.unconfirmed.delete(id);
-      },
-    );
+    this.acks = new AckQueue(bus, topic, group, countAs, (counts) => onCounts(topic, counts));
   }
 
   async open(): Promise<void> {
@@ -123,7 +109,18 @@ export class TopicReader {
 
   private took(id: string): void {
     this.order.push(id);
-    this.unconfirmed.add(id);
+  }
+
+  /**
+   * Entries read and not yet confirmed acknowledged: not handled in order yet (`order`), or
+   * handled with their ack queued or under way. A read of our own pending list after a failed
+   * read skips them (they are in flight here, not lost). Made only then: a Set kept up to date
+   * would cost an add and a delete a message.
+   */
+  private unconfirmed(): Set<string> {
+    const ids = new Set(this.order);
+    this.acks.addHeld(ids);
+    return ids;
   }
 
   private async readOnce(count: number): Promise<GroupRead & { wasPending: boolean }> {
@@ -158,7 +155,8 @@ export class TopicReader {
       const last = r.entries[r.entries.length - 1];
       this.cursor = last ? last.id : '>';
       // Entries already read and not yet acknowledged are in flight here: not read twice.
-      if (this.unconfirmed.size > 0) r = { ...r, entries: r.entries.filter((e) => !this.unconfirmed.has(e.id)) };
+      const inFlight = r.entries.length > 0 ? this.unconfirmed() : undefined;
+      if (inFlight && inFlight.size > 0) r = { ...r, entries: r.entries.filter((e) => !inFlight.has(e.id)) };
     }
     for (const e of r.entries) this.took(e.id);
     return { ...r, wasPending: cursor !== '>' };
@@ -177,8 +175,7 @@ export class TopicReader {
       while (order.length > 0 && this.doneAhead.delete(order[0]!)) this.lastHandled = order.shift();
       // Nothing read is waiting: nothing is ahead either (an id handled twice is forgotten here).
       if (order.length === 0) this.doneAhead.clear();
-    } else if (this.unconfirmed.has(id)) this.doneAhead.add(id);
-    // Once confirmed, the id leaves `unconfirmed` (the AckQueue's onConfirmed).
+    } else this.doneAhead.add(id);
     this.acks.add(id, outcome, confirmed);
   }
 

@@ -36,10 +36,11 @@ export function arrayIndex(token: string): number | undefined {
   return /^(0|[1-9][0-9]*)$/.test(token) ? Number(token) : undefined;
 }
 
-/** The value the tokens lead to (own members only), or undefined when there is none. */
-export function resolveTokens(doc: Json, tokens: readonly string[]): Json | undefined {
+/** The value the tokens (from the `from`th on) lead to (own members only), or undefined when there is none. */
+export function resolveTokens(doc: Json, tokens: readonly string[], from = 0): Json | undefined {
   let cur: Json | undefined = doc;
-  for (const t of tokens) {
+  for (let k = from; k < tokens.length; k++) {
+    const t = tokens[k]!;
     if (Array.isArray(cur)) {
       const i = arrayIndex(t);
       cur = i === undefined ? undefined : cur[i];

@@ -12,6 +12,7 @@ import { ApiError } from '../../src/lib/errors.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { backoffMs, mayRetry, nextDelayMs, retryAfterMs } from '../../src/exporter/retry.js';
 import { Message, resolvePointer } from '../../src/exporter/message.js';
+import type { StreamEntry } from '../../src/bus/bus.js';
 import { parseDuration } from '../../src/lib/duration.js';
 import { parsePointer } from '../../src/lib/json-pointer.js';
 import { placeHere, siteLabels } from '../../src/resources/placement.js';
@@ -114,8 +115,51 @@ const pointers: Array<[string, string | undefined]> = [
   ['/payload/s/x', undefined],
 ];
 for (const [p, v] of pointers) {
-  test(`json pointer ${p}`, () => assert.is(resolvePointer(msg.object, parsePointer(p)!), v));
+  test(`json pointer ${p}`, () => {
+    assert.is(resolvePointer(msg.object, parsePointer(p)!), v);
+    // Read from the member without building MSG: the same answer.
+    assert.is(msg.valueAt(parsePointer(p)!), v);
+  });
 }
+
+test('MSG: mtime is the number before the dash of the entry id, whatever the id', () => {
+  for (const id of [
+    '1700000000123-4',
+    '5-0',
+    '123',
+    '',
+    '-5',
+    '0012-1',
+    '1234567890123456-0',
+    '12a-0',
+    ' 12-0',
+    '1e3-0',
+  ]) {
+    const want = Number(id.includes('-') ? id.slice(0, id.indexOf('-')) : id);
+    assert.ok(Object.is(new Message('t', { id, fields: {} }, 0).mtime, want), id);
+  }
+});
+
+test('MSG: its text is JSON.stringify of MSG, and a pointer reads what it reads in MSG', () => {
+  const entries: StreamEntry[] = [
+    { id: '1700000000123-4', fields: { payload: '{"a":{"b/c":[10,"x"]},"s":"v","~k":1}', host: 'h' } },
+    { id: '5-0', fields: { payload: '12 apples', time: 'not "a" time\n', 'producer-name': 'p', origin: 'o' } },
+    { id: '6-1', fields: { payload: '{"b": 1.50, "a":"\\u00e9\\n", "1":[true,null], "a":2}', host: '\u2028' } },
+    { id: '7-0', fields: { payload: '"quoted"' } },
+    { id: '8-0', fields: { payload: '-0' } },
+    { id: '9-0', fields: {} },
+  ];
+  for (const e of entries) {
+    const m = new Message('t', e, 3);
+    assert.is(m.text, JSON.stringify(m.object));
+    for (const p of ['', '/payload', '/payload/a', '/payload/1/0', '/time', '/mtime', '/seqno', '/remain']) {
+      const tokens = parsePointer(p)!;
+      assert.is(m.valueAt(tokens), resolvePointer(m.object, tokens), `${e.id} ${p}`);
+    }
+    for (const p of ['/producer-name', '/host', '/origin', '/toString', '/payload/toString', '/__proto__'])
+      assert.is(m.valueAt(parsePointer(p)!), resolvePointer(m.object, parsePointer(p)!), `${e.id} ${p}`);
+  }
+});
 
 test('pointers must be empty or start with /', () => {
   assert.equal(parsePointer(''), []);
