@@ -1,6 +1,6 @@
 /**
  * The next version of a large read-only map in which a few values changed, without a copy:
- * `base` with some of its values replaced (`top`). It has exactly `base`'s keys, in `base`'s
+ * `base` with some of its values replaced (`top`; a value is never undefined). It has exactly `base`'s keys, in `base`'s
  * order. A configuration snapshot of 10,000 objects, read again after each commit, was two
  * copies of 10,000 entries a read (the values and their ETags), for a commit that changed one.
  */
@@ -33,14 +33,17 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   }
   get(key: K): V | undefined {
     const v = this.top.get(key);
-    return v !== undefined || this.top.has(key) ? v : this.base.get(key);
+    return v === undefined ? this.base.get(key) : v;
   }
   forEach(fn: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
     for (const [k, v] of this) fn.call(thisArg, v, k, this);
   }
   *entries(): MapIterator<[K, V]> {
     const top = this.top;
-    for (const [k, v] of this.base) yield [k, top.has(k) ? top.get(k)! : v];
+    for (const [k, v] of this.base) {
+      const t = top.get(k);
+      yield [k, t === undefined ? v : t];
+    }
   }
   keys(): MapIterator<K> {
     return this.base.keys();
