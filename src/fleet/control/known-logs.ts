@@ -11,6 +11,23 @@ export type Known = { version: string; rev: number; etags: Map<string, string> }
 
 const none: ReadonlySet<string> = new Set();
 
+/** The strings interned holds (keys and ETags of the objects sites hold), up to this many: then it starts over. */
+const internedMax = 100_000;
+const pool = new Map<string, string>();
+
+/**
+ * One instance of each key and ETag read from the sites' logs: 10,000 sites' sets read from
+ * Redis (a second control-plane process, a restart) held 10,000 copies of the same few strings
+ * (~0.5 KiB a site).
+ */
+export function interned(s: string): string {
+  const known = pool.get(s);
+  if (known !== undefined) return known;
+  if (pool.size >= internedMax) pool.clear();
+  pool.set(s, s);
+  return s;
+}
+
 export class KnownLogs {
   private readonly bySite = new Map<string, Known>();
   /** Webhook exporter key → the sites whose log holds it (only exporters: the key `concerned` looks up). */

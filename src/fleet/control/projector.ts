@@ -43,7 +43,7 @@ import { createPassScheduler } from './pass-scheduler.js';
 import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
 import type { Rollouts, SiteViews } from './rollouts.js';
-import { KnownLogs, type Known } from './known-logs.js';
+import { interned, KnownLogs, type Known } from './known-logs.js';
 
 export type ProjectorOptions = {
   store: Store;
@@ -197,7 +197,9 @@ async function loadKnown(fleetLog: FleetLog, site: string): Promise<Known> {
   return {
     version: snap.version,
     rev: snap.rev,
-    etags: new Map([...snap.objects].map(([key, v]) => [key, etagOf(isSecretKey(key) ? sentFingerprint(v) : v)])),
+    etags: new Map(
+      [...snap.objects].map(([key, v]) => [interned(key), interned(etagOf(isSecretKey(key) ? sentFingerprint(v) : v))]),
+    ),
   };
 }
 
