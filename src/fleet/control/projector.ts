@@ -2,8 +2,9 @@
  * The projector: keeps every site's change log (change-log.ts) equal to what applies to it
  * (applicable.ts). After each configuration commit (store.onChange, from any process), at
  * start, and every `resyncMs` as a safety net (then for an eighth of the sites in turn), it
- * reads the whole configuration at one revision, computes each site's set, diffs it against the site's materialised set and appends
- * the difference as one entry (a compare-and-set on the site's head, see change-log.ts).
+ * reads the whole configuration at one revision, computes each site's set, diffs it against
+ * the site's materialised set and appends the difference as one entry (a compare-and-set on
+ * the site's head, see change-log.ts).
  *
  * Why not append inside the configuration commit: what applies to a site depends on objects a
  * commit does not touch (every site's labels, every deployment), so an in-commit append would
