@@ -28,6 +28,17 @@ const initial = new Int32Array([
 /** The message schedule, reused by every block. */
 const W = new Int32Array(64);
 
+/** The eight words of a state as its 32 bytes, big-endian, at the start of `into`. */
+function bigEndian(st: Int32Array, into: Uint8Array): void {
+  for (let i = 0; i < 8; i++) {
+    const v = st[i]!;
+    into[i * 4] = v >>> 24;
+    into[i * 4 + 1] = v >>> 16;
+    into[i * 4 + 2] = v >>> 8;
+    into[i * 4 + 3] = v;
+  }
+}
+
 /** One 64-byte block of `b` at `off` into the state `st`. */
 function block(st: Int32Array, b: Uint8Array, off: number): void {
   for (let i = 0; i < 16; i++) {
@@ -151,13 +162,7 @@ export class HmacSha256 {
     buf[63] = lo;
     block(st, buf, 0);
     const ob = this.outerBlock;
-    for (let i = 0; i < 8; i++) {
-      const v = st[i]!;
-      ob[i * 4] = v >>> 24;
-      ob[i * 4 + 1] = v >>> 16;
-      ob[i * 4 + 2] = v >>> 8;
-      ob[i * 4 + 3] = v;
-    }
+    bigEndian(st, ob);
     // 0x80, zeros, and (64 + 32) × 8 = 768 bits.
     ob[32] = 0x80;
     ob.fill(0, 33, 62);
@@ -165,14 +170,7 @@ export class HmacSha256 {
     ob[63] = 0x00;
     st.set(this.outer);
     block(st, ob, 0);
-    const out = this.digest;
-    for (let i = 0; i < 8; i++) {
-      const v = st[i]!;
-      out[i * 4] = v >>> 24;
-      out[i * 4 + 1] = v >>> 16;
-      out[i * 4 + 2] = v >>> 8;
-      out[i * 4 + 3] = v;
-    }
-    return out.toString('base64');
+    bigEndian(st, this.digest);
+    return this.digest.toString('base64');
   }
 }

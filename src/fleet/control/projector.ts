@@ -499,7 +499,7 @@ export function startProjector(o: ProjectorOptions): Projector {
     if (fleetless && !keys.some((key) => mayMakeFleet(o, key))) return;
     void project(false);
   });
-  const timer = setInterval(() => void resync().catch(() => undefined), o.resyncMs ?? 10_000);
+  const timer = setInterval(() => void resync(), o.resyncMs ?? 10_000);
   timer.unref();
   void project();
   o.rollouts?.start(() => project());
