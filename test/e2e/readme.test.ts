@@ -23,7 +23,7 @@
  *   any text). Every block is bounded in time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -72,7 +72,7 @@ test('every marker of the README gives its reason, and few blocks are left out',
   assert.ok(blocks.length - notRun.length >= 20, 'most blocks run');
 });
 
-type Session = { dir: string; home: string; tmp: string; rewrite(text: string): string };
+type Session = { root: string; dir: string; home: string; tmp: string; rewrite(text: string): string };
 
 function newSession(): Session {
   const dir = mkdtempSync(join(tmpdir(), 'edgeplane-readme-'));
@@ -84,7 +84,7 @@ function newSession(): Session {
   // what it writes (desired.yaml, ./data) stays in this run's directory.
   for (const name of readdirSync('.'))
     if (!['data', '.git'].includes(name)) symlinkSync(join(process.cwd(), name), join(work, name));
-  return { dir: work, home, tmp, rewrite: (text) => text.replace(/\/tmp\//g, tmp + '/') };
+  return { root: dir, dir: work, home, tmp, rewrite: (text) => text.replace(/\/tmp\//g, tmp + '/') };
 }
 
 /**
@@ -122,7 +122,7 @@ function prelude(s: Session): string {
 }
 
 /** One bash process fed block after block; each block's output comes back with its end marker. */
-function startShell(): { child: ChildProcess; run(script: string, ms: number): Promise<string> } {
+function startShell(scripts: string): { child: ChildProcess; run(script: string, ms: number): Promise<string> } {
   const child = spawn(
     'unshare',
     ['--map-root-user', '--net', '--pid', '--fork', '--mount-proc', '--kill-child', 'bash', '--noprofile', '--norc'],
@@ -141,7 +141,7 @@ function startShell(): { child: ChildProcess; run(script: string, ms: number): P
     child,
     run(script, ms) {
       const id = ++n;
-      const file = join(tmpdir(), `edgeplane-readme-${process.pid}-${id}.sh`);
+      const file = join(scripts, `block-${id}.sh`);
       writeFileSync(file, script + '\n');
       const end = `__EP_DONE__ ${id}`;
       const from = out.length;
@@ -216,7 +216,7 @@ function logsOf(s: Session): string {
 test('every runnable block of the README succeeds as written', async () => {
   ensureRedisInstalled();
   const s = newSession();
-  const shell = startShell();
+  const shell = startShell(s.tmp);
   const failures: string[] = [];
   const timings: string[] = [];
   try {
@@ -257,7 +257,12 @@ test('every runnable block of the README succeeds as written', async () => {
     shell.child.kill('SIGKILL');
   }
   console.log(`README blocks run: ${timings.join(', ')}`);
-  assert.equal(failures, [], failures.join('\n\n') + `\n${logsOf(s)}`);
+  try {
+    assert.equal(failures, [], failures.join('\n\n') + `\n${logsOf(s)}`);
+  } finally {
+    // The run's directory (the checkout in it is symlinks, which rm does not follow).
+    rmSync(s.root, { recursive: true, force: true, maxRetries: 5 });
+  }
 });
 
 test.run();
