@@ -3,6 +3,7 @@
  * sync request's own body while a POST stream is up (FLEET_ACKS=stream), else one POST each on a
  * connection of its own (ack-post.ts).
  */
+import { Readable } from 'node:stream';
 import { postAck, type AckTarget } from './ack-post.js';
 
 /**
@@ -19,9 +20,8 @@ export function startAcker(target: AckTarget, isStopped: () => boolean) {
   let acked: string | undefined;
   let ackInFlight: string | undefined;
   /** The open stream's request body, when it carries the acknowledgements. */
-  let channel: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let channel: Readable | undefined;
   let flushing = false;
-  const encoder = new TextEncoder();
   /** True when the control plane has `version`, or is being told it. */
   const known = (version: string) => version === acked || version === ackInFlight || version === ackNext;
   const flush = () => {
@@ -29,12 +29,12 @@ export function startAcker(target: AckTarget, isStopped: () => boolean) {
     const v = ackNext;
     ackNext = undefined;
     if (v === undefined || channel === undefined) return;
-    try {
-      channel.enqueue(encoder.encode(`${v}\n`));
-      acked = v;
-    } catch {
+    if (channel.destroyed) {
       channel = undefined; // the stream ended meanwhile
+      return;
     }
+    channel.push(`${v}\n`);
+    acked = v;
   };
   const post = () => {
     acking = true;
@@ -71,26 +71,20 @@ export function startAcker(target: AckTarget, isStopped: () => boolean) {
       acked = version;
     },
     /** The body of a POST sync request: an empty line at once (undici sends the request with its first chunk), then the acknowledgements. */
-    open(): ReadableStream<Uint8Array> {
-      return new ReadableStream<Uint8Array>({
-        start: (c) => {
-          channel = c;
-          c.enqueue(encoder.encode('\n'));
-        },
-        cancel: () => {
-          channel = undefined;
-        },
+    open(): Readable {
+      const body = new Readable({ read() {} });
+      body.push('\n');
+      channel = body;
+      body.once('close', () => {
+        if (channel === body) channel = undefined;
       });
+      return body;
     },
     /** The stream ended: its body ends too. */
     close() {
       const c = channel;
       channel = undefined;
-      try {
-        c?.close();
-      } catch {
-        // already closed or errored with the request
-      }
+      if (c && !c.destroyed) c.push(null);
     },
   };
 }
