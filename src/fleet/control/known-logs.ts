@@ -48,6 +48,33 @@ export class KnownLogs {
     for (const key of k.etags.keys()) if (!old?.etags.has(key)) this.hold(key, site);
     this.bySite.set(site, k);
   }
+  /**
+   * `site`'s log, known as `k`, took an entry: `changes` (puts and deletes of keys) with the
+   * ETag each leaves (`etags[i]`, undefined for a delete). `k` is updated in place.
+   */
+  applied(
+    site: string,
+    k: Known,
+    version: string,
+    rev: number,
+    changes: ReadonlyArray<{ op: 'put' | 'delete'; key: string }>,
+    etags: ReadonlyArray<string | undefined>,
+  ): void {
+    // Forgotten meanwhile (a resync) or known anew: `k` is the site's entry again, held in full.
+    const held = this.bySite.get(site) === k;
+    if (!held) this.delete(site);
+    changes.forEach((c, i) => {
+      const etag = etags[i];
+      if (c.op === 'put' && etag !== undefined) {
+        if (held && !k.etags.has(c.key)) this.hold(c.key, site);
+        k.etags.set(interned(c.key), etag);
+      } else if (k.etags.delete(c.key) && held) this.release(c.key, site);
+    });
+    k.version = version;
+    k.rev = rev;
+    if (!held) for (const key of k.etags.keys()) this.hold(key, site);
+    this.bySite.set(site, k);
+  }
   delete(site: string): void {
     const old = this.bySite.get(site);
     if (!old) return;

@@ -144,18 +144,21 @@ async function siteChanges(
   k: Known,
   read: Read,
   desired: Map<string, JsonObject>,
-): Promise<{ changes: FleetChange[]; etags: Map<string, string> } | 'sealed' | 'unsealable'> {
+): Promise<{ changes: FleetChange[]; etags: Array<string | undefined> } | 'sealed' | 'unsealable'> {
   const { view } = read;
   const changes: FleetChange[] = [];
-  const etags = new Map<string, string>();
+  /** The ETag each change leaves at the site (undefined for a delete), aligned with `changes`. */
+  const etags: Array<string | undefined> = [];
   let publicKey: string | undefined;
   let keyRead = false;
   for (const [key, value] of desired) {
     if (!isSecretKey(key)) {
       // The store's ETag when the site gets the stored object itself (not a copy made for it).
       const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
-      etags.set(key, etag);
-      if (k.etags.get(key) !== etag) changes.push({ op: 'put', key, value });
+      if (k.etags.get(key) !== etag) {
+        changes.push({ op: 'put', key, value });
+        etags.push(etag);
+      }
       continue;
     }
     // A secret leaves the control plane only sealed for the key the site presented.
@@ -168,10 +171,7 @@ async function siteChanges(
       continue;
     }
     const etag = etagOf(sourceFingerprint(value, kidOf(publicKey)));
-    if (k.etags.get(key) === etag) {
-      etags.set(key, etag);
-      continue;
-    }
+    if (k.etags.get(key) === etag) continue;
     if (o.strongbox.sealed) return 'sealed';
     let sealed: JsonObject;
     try {
@@ -185,10 +185,14 @@ async function siteChanges(
       });
       return 'unsealable';
     }
-    etags.set(key, etag);
     changes.push({ op: 'put', key, value: sealed });
+    etags.push(etag);
   }
-  for (const key of k.etags.keys()) if (!desired.has(key)) changes.push({ op: 'delete', key });
+  for (const key of k.etags.keys())
+    if (!desired.has(key)) {
+      changes.push({ op: 'delete', key });
+      etags.push(undefined);
+    }
   return { changes, etags };
 }
 
@@ -282,7 +286,8 @@ async function projectSite(
     st.again = true;
     return;
   }
-  st.known.set(site, { version, rev, etags });
+  // The site's entry is brought up in place (not a new map of every object it holds a change).
+  st.known.applied(site, k, version, rev, changes, etags);
 }
 
 /** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
