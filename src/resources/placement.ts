@@ -90,37 +90,67 @@ export function selectedSites(deployment: JsonObject, sites: readonly JsonObject
 
 export type Placement = { placed: true } | { placed: false; reason: string } | { placed: 'invalid'; reason: string };
 
-export function placeHere(sitePlacement: unknown, ctx: PlacementContext): Placement {
-  if (!isObject(sitePlacement)) return { placed: 'invalid', reason: 'site-placement is missing' };
+/** Why a placement holds or not, without its words (placement's decision, no string made). */
+type Verdict =
+  'placed' | 'all-false' | 'not-listed' | 'no-deployment' | 'no-match' | 'missing' | 'bad-expr' | 'no-kind';
+
+function verdictOf(sitePlacement: unknown, ctx: PlacementContext): Verdict {
+  if (!isObject(sitePlacement)) return 'missing';
   const p: JsonObject = sitePlacement;
   if ('all-sites' in p) {
     // Both `all-sites: true` and the nested form `all-sites: {all-sites: true}` mean all.
     const v = p['all-sites'];
-    const all = v === true || (isObject(v) && v['all-sites'] === true);
-    return all ? { placed: true } : { placed: false, reason: 'all-sites is false' };
+    return v === true || (isObject(v) && v['all-sites'] === true) ? 'placed' : 'all-false';
   }
-  if (Array.isArray(p.sites)) {
-    return p.sites.includes(ctx.site)
-      ? { placed: true }
-      : { placed: false, reason: `site ${ctx.site} is not listed in site-placement/sites` };
-  }
+  if (Array.isArray(p.sites)) return p.sites.includes(ctx.site) ? 'placed' : 'not-listed';
   if (Array.isArray(p['application-deployments'])) {
     for (const name of p['application-deployments']) {
       if (typeof name !== 'string') continue;
       const expr = ctx.deployments.get(name);
-      if (expr !== undefined && selects(expr, ctx.labels)) return { placed: true };
+      if (expr !== undefined && selects(expr, ctx.labels)) return 'placed';
     }
-    return { placed: false, reason: `no listed application deployment selects site ${ctx.site}` };
+    return 'no-deployment';
   }
   if (typeof p['match-site-labels'] === 'string') {
     const m = matcher(p['match-site-labels']);
-    if (m instanceof Error) return { placed: 'invalid', reason: `site-placement/match-site-labels: ${m.message}` };
-    return m.test(ctx.labels)
-      ? { placed: true }
-      : { placed: false, reason: `site ${ctx.site} labels do not match site-placement/match-site-labels` };
+    if (m instanceof Error) return 'bad-expr';
+    return m.test(ctx.labels) ? 'placed' : 'no-match';
   }
-  return {
-    placed: 'invalid',
-    reason: 'site-placement names none of all-sites, sites, application-deployments, match-site-labels',
-  };
+  return 'no-kind';
+}
+
+/**
+ * Whether `sitePlacement` places an object at the site of `ctx` (placeHere's `placed === true`,
+ * without the reason: the fleet's projector asks this of every exporter for each site it
+ * projects, and the reasons' strings were most of what it made).
+ */
+export function isPlacedHere(sitePlacement: unknown, ctx: PlacementContext): boolean {
+  return verdictOf(sitePlacement, ctx) === 'placed';
+}
+
+export function placeHere(sitePlacement: unknown, ctx: PlacementContext): Placement {
+  const verdict = verdictOf(sitePlacement, ctx);
+  switch (verdict) {
+    case 'placed':
+      return { placed: true };
+    case 'all-false':
+      return { placed: false, reason: 'all-sites is false' };
+    case 'not-listed':
+      return { placed: false, reason: `site ${ctx.site} is not listed in site-placement/sites` };
+    case 'no-deployment':
+      return { placed: false, reason: `no listed application deployment selects site ${ctx.site}` };
+    case 'no-match':
+      return { placed: false, reason: `site ${ctx.site} labels do not match site-placement/match-site-labels` };
+    case 'missing':
+      return { placed: 'invalid', reason: 'site-placement is missing' };
+    case 'bad-expr': {
+      const m = matcher(String((sitePlacement as JsonObject)['match-site-labels']));
+      return { placed: 'invalid', reason: `site-placement/match-site-labels: ${m instanceof Error ? m.message : ''}` };
+    }
+    case 'no-kind':
+      return {
+        placed: 'invalid',
+        reason: 'site-placement names none of all-sites, sites, application-deployments, match-site-labels',
+      };
+  }
 }

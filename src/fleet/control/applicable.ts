@@ -29,7 +29,7 @@ import { webhook } from '../../resources/webhook/index.js';
 import type { Labels } from '../../query/labels.js';
 import {
   deploymentSelector,
-  placeHere,
+  isPlacedHere,
   selects,
   siteLabelRecord,
   siteLabels,
@@ -166,7 +166,7 @@ export function webhookPlacement(view: ConfigView, index: ViewIndex, key: string
   const w = index.webhooks.find((x) => x.key === key);
   if (!w) return () => false;
   const placement = w.cfg['site-placement'];
-  return (site) => placeHere(placement, contextOf(view, index, w.tenant, site)).placed === true;
+  return (site) => isPlacedHere(placement, contextOf(view, index, w.tenant, site));
 }
 
 /** `index` is indexView(view); pass it when computing the sets of many sites from one view. */
@@ -185,7 +185,7 @@ export function applicableTo(
     let ctx = contexts.get(tenant);
     if (!ctx) contexts.set(tenant, (ctx = contextOf(view, index, tenant, site)));
     const placement = cfg['site-placement'];
-    if (placeHere(placement, ctx).placed !== true) continue;
+    if (!isPlacedHere(placement, ctx)) continue;
     out.set(key, cfg);
     owners.add(tenant);
     copy(view, siteResource.keyOf(tenant, site), out);
