@@ -179,7 +179,9 @@ const sitesKey = 'ep:fleet:sites';
 
 /**
  * KEYS: set, log, meta, sites (not on Cluster). ARGV: site, expected head, rev, channel ('' on
- * Cluster: the caller publishes), changes JSON, n, then n × (op, key, value JSON or '').
+ * Cluster: the caller publishes), n, then n × (op, key, value JSON or ''). The entry's changes
+ * JSON is written here from the values (each value's text crosses the wire once, not twice); a
+ * key is written as JSON.stringify writes it (cjson's `\/` undone).
  * Returns {1, id} when it published the note, {1, id, note} for the caller to publish (Cluster),
  * or {0, 'conflict'|'stale'}.
  */
@@ -188,18 +190,26 @@ local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
 if head ~= ARGV[2] then return {0, 'conflict'} end
 local prev = tonumber(redis.call('HGET', KEYS[3], 'rev') or '-1')
 if prev > tonumber(ARGV[3]) then return {0, 'stale'} end
-local id = redis.call('XADD', KEYS[2], '*', 'c', ARGV[5])
-local n = tonumber(ARGV[6])
+local n = tonumber(ARGV[5])
+local parts = {}
 for i = 0, n - 1 do
-  local b = 7 + i * 3
-  if ARGV[b] == 'put' then redis.call('HSET', KEYS[1], ARGV[b + 1], ARGV[b + 2])
-  else redis.call('HDEL', KEYS[1], ARGV[b + 1]) end
+  local b = 6 + i * 3
+  local key = string.gsub(cjson.encode(ARGV[b + 1]), '\\\\/', '/')
+  if ARGV[b] == 'put' then
+    redis.call('HSET', KEYS[1], ARGV[b + 1], ARGV[b + 2])
+    parts[i + 1] = '{"op":"put","key":' .. key .. ',"value":' .. ARGV[b + 2] .. '}'
+  else
+    redis.call('HDEL', KEYS[1], ARGV[b + 1])
+    parts[i + 1] = '{"op":"delete","key":' .. key .. '}'
+  end
 end
+local changes = '[' .. table.concat(parts, ',') .. ']'
+local id = redis.call('XADD', KEYS[2], '*', 'c', changes)
 redis.call('HSET', KEYS[3], 'head', id, 'rev', ARGV[3])
 if head == '0-0' then redis.call('HSET', KEYS[3], 'floor', id) end
 if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[1]) end
 local note = '{"s":' .. cjson.encode(ARGV[1]) .. ',"p":"' .. head .. '","v":"' .. id .. '"'
-if #ARGV[5] <= 65536 then note = note .. ',"c":' .. ARGV[5] end
+if #changes <= 65536 then note = note .. ',"c":' .. changes end
 note = note .. '}'
 if ARGV[4] ~= '' then
   redis.call('PUBLISH', ARGV[4], note)
@@ -250,16 +260,6 @@ function jsonOf(v: JsonObject): string {
   let t = texts.get(v);
   if (t === undefined) texts.set(v, (t = JSON.stringify(v)));
   return t;
-}
-
-/** JSON.stringify(changes), from the values' texts (`values[i]`, '' for a delete). */
-function changesJson(changes: FleetChange[], values: string[]): string {
-  const parts = changes.map((c, i) =>
-    c.op === 'put'
-      ? `{"op":"put","key":${JSON.stringify(c.key)},"value":${values[i]}}`
-      : `{"op":"delete","key":${JSON.stringify(c.key)}}`,
-  );
-  return `[${parts.join(',')}]`;
 }
 
 /**
@@ -372,9 +372,8 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
       guarded(async () => {
         const k = keysOf(site);
         const published = cluster ? '' : channel;
-        const values = changes.map((c) => (c.op === 'put' ? jsonOf(c.value) : ''));
-        const args = [site, expectedHead, String(rev), published, changesJson(changes, values), String(changes.length)];
-        changes.forEach((c, i) => args.push(c.op, c.key, values[i]!));
+        const args = [site, expectedHead, String(rev), published, String(changes.length)];
+        for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? jsonOf(c.value) : '');
         const keys = cluster ? [k.set, k.log, k.meta] : [k.set, k.log, k.meta, sitesKey];
         const reply = (await client.fleetAppend(keys, args)) as [number, string, string];
         if (reply[0] !== 1) return undefined;
