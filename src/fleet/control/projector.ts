@@ -4,7 +4,8 @@
  * start, and every `resyncMs` as a safety net (then for an eighth of the sites in turn), it
  * reads the whole configuration at one revision, computes each site's set, diffs it against
  * the site's materialised set and appends the difference as one entry (a compare-and-set on
- * the site's head, see change-log.ts).
+ * the site's head, see change-log.ts). This file decides when a pass runs and which sites it
+ * looks at; the work at each site is site-projection.ts.
  *
  * Why not append inside the configuration commit: what applies to a site depends on objects a
  * commit does not touch (every site's labels, every deployment), so an in-commit append would
@@ -28,42 +29,27 @@
  * (project()), a pass recomputes every site; every `resyncMs`, a pass compares every ETag and
  * recomputes one eighth of the sites, so each within eight periods.
  */
-import { etagOf } from '../../store/etag.js';
-import type { Store } from '../../store/store.js';
 import { snapshotReader, type Snapshot } from '../../store/snapshot.js';
-import type { JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
-import type { Strongbox } from '../../secrets/strongbox.js';
 import { site as siteResource } from '../../resources/site.js';
 import { webhook } from '../../resources/webhook/index.js';
-import { applicableTo, indexView, reindexView, webhookPlacement, type ViewIndex } from './applicable.js';
+import { indexView, reindexView, webhookPlacement } from './applicable.js';
 import { createSiteLabelIndex, type SiteLabelIndex } from './site-labels.js';
-import type { FleetChange } from '../common/protocol.js';
 import type { FleetLog } from './change-log.js';
 import { createPassScheduler } from './pass-scheduler.js';
-import { isSecretKey, kidOf, recordedKeyOf, sealSecretFor, sentFingerprint, sourceFingerprint } from './sealing.js';
 import { errorText } from '../../lib/error-text.js';
-import type { Rollouts, SiteViews } from './rollouts.js';
-import { interned, KnownLogs, type Known } from './known-logs.js';
+import type { SiteViews } from './rollouts.js';
+import type { KnownLogs } from './known-logs.js';
+import {
+  knownOf,
+  newPassState,
+  projectSites,
+  type PassState,
+  type ProjectorOptions,
+  type Read,
+} from './site-projection.js';
 
-export type ProjectorOptions = {
-  store: Store;
-  fleetLog: FleetLog;
-  root: string;
-  /** The control plane's own site: it runs from the configuration itself, without a log. */
-  ownSite: string;
-  historyMs: number;
-  resyncMs?: number;
-  now?: () => number;
-  /**
-   * The control plane's secret store: vault secrets are sealed for each site's public key
-   * (sealing.ts). A site that has not presented a key yet receives no secrets; while the store
-   * is sealed, a site whose secrets need sealing again is left as it is until it unseals.
-   */
-  strongbox?: Strongbox;
-  /** Staged rollouts (rollouts.ts): which sites keep an object's previous content for now. */
-  rollouts?: Rollouts;
-};
+export type { ProjectorOptions };
 
 export type Projector = {
   /** Runs a pass over every site now (or right after the running one) and resolves when it is done. */
@@ -77,14 +63,6 @@ export type Projector = {
   stop(): Promise<void>;
 };
 
-/** The whole configuration at one revision, as a pass reads it. */
-type Read = {
-  rev: number;
-  view: ReadonlyMap<string, JsonObject>;
-  etags: ReadonlyMap<string, string>;
-  index: ViewIndex;
-};
-
 /** The periodic resync projects one of this many slices of the sites in turn (see resync). */
 const resyncSlices = 8;
 
@@ -95,8 +73,6 @@ function sliceOf(site: string): number {
   return (h >>> 0) % resyncSlices;
 }
 
-/** Sites projected at once in a pass (their appends in flight together). */
-const appendsAtOnce = 256;
 /** Logs trimmed at once (a few, so trims never crowd out the appends of a pass). */
 const trimsAtOnce = 8;
 
@@ -132,83 +108,6 @@ function concerned(
 }
 
 /**
- * What `site`'s log must append to go from what it holds (`k`) to `desired`: the puts, with
- * every object's ETag as the site will hold it (a secret sealed for the key the site
- * presented, compared by fingerprint), and the deletes. 'sealed': a secret needs sealing while
- * the secret store is sealed; 'unsealable': a secret could not be sealed (both leave the site
- * as it is until a later pass).
- */
-async function siteChanges(
-  o: ProjectorOptions,
-  site: string,
-  k: Known,
-  read: Read,
-  desired: Map<string, JsonObject>,
-): Promise<{ changes: FleetChange[]; etags: Array<string | undefined> } | 'sealed' | 'unsealable'> {
-  const { view } = read;
-  const changes: FleetChange[] = [];
-  /** The ETag each change leaves at the site (undefined for a delete), aligned with `changes`. */
-  const etags: Array<string | undefined> = [];
-  let publicKey: string | undefined;
-  let keyRead = false;
-  for (const [key, value] of desired) {
-    if (!isSecretKey(key)) {
-      // The store's ETag when the site gets the stored object itself (not a copy made for it).
-      const etag = (view.get(key) === value ? read.etags.get(key) : undefined) ?? etagOf(value);
-      if (k.etags.get(key) !== etag) {
-        changes.push({ op: 'put', key, value });
-        etags.push(etag);
-      }
-      continue;
-    }
-    // A secret leaves the control plane only sealed for the key the site presented.
-    if (!keyRead) {
-      publicKey = await o.store.kvGet(recordedKeyOf(site));
-      keyRead = true;
-    }
-    if (publicKey === undefined || !o.strongbox) {
-      desired.delete(key);
-      continue;
-    }
-    const etag = etagOf(sourceFingerprint(value, kidOf(publicKey)));
-    if (k.etags.get(key) === etag) continue;
-    if (o.strongbox.sealed) return 'sealed';
-    let sealed: JsonObject;
-    try {
-      sealed = sealSecretFor(o.strongbox, site, publicKey, key, value);
-    } catch (err) {
-      // One unreadable secret holds back its site only (the next pass tries again), not the fleet.
-      log('warn', 'fleet: cannot seal a secret for a site; its changes wait', {
-        site,
-        key,
-        error: errorText(err),
-      });
-      return 'unsealable';
-    }
-    changes.push({ op: 'put', key, value: sealed });
-    etags.push(etag);
-  }
-  for (const key of k.etags.keys())
-    if (!desired.has(key)) {
-      changes.push({ op: 'delete', key });
-      etags.push(undefined);
-    }
-  return { changes, etags };
-}
-
-/** What `site`'s log holds, as the projector compares it: its head, revision and the ETag of each object. */
-async function loadKnown(fleetLog: FleetLog, site: string): Promise<Known> {
-  const snap = await fleetLog.snapshot(site);
-  return {
-    version: snap.version,
-    rev: snap.rev,
-    etags: new Map(
-      [...snap.objects].map(([key, v]) => [interned(key), interned(etagOf(isSecretKey(key) ? sentFingerprint(v) : v))]),
-    ),
-  };
-}
-
-/**
  * Drops history older than `cutoff` from the logs of `sites`, beside the passes (a trim of a thousand logs takes as
  * long as a thousand round trips: inside a pass it would hold up every change behind it).
  * Each trim is atomic on its own log, so it can run while appends go on.
@@ -225,103 +124,6 @@ async function trimLogs(fleetLog: FleetLog, sites: string[], cutoff: number, sto
       error: errorText(err),
     });
   }
-}
-
-/** What a projector keeps between passes. */
-interface PassState {
-  /** Per site: the log's head version, the revision it projects, the etags it holds. */
-  known: KnownLogs;
-  /** Sites left by the last pass because the secret store is sealed (logged once per pass). */
-  sealedSkips: Set<string>;
-  /** Sites a pass left as they were (their secrets could not be sealed): the next pass looks again. */
-  redo: Set<string>;
-  /** Sites a caller asked to project (projectSite): the next pass looks at them. */
-  wanted: Set<string>;
-  /** Set by a resync: the next pass reads every ETag and the sites with a log again. */
-  readAll: boolean;
-  /** Set by a pass that needs another (a lost compare-and-set, no read at one revision). */
-  again: boolean;
-  againFull: boolean;
-}
-
-async function knownOf(o: ProjectorOptions, st: PassState, site: string): Promise<Known> {
-  let k = st.known.get(site);
-  if (!k) st.known.set(site, (k = await loadKnown(o.fleetLog, site)));
-  return k;
-}
-
-/** Appends to one site's log the changes that bring it to `read`. */
-async function projectSite(
-  o: ProjectorOptions,
-  st: PassState,
-  site: string,
-  read: Read,
-  views: SiteViews,
-): Promise<void> {
-  const { rev, view } = read;
-  const k = await knownOf(o, st, site);
-  if (k.rev > rev) return; // another process already projected a newer configuration
-  // A site whose turn in a rollout has not come gets the rolled-out objects' previous content.
-  const given = views(site) ?? read;
-  // A site whose object was deleted receives nothing more: its synced set empties.
-  const desired = view.has(siteResource.keyOf(o.root, site))
-    ? applicableTo(given.view, site, o.root, given.index)
-    : new Map<string, JsonObject>();
-  const diff = await siteChanges(o, site, k, read, desired);
-  if (diff === 'sealed') {
-    st.sealedSkips.add(site);
-    st.redo.add(site);
-    return;
-  }
-  if (diff === 'unsealable') {
-    st.redo.add(site);
-    return;
-  }
-  const { changes, etags } = diff;
-  if (changes.length === 0) return;
-  const version = await o.fleetLog.append(site, k.version, rev, changes);
-  if (version === undefined) {
-    // Another process appended first: forget what we knew and look again.
-    st.known.delete(site);
-    st.again = true;
-    return;
-  }
-  // The site's entry is brought up in place (not a new map of every object it holds a change).
-  st.known.applied(site, k, version, rev, changes, etags);
-}
-
-/** Projects the sites in `scope` of `sites`, and those a previous pass had to leave or this process does not know yet. */
-async function projectSites(
-  o: ProjectorOptions,
-  st: PassState,
-  sites: Set<string>,
-  read: Read,
-  scope: Set<string> | 'all',
-  views: SiteViews,
-): Promise<void> {
-  // A full pass looks at every site; a pass after a commit at the sites it concerns, at the
-  // sites this process knows nothing of yet, and at those a previous pass had to leave.
-  const asked = new Set(st.wanted);
-  st.wanted.clear();
-  const todo =
-    scope === 'all'
-      ? [...sites]
-      : [...sites].filter((s) => scope.has(s) || !st.known.has(s) || st.redo.has(s) || asked.has(s));
-  st.redo.clear();
-  st.sealedSkips.clear();
-  // Sites are independent (each append is a compare-and-set on that site's log alone), so
-  // their appends go out together, pipelined on the log's connection, a bounded number at once.
-  const queue = todo;
-  const worker = async () => {
-    for (let site = queue.shift(); site !== undefined; site = queue.shift())
-      await projectSite(o, st, site, read, views);
-  };
-  await Promise.all(Array.from({ length: Math.min(appendsAtOnce, queue.length) }, worker));
-  if (st.sealedSkips.size > 0)
-    log('warn', 'fleet: the secret store is sealed, so secrets cannot be sealed for these sites; unseal it', {
-      sites: [...st.sealedSkips].slice(0, 20).join(', '),
-      count: st.sealedSkips.size,
-    });
 }
 
 /** The name of the root tenant's site whose object is at `key`, if it is one. */
@@ -362,16 +164,6 @@ function mayMakeFleet(o: ProjectorOptions, key: string): boolean {
   const s = rootSiteAt(o.root, key);
   return s !== undefined && s !== o.ownSite;
 }
-
-const newPassState = (): PassState => ({
-  known: new KnownLogs(),
-  sealedSkips: new Set(),
-  redo: new Set(),
-  wanted: new Set(),
-  readAll: false,
-  again: false,
-  againFull: false,
-});
 
 /**
  * The whole configuration at one revision, and what changed since the previous read (the
