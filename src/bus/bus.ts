@@ -57,8 +57,12 @@ export type OutcomeCounts = Record<CountedOutcome, number>;
 
 export const noCounts = (): OutcomeCounts => ({ delivered: 0, dropped: 0, ignored: 0, filtered: 0 });
 
-/** What `Bus.ack` counts: one outcome per acknowledged id, under the counter name `as` (it starts with `<group>|`). */
-export type AckCount = { as: string; outcomes: readonly CountedOutcome[] };
+/**
+ * What `Bus.ack` counts: one outcome per acknowledged id, under the counter name `as` (it starts
+ * with `<group>|`). `totals: false`: the totals need not come back (Redis then skips reading
+ * and sending them; the ack may return undefined).
+ */
+export type AckCount = { as: string; outcomes: readonly CountedOutcome[]; totals?: boolean };
 
 /** Stable failure codes callers match on. */
 export type BusErrorCode = 'no-group' | 'unavailable';
@@ -83,7 +87,7 @@ export interface Bus {
   /**
    * Acknowledges entries. With `count`, counts each entry this call really acknowledged
    * under its outcome, atomically with the ack, and returns the totals of `count.as` on this
-   * topic after it.
+   * topic after it (unless `count.totals` is false: then maybe undefined).
    */
   ack(topic: string, group: string, ids: readonly string[], count?: AckCount): Promise<OutcomeCounts | undefined>;
   /**

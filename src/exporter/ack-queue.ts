@@ -7,6 +7,12 @@
  * ack: the exporter frees the message's in-flight slot only then, so handled but unacknowledged
  * messages count toward max-in-flight and a kill -9 re-sends at most that many. A failed XACK
  * is kept and sent again after `ackRetryMs`.
+ *
+ * The counted totals come back with an ack at most every `totalsEveryMs`; the acks in between
+ * skip them (at max-in-flight 1 that is nearly every ack, each on the path from one POST to
+ * the next), and the totals are read once more `totalsEveryMs` after an ack that skipped them
+ * unless a later ack brought them: the counters shown are at most that far behind, and exact
+ * once acks stop (and after `flush`).
  */
 import { BusError, type Bus, type CountedOutcome, type OutcomeCounts } from '../bus/bus.js';
 import { log } from '../lib/log.js';
@@ -14,6 +20,9 @@ import { errorText } from '../lib/error-text.js';
 
 /** The wait before acks that failed (Redis unreachable) are sent again. */
 const ackRetryMs = 200;
+
+/** The counted totals are asked for with an ack at most this often (ms). */
+const totalsEveryMs = 100;
 
 export class AckQueue {
   private acks: string[] = [];
@@ -27,6 +36,14 @@ export class AckQueue {
   private readonly sendingIds = new Set<readonly string[]>();
   /** Set while failed acks wait to be sent again. */
   private retryTimer: NodeJS.Timeout | undefined;
+  /** performance.now() when the totals were last asked for (with an ack or alone). */
+  private totalsAskedAt = -Infinity;
+  /** Numbers of the requests sent: the last that asked for the totals, the last ack that did not. */
+  private sent = 0;
+  private lastWithTotals = 0;
+  private lastWithout = 0;
+  /** Set while the totals wait to be read again after an ack that skipped them. */
+  private totalsTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -67,12 +84,19 @@ export class AckQueue {
     this.acks = [];
     this.outcomes = [];
     this.confirmed = [];
+    const now = performance.now();
+    const totals = now - this.totalsAskedAt >= totalsEveryMs;
+    if (totals) {
+      this.totalsAskedAt = now;
+      this.lastWithTotals = ++this.sent;
+    } else this.lastWithout = ++this.sent;
     const p = this.bus
-      .ack(this.topic, this.group, ids, { as: this.countAs, outcomes })
+      .ack(this.topic, this.group, ids, { as: this.countAs, outcomes, totals })
       .then(
         (counts) => {
           this.sendingIds.delete(ids);
           if (counts) this.onCounts(counts);
+          else this.totalsLater();
           for (const c of confirmed) c();
         },
         (err: unknown) => {
@@ -103,6 +127,31 @@ export class AckQueue {
     this.sendingIds.add(ids);
   }
 
+  /** After an ack that skipped the totals: they are read in `totalsEveryMs`, unless a later ack brings them. */
+  private totalsLater(): void {
+    if (this.totalsTimer) return;
+    this.totalsTimer = setTimeout(() => {
+      this.totalsTimer = undefined;
+      void this.readTotals();
+    }, totalsEveryMs);
+    this.totalsTimer.unref();
+  }
+
+  /**
+   * Reads the totals when an ack that skipped them was sent after the last request that asked
+   * for them. On the connection of the acks: the answer counts every ack sent before it.
+   */
+  private async readTotals(): Promise<void> {
+    if (this.lastWithout < this.lastWithTotals) return;
+    this.totalsAskedAt = performance.now();
+    this.lastWithTotals = ++this.sent;
+    try {
+      this.onCounts(await this.bus.counts(this.topic, this.countAs));
+    } catch (err) {
+      log('debug', 'exporter: reading the counts failed', { topic: this.topic, error: errorText(err) });
+    }
+  }
+
   /** Sends the acks not sent yet and waits for every XACK under way (one more try for failed ones). */
   async flush(): Promise<void> {
     for (let i = 0; i < 2; i++) {
@@ -114,5 +163,8 @@ export class AckQueue {
     }
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    clearTimeout(this.totalsTimer);
+    this.totalsTimer = undefined;
+    await this.readTotals();
   }
 }

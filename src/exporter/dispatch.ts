@@ -21,6 +21,9 @@ import { KeyQueues } from './ordering.js';
 import { maxWaiting, Runner, type Unit } from './runner.js';
 import type { TopicReader } from './topic-reader.js';
 
+/** What `examine` made of a message: its POST, filtered, or why it is ignored. */
+type Examined = Prepared | 'filtered' | Ignore;
+
 /**
  * Resolves in the event loop's check phase, after the setImmediate that writes a POST on a
  * kept-alive connection (undici validates an idle socket in a setImmediate, then writes): that
@@ -60,39 +63,60 @@ export class Dispatcher {
    * Hands one message on, in topic order. Returns a promise only when the loop must wait (every
    * slot taken, too many waiting): an await per message costs a turn of the microtask queue.
    */
-  dispatch(reader: TopicReader, msg: Message): Promise<void> | undefined {
+  dispatch(reader: TopicReader, msg: Message, examined?: Examined): Promise<void> | undefined {
     if (this.batcher) return this.gather(reader, msg, this.batcher);
-    if (!this.keys) return this.ahead(reader, msg);
+    if (!this.keys) return this.ahead(reader, msg, examined);
     if (this.slots.full) return this.slots.free().then(() => this.start(reader, msg));
     return this.start(reader, msg);
   }
 
   /**
-   * Without ordering-key or batch: the message is filtered and expanded now, while the POSTs and
-   * acks of the messages before it may still hold every slot (at max-in-flight 1 the next POST
-   * then starts as soon as the previous ack is confirmed, with nothing else on that chain).
-   * Nothing is sent before the slot is taken, so the crash promise holds: at most max-in-flight
-   * messages sent and not acknowledged. A filtered message is handled at once, without a slot.
+   * Without ordering-key or batch: the filters and the expansion of every message of one read,
+   * in one pass (`examine` has no side effect: nothing is recorded or sent), each message then
+   * holding its entry only. One tight loop over a read costs measurably less CPU a message than
+   * the same work done between each POST and ack (see `ahead`). Undefined with ordering-key or
+   * batch (their messages are prepared one by one).
    */
-  private ahead(reader: TopicReader, msg: Message): Promise<void> | undefined {
+  examineAll(msgs: readonly Message[]): Examined[] | undefined {
+    if (this.batcher || this.keys) return undefined;
+    const out = new Array<Examined>(msgs.length);
+    for (let i = 0; i < msgs.length; i++) {
+      const msg = msgs[i]!;
+      const p = examine(this.ctx, msg);
+      // What is left to do needs the entry only: what was derived from it is let go.
+      if (p !== 'filtered') msg.release();
+      out[i] = p;
+    }
+    return out;
+  }
+
+  /**
+   * Without ordering-key or batch: the message is filtered and expanded ahead (`examined`, from
+   * `examineAll`; else now), while the POSTs and acks of the messages before it may still hold
+   * every slot (at max-in-flight 1 the next POST then starts as soon as the previous ack is
+   * confirmed, with nothing else on that chain). Nothing is sent before the slot is taken, so
+   * the crash promise holds: at most max-in-flight messages sent and not acknowledged. A
+   * filtered message is handled at once, in its turn, without a slot.
+   */
+  private ahead(reader: TopicReader, msg: Message, examined: Examined | undefined): Promise<void> | undefined {
     if (this.stopping) return undefined;
-    const p = examine(this.ctx, msg);
+    const p = examined ?? examine(this.ctx, msg);
     if (p === 'filtered') {
       reader.handled(msg.entry.id, 'filtered');
       this.ctx.state.version++;
       return undefined;
     }
     // What is left to do needs the entry only: what was derived from it is let go meanwhile.
-    msg.release();
+    if (examined === undefined) msg.release();
     if (!this.slots.full) {
       this.go(reader, msg, p);
       return undefined;
     }
     const started = this.slots.free().then(() => this.go(reader, msg, p));
-    // At max-in-flight 1: undici writes a request from a setImmediate, so the next message's
-    // preparation waits for the check phase, until this POST is on the wire; run at once, it
-    // would delay the write by its own time and gain nothing.
-    return this.slots.limit() === 1 ? started.then(afterWrite) : started;
+    // Examined now, at max-in-flight 1: undici writes a request from a setImmediate, so the
+    // next message's preparation waits for the check phase, until this POST is on the wire; run
+    // at once, it would delay the write by its own time and gain nothing.
+    return examined === undefined && this.slots.limit() === 1 ? started.then(afterWrite) : started;
   }
 
   /** A prepared message to the runner, now that a slot is free. */

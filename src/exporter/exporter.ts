@@ -203,10 +203,11 @@ export class Exporter {
     }
     this.lag.stale();
     const lagAfter = batch.lag ?? 0;
+    const msgs = batch.entries.map((e, i) => new Message(reader.topic, e, n - 1 - i + lagAfter));
+    const examined = this.dispatcher.examineAll(msgs);
     for (let i = 0; i < n; i++) {
       if (this.stopCtl.signal.aborted) break;
-      const msg = new Message(reader.topic, batch.entries[i]!, n - 1 - i + lagAfter);
-      const wait = this.dispatcher.dispatch(reader, msg);
+      const wait = this.dispatcher.dispatch(reader, msgs[i]!, examined?.[i]);
       if (wait) await wait;
     }
     return n;
