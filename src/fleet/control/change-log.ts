@@ -347,6 +347,9 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
   const channel = cluster ? '{ep:fleet}:appended' : channelOf(target, 'ep:fleet:appended');
   const keysOf = (site: string) => siteKeys(site, cluster);
   const feed = appendFeed(target, channel, cluster);
+  /** On Cluster: the sites this process added to the set of sites since its subscription was last made. */
+  const inSet = new Set<string>();
+  if (cluster) feed.onResync(() => inSet.clear());
 
   const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
@@ -382,8 +385,11 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
           // The entry is in the log already: these two are retried through a failover of their
           // node (a connection error, MOVED until the client learnt the new primary) rather than
           // failing an append that happened (its streams would hear of it only at their next poll).
-          await afterAppend(() => client.sAdd(sitesKey, site));
-          await afterAppend(() => client.sPublish(channel, reply[2]));
+          // They go out together; the site is added to the set once a process (again after the
+          // subscription was made again: a failover may have lost it), not at every append.
+          const added = inSet.has(site) ? undefined : afterAppend(() => client.sAdd(sitesKey, site));
+          await Promise.all([afterAppend(() => client.sPublish(channel, reply[2])), added]);
+          inSet.add(site);
         }
         return reply[1];
       }),
