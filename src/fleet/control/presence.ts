@@ -3,7 +3,7 @@
  * control-plane process sharing the store answers the same (any of them may hold the stream):
  *
  *   fleet:conn:<site>     id of a live sync stream, expiring unless its process refreshes it
- *   fleet:seen:<site>     last time the site was heard (connect, keep-alive, acknowledgement)
+ *   fleet:seen:<site>     last time the site was heard (connect, each keep-alive of its stream, report, disconnect)
  *   fleet:applied:<site>  last version the site applied (its Last-Event-ID, then its acks)
  *   fleet:report:<site>   the last state the site reported, {time, tenants} (JSON)
  *
@@ -59,16 +59,13 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
   const touch = (site: string) => store.kvSet(seen + site, new Date(now()).toISOString());
   /** The versions applied waiting for the next write (per site, the last heard), and that write. */
   let pending: { versions: Map<string, string>; written: Promise<void> } | undefined;
+  // An acknowledgement comes on the site's stream, whose presence (and `seen`) is refreshed every
+  // keep-alive as long as it is open: `seen` is not written again for each one (it was half of
+  // the writes of a change at every site, and on Cluster one SET each).
   const writeApplied = async (versions: Map<string, string>): Promise<void> => {
     await new Promise((r) => setTimeout(r, appliedBatchMs));
     pending = undefined; // what comes now waits for the next write
-    const at = new Date(now()).toISOString();
-    await store.kvSetMany(
-      [...versions].flatMap(([site, version]) => [
-        [applied + site, version],
-        [seen + site, at],
-      ]),
-    );
+    await store.kvSetMany([...versions].map(([site, version]) => [applied + site, version] as const));
   };
   return {
     async connected(site, id, ttlMs) {
