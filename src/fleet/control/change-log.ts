@@ -21,9 +21,10 @@
  *                         "c" when the changes are over 64 KiB (readers then read the log)
  * On Redis Cluster a site's three keys share the site's hash tag (`ep:fleet:{<site>}:set`,
  * `:log`, `:meta`: the append script touches them together), `ep:fleet:sites` is added to
- * after the script (its own slot), and the notification is the sharded channel
- * `{ep:fleet}:appended` (SPUBLISH right after the append: a process killed between the two
- * loses that notification, and its sites' streams catch up at their next poll of the log).
+ * after the script (its own slot), and the script publishes the note on its slot's sharded
+ * channel `ep:fleet:{<tag>}:appended` (SPUBLISH; `<tag>` a short name that hashes to that
+ * slot), so the note is written once, by the script, as on one Redis. Every process subscribes
+ * to the 16,384 slots' channels.
  * The embedded store's control plane keeps the same structures in memory: they are derived
  * from the configuration, so a restart rebuilds them, and the new log's floor sends every
  * site that synced before the restart a snapshot.
@@ -37,6 +38,7 @@ import {
   luaScript,
   onNewConnection,
   redisClient,
+  resubscribe,
   whenSubscribedAgain,
   toTarget,
   type RedisTarget,
@@ -45,6 +47,7 @@ import { compareVersions, parseVersion, type FleetChange, type FleetEntry } from
 import { errorText } from '../../lib/error-text.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import { isDeepFrozen } from '../../store/freeze.js';
+import { keySlot, slotTags } from '../../lib/redis-cluster.js';
 
 /**
  * An entry as its append notification carries it: `prev` is the head it was appended to; its
@@ -176,24 +179,29 @@ const siteKeys = (site: string, cluster: boolean) => {
   return { set: `ep:fleet:${s}:set`, log: `ep:fleet:${s}:log`, meta: `ep:fleet:${s}:meta` };
 };
 const sitesKey = 'ep:fleet:sites';
+/**
+ * On Cluster, the append notifications of the sites whose keys hash to a slot: a script may
+ * publish only within its keys' slot, so each slot has its channel, named with that slot's tag.
+ */
+const clusterChannel = (tag: string) => `ep:fleet:{${tag}}:appended`;
 
 /**
- * KEYS: set, log, meta, sites (not on Cluster). ARGV: site, expected head, rev, channel ('' on
- * Cluster: the caller publishes), n, then n × (op, key, value JSON or ''). The entry's changes
- * JSON is written here from the values (each value's text crosses the wire once, not twice); a
- * key is written as JSON.stringify writes it (cjson's `\/` undone).
- * Returns {1, id} when it published the note, {1, id, note} for the caller to publish (Cluster),
- * or {0, 'conflict'|'stale'}.
+ * KEYS: set, log, meta, sites (not on Cluster). ARGV: site, expected head, rev, channel, the
+ * command that publishes to it (PUBLISH, or SPUBLISH on Cluster: the channel is then in the
+ * keys' slot), n, then n × (op, key, value JSON or ''). The entry's changes JSON is written here
+ * from the values (each value's text crosses the wire once, not twice); a key is written as
+ * JSON.stringify writes it (cjson's `\/` undone).
+ * Returns {1, id}, or {0, 'conflict'|'stale'}.
  */
 const appendScript = luaScript(`
 local head = redis.call('HGET', KEYS[3], 'head') or '0-0'
 if head ~= ARGV[2] then return {0, 'conflict'} end
 local prev = tonumber(redis.call('HGET', KEYS[3], 'rev') or '-1')
 if prev > tonumber(ARGV[3]) then return {0, 'stale'} end
-local n = tonumber(ARGV[5])
+local n = tonumber(ARGV[6])
 local parts = {}
 for i = 0, n - 1 do
-  local b = 6 + i * 3
+  local b = 7 + i * 3
   local key = string.gsub(cjson.encode(ARGV[b + 1]), '\\\\/', '/')
   if ARGV[b] == 'put' then
     redis.call('HSET', KEYS[1], ARGV[b + 1], ARGV[b + 2])
@@ -211,11 +219,8 @@ if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[1]) end
 local note = '{"s":' .. cjson.encode(ARGV[1]) .. ',"p":"' .. head .. '","v":"' .. id .. '"'
 if #changes <= 65536 then note = note .. ',"c":' .. changes end
 note = note .. '}'
-if ARGV[4] ~= '' then
-  redis.call('PUBLISH', ARGV[4], note)
-  return {1, id}
-end
-return {1, id, note}
+redis.call(ARGV[5], ARGV[4], note)
+return {1, id}
 `);
 
 /** KEYS: log, meta. ARGV: cutoff ms. Moves the floor to the newest entry older than the cutoff and trims. */
@@ -270,11 +275,11 @@ function jsonOf(v: JsonObject): string {
 const noteHead = /^\{"s":("(?:[^"\\]|\\.)*"),"p":"(\d+-\d+)","v":"(\d+-\d+)"(,"c":)?/;
 
 /**
- * The append notifications of every process (SUBSCRIBE; on Cluster the sharded SSUBSCRIBE, made
- * again on the channel's new primary after a failover), on one connection opened by the first
- * `onAppend`.
+ * The append notifications of every process (SUBSCRIBE; on Cluster the sharded SSUBSCRIBE of
+ * every slot's channel, made again on the new primaries after a failover), on one connection
+ * opened by the first `onAppend`.
  */
-function appendFeed(target: RedisTarget | string, channel: string, cluster: boolean) {
+function appendFeed(target: RedisTarget | string, channels: readonly string[], cluster: boolean) {
   const listeners = new Set<(site: string, appended?: Appended) => void>();
   const resyncs = new Set<() => void>();
   let sub: ReturnType<typeof redisClient> | undefined;
@@ -314,8 +319,15 @@ function appendFeed(target: RedisTarget | string, channel: string, cluster: bool
       if (!sub) {
         const s = redisClient(target, 'fleet-sub');
         sub = s;
-        const subscribe = () => (cluster ? s.sSubscribe(channel, deliver) : s.subscribe(channel, deliver));
-        onNewConnection(s, () => whenSubscribedAgain(s, cluster, channel, subscribe, resynced));
+        const subscribe = async () => {
+          if (!cluster) return s.subscribe(channels[0]!, deliver);
+          await Promise.all(channels.map((c) => s.sSubscribe(c, deliver)));
+        };
+        onNewConnection(s, () => {
+          if (!cluster) return whenSubscribedAgain(s, false, channels[0]!, subscribe, resynced);
+          // Each slot's channel on its primary now (a channel whose node stayed is subscribed again too).
+          void Promise.all(channels.map((c) => resubscribe(s, c, () => s.sSubscribe(c, deliver)))).then(resynced);
+        });
         // Once subscribed the first time too: what was appended before the subscription was in
         // place (a stream that opened meanwhile waits for a notification) is read from the log.
         s.connect()
@@ -344,9 +356,9 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
   const client = redisClient(target, 'fleet', { scripts: { fleetAppend: appendScript, fleetTrim: trimScript } });
   await client.connect().catch(unavailable);
   const cluster = toTarget(target).kind === 'cluster';
-  const channel = cluster ? '{ep:fleet}:appended' : channelOf(target, 'ep:fleet:appended');
+  const channel = channelOf(target, 'ep:fleet:appended');
   const keysOf = (site: string) => siteKeys(site, cluster);
-  const feed = appendFeed(target, channel, cluster);
+  const feed = appendFeed(target, cluster ? slotTags().map(clusterChannel) : [channel], cluster);
   /** On Cluster: the sites this process added to the set of sites since its subscription was last made. */
   const inSet = new Set<string>();
   if (cluster) feed.onResync(() => inSet.clear());
@@ -374,21 +386,21 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
     append: (site, expectedHead, rev, changes) =>
       guarded(async () => {
         const k = keysOf(site);
-        const published = cluster ? '' : channel;
-        const args = [site, expectedHead, String(rev), published, String(changes.length)];
+        const args = cluster
+          ? [site, expectedHead, String(rev), clusterChannel(slotTags()[keySlot(k.log)]!), 'SPUBLISH']
+          : [site, expectedHead, String(rev), channel, 'PUBLISH'];
+        args.push(String(changes.length));
         for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? jsonOf(c.value) : '');
         const keys = cluster ? [k.set, k.log, k.meta] : [k.set, k.log, k.meta, sitesKey];
-        const reply = (await client.fleetAppend(keys, args)) as [number, string, string];
+        const reply = (await client.fleetAppend(keys, args)) as [number, string];
         if (reply[0] !== 1) return undefined;
-        if (cluster) {
-          // Each its own slot on Cluster: after the script, the set of sites and the notification.
-          // The entry is in the log already: these two are retried through a failover of their
-          // node (a connection error, MOVED until the client learnt the new primary) rather than
-          // failing an append that happened (its streams would hear of it only at their next poll).
-          // They go out together; the site is added to the set once a process (again after the
-          // subscription was made again: a failover may have lost it), not at every append.
-          const added = inSet.has(site) ? undefined : afterAppend(() => client.sAdd(sitesKey, site));
-          await Promise.all([afterAppend(() => client.sPublish(channel, reply[2])), added]);
+        if (cluster && !inSet.has(site)) {
+          // Its own slot on Cluster: after the script, the set of sites. The entry is in the log
+          // already: the SADD is retried through a failover of its node (a connection error, MOVED
+          // until the client learnt the new primary) rather than failing an append that happened.
+          // The site is added once a process (again after the subscription was made again: a
+          // failover may have lost it), not at every append.
+          await afterAppend(() => client.sAdd(sitesKey, site));
           inSet.add(site);
         }
         return reply[1];
