@@ -20,6 +20,7 @@ import {
   type RedisTarget,
 } from '../lib/redis.js';
 import { etagOf } from './etag.js';
+import { keySlot } from '../lib/redis-cluster.js';
 import { changesChannel, layout, layoutOf, storeScripts, type Layout } from './redis-lua.js';
 import { createReadCache } from './read-cache.js';
 import { createListCache, type ListCache, type ListSource } from './list-cache.js';
@@ -362,12 +363,21 @@ function kvArea(
         if (opts?.durable) await replicated(kvKey(key));
       }),
 
-    // One MSET; on Cluster the keys are in many slots: one SET each, pipelined.
+    // One MSET; on Cluster one MSET a slot (keys that share a hash tag, `fleet:{applied}:<site>`,
+    // are one command), pipelined.
     kvSetMany: (entries) =>
       guarded(async () => {
         if (entries.length === 0) return;
-        if (cluster) await Promise.all(entries.map(([key, value]) => client.set(kvKey(key), value)));
-        else await client.mSet(entries.map(([key, value]) => [kvKey(key), value] as [string, string]));
+        const pairs = entries.map(([key, value]) => [kvKey(key), value] as [string, string]);
+        if (!cluster) return void (await client.mSet(pairs));
+        const bySlot = new Map<number, Array<[string, string]>>();
+        for (const pair of pairs) {
+          const slot = keySlot(pair[0]);
+          const group = bySlot.get(slot);
+          if (group) group.push(pair);
+          else bySlot.set(slot, [pair]);
+        }
+        await Promise.all([...bySlot.values()].map((group) => client.mSet(group)));
       }),
 
     kvDel: (key) =>

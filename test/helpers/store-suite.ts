@@ -276,6 +276,14 @@ export function storeSuite(name: string, fresh: () => Promise<Store>) {
     await store.kvSetMany([]);
     assert.equal(await Promise.all(['m/a', 'm/b', 'other/c'].map((k) => store.kvGet(k))), ['1', '2', '3']);
     assert.equal(await store.kvKeys('m/'), ['m/a', 'm/b']);
+    // Keys that share a hash tag (one slot, one MSET on Cluster) beside keys of other slots.
+    const tagged = Array.from({ length: 50 }, (_, i) => [`t:{same}:${i}`, `v${i}`] as const);
+    await store.kvSetMany([...tagged, ['t:loose', 'x'], ['t:{other}:1', 'y']]);
+    assert.equal(
+      await Promise.all(tagged.map(([k]) => store.kvGet(k))),
+      tagged.map(([, v]) => v),
+    );
+    assert.equal([await store.kvGet('t:loose'), await store.kvGet('t:{other}:1')], ['x', 'y']);
   });
 
   test('kv: incr creates at by, adds, rejects fractions', async ({ store }) => {

@@ -4,7 +4,9 @@
  *
  *   fleet:conn:<site>     id of a live sync stream, expiring unless its process refreshes it
  *   fleet:seen:<site>     last time the site was heard (connect, each keep-alive of its stream, report, disconnect)
- *   fleet:applied:<site>  last version the site applied (its Last-Event-ID, then its acks)
+ *   fleet:{applied}:<site>  last version the site applied (its Last-Event-ID, then its acks); the
+ *                         hash tag puts every site's in one slot on Cluster, so that the versions
+ *                         acknowledged together are one MSET there too
  *   fleet:report:<site>   the last state the site reported, {time, tenants} (JSON)
  *
  * `GET /v1/state/sites/<name>` adds `connection` (connected | disconnected | never-connected),
@@ -17,7 +19,7 @@ import type { FleetLog } from './change-log.js';
 
 const conn = 'fleet:conn:';
 const seen = 'fleet:seen:';
-const applied = 'fleet:applied:';
+const applied = 'fleet:{applied}:';
 const report = 'fleet:report:';
 
 export type { SiteReport };
