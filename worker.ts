@@ -3,6 +3,8 @@
  * use from the environment's settings); run directly (npm start, the bundle, the single
  * executable) it serves (src/main/serve.ts: start order, start-up failures, SIGTERM/SIGINT).
  */
+// First: before any module loads node-redis (see the module).
+import './src/lib/fast-strings.js';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadSettings } from './src/lib/settings.js';

@@ -7,6 +7,7 @@
 import type { Json, JsonObject } from '../lib/json.js';
 import type { StreamEntry } from '../bus/bus.js';
 import { resolveTokens } from '../lib/json-pointer.js';
+import { canonicalMembers, keyEscaped, valueEscaped } from '../lib/canonical-json.js';
 
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
@@ -94,6 +95,7 @@ export class Message {
   private objectCache: JsonObject | undefined;
   private textCache: string | undefined;
   private payloadTextCache: string | undefined;
+  private membersCache: number[] | false | undefined;
 
   constructor(topic: string, entry: StreamEntry, remain: number) {
     this.topic = topic;
@@ -108,6 +110,16 @@ export class Message {
   }
 
   /**
+   * When the payload field is canonical JSON (exactly JSON.stringify of its value, which a
+   * producer's JSON.stringify writes), its top-level members' places (lib/canonical-json.ts):
+   * its text then stands for its value's JSON text, in MSG's text and in what a pointer reads,
+   * without parsing it and writing it again. False otherwise (the payload is parsed).
+   */
+  private get members(): number[] | false {
+    return (this.membersCache ??= canonicalMembers(this.entry.fields.payload ?? ''));
+  }
+
+  /**
    * Forgets what was derived from the entry (parsed payload, MSG and its text): called once the
    * message is expanded, while it waits for its POST and ack (in a batch, thousands may wait),
    * so that only the entry stays held. Each is derived again if asked for.
@@ -117,6 +129,7 @@ export class Message {
     this.objectCache = undefined;
     this.textCache = undefined;
     this.payloadTextCache = undefined;
+    this.membersCache = undefined;
   }
 
   get time(): string {
@@ -155,7 +168,9 @@ export class Message {
         const v = f[k];
         if (v !== undefined) s += `,"${k}":${JSON.stringify(v)}`;
       }
-      this.textCache = `${s},"payload":${JSON.stringify(this.payload)}}`;
+      // A canonical payload is its value's JSON text as it stands.
+      const payload = this.members !== false ? f.payload! : JSON.stringify(this.payload);
+      this.textCache = `${s},"payload":${payload}}`;
     }
     return this.textCache;
   }
@@ -185,9 +200,12 @@ export class Message {
       case 'origin':
         top = this.entry.fields[tokens[0]];
         break;
-      case 'payload':
+      case 'payload': {
+        const v = this.payloadCache === undefined ? this.canonicalAt(tokens) : null;
+        if (v !== null) return v;
         top = this.payload;
         break;
+      }
       default:
         return undefined;
     }
@@ -195,9 +213,42 @@ export class Message {
     return value === undefined || typeof value === 'string' ? value : JSON.stringify(value);
   }
 
+  /**
+   * What `valueAt` answers for a pointer into the payload (`/payload`, `/payload/<member>`),
+   * read from a canonical payload's text without parsing it; null when it cannot tell this way
+   * (the payload is parsed): not canonical, deeper pointers, a key written with an escape.
+   */
+  private canonicalAt(tokens: readonly string[]): string | undefined | null {
+    const m = this.members;
+    if (m === false || tokens.length > 2) return null;
+    const raw = this.entry.fields.payload!;
+    if (tokens.length === 1) {
+      if (raw.charCodeAt(0) !== 0x22) return raw;
+      return raw.includes('\\') ? null : raw.slice(1, -1);
+    }
+    if (raw.charCodeAt(0) !== 0x7b) return null;
+    const name = tokens[1]!;
+    let escapedKeys = false;
+    for (let k = 0; k < m.length; k += 5) {
+      const flags = m[k + 4]!;
+      // Keys are unique: a key written as it is and equal to the name is the member.
+      if (flags & keyEscaped) escapedKeys = true;
+      else if (m[k + 1]! - m[k]! === name.length && raw.startsWith(name, m[k])) {
+        const vs = m[k + 2]!;
+        const ve = m[k + 3]!;
+        if (raw.charCodeAt(vs) !== 0x22) return raw.slice(vs, ve);
+        return flags & valueEscaped ? (JSON.parse(raw.slice(vs, ve)) as string) : raw.slice(vs + 1, ve - 1);
+      }
+    }
+    // Absent, unless it is one of the keys written with an escape.
+    return escapedKeys ? null : undefined;
+  }
+
   /** MSG_PAYLOAD: strings as is, other JSON values as their JSON text. */
   get payloadText(): string {
     if (this.payloadTextCache === undefined) {
+      const raw = this.entry.fields.payload;
+      if (this.members !== false && raw!.charCodeAt(0) !== 0x22) return (this.payloadTextCache = raw!);
       const payload = this.payload;
       this.payloadTextCache = typeof payload === 'string' ? payload : JSON.stringify(payload);
     }

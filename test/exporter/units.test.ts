@@ -148,17 +148,53 @@ test('MSG: its text is JSON.stringify of MSG, and a pointer reads what it reads 
     { id: '7-0', fields: { payload: '"quoted"' } },
     { id: '8-0', fields: { payload: '-0' } },
     { id: '9-0', fields: {} },
+    // Canonical payloads (their text is used as it stands) and near misses (parsed).
+    {
+      id: '10-0',
+      fields: { payload: '{"a":"x\\"y\\u0001","s":"é😀\u2028","n":-1.5e-7,"t":true,"z":null,"o":{"p":[1]}}' },
+    },
+    { id: '11-0', fields: { payload: '{"a\\n":1,"a":{"b":2},"__proto__":{"x":1},"toString":3}' } },
+    { id: '12-0', fields: { payload: '{"a":1,"a":2}' } },
+    { id: '13-0', fields: { payload: '{"1":0,"a":[]}' } },
+    { id: '14-0', fields: { payload: '"a\\"b"' } },
+    { id: '15-0', fields: { payload: '"a\\/b"' } },
+    { id: '16-0', fields: { payload: '[{"a":1},2]' } },
+    { id: '17-0', fields: { payload: '1e5' } },
+    { id: '18-0', fields: { payload: '{"a":"\\u0041"}' } },
+    { id: '19-0', fields: { payload: '{}' } },
+    { id: '20-0', fields: { payload: 'null' } },
   ];
+  const pointers = ['', '/payload', '/payload/a', '/payload/a/1', '/payload/1/0', '/payload/s', '/payload/n'];
+  const more = ['/payload/t', '/payload/z', '/payload/o', '/payload/a\n', '/payload/0', '/time', '/mtime', '/seqno'];
+  const others = ['/remain', '/producer-name', '/host', '/origin', '/toString', '/payload/toString', '/__proto__'];
   for (const e of entries) {
+    // MSG built and then read (its payload parsed), beside messages read without building it.
+    const whole = new Message('t', e, 3).object;
     const m = new Message('t', e, 3);
-    assert.is(m.text, JSON.stringify(m.object));
-    for (const p of ['', '/payload', '/payload/a', '/payload/1/0', '/time', '/mtime', '/seqno', '/remain']) {
+    assert.is(m.text, JSON.stringify(whole), e.id);
+    assert.is(new Message('t', e, 3).variable('MSG_PAYLOAD'), m.payloadText, e.id);
+    for (const p of [...pointers, ...more, ...others, '/payload/__proto__']) {
       const tokens = parsePointer(p)!;
-      assert.is(m.valueAt(tokens), resolvePointer(m.object, tokens), `${e.id} ${p}`);
+      assert.is(new Message('t', e, 3).valueAt(tokens), resolvePointer(whole, tokens), `${e.id} ${p}`);
+      assert.is(m.valueAt(tokens), resolvePointer(whole, tokens), `${e.id} ${p} (same message)`);
     }
-    for (const p of ['/producer-name', '/host', '/origin', '/toString', '/payload/toString', '/__proto__'])
-      assert.is(m.valueAt(parsePointer(p)!), resolvePointer(m.object, parsePointer(p)!), `${e.id} ${p}`);
   }
+});
+
+test('MSG: with a canonical payload, its text holds the payload field as it stands', () => {
+  const payload = '{"temp":15,"level":"info","sensor":"sensor-00001","pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}';
+  const m = new Message('t', { id: '1700000000123-4', fields: { payload, 'producer-name': 'bench' } }, 0);
+  assert.is(
+    m.text,
+    `{"time":"2023-11-14T22:13:20.123Z","mtime":1700000000123,"seqno":"1700000000123-4","remain":0,"producer-name":"bench","payload":${payload}}`,
+  );
+  assert.is(m.valueAt(parsePointer('/payload/temp')!), '15');
+  assert.is(m.valueAt(parsePointer('/payload/sensor')!), 'sensor-00001');
+  assert.is(m.variable('MSG_PAYLOAD'), payload);
+  // Released and read again: the same.
+  const text = m.text;
+  m.release();
+  assert.is(m.text, text);
 });
 
 test('pointers must be empty or start with /', () => {
