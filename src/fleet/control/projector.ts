@@ -65,6 +65,8 @@ export type Projector = {
 
 /** The periodic resync projects one of this many slices of the sites in turn (see resync). */
 const resyncSlices = 8;
+/** Sites whose log heads a resync reads in one round trip. */
+const headsAtOnce = 500;
 
 /** The resync slice of `site`: a hash of its name. */
 function sliceOf(site: string): number {
@@ -215,8 +217,13 @@ function resyncer(
   return async () => {
     const sites = st.known.sites();
     try {
-      const heads = await o.fleetLog.heads(sites);
-      for (const site of sites) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);
+      // A chunk at a time: 10,000 heads read at once (on Cluster one HGET each) held the event
+      // loop, and every change waiting on it, for a few hundred milliseconds.
+      for (let i = 0; i < sites.length; i += headsAtOnce) {
+        const chunk = sites.slice(i, i + headsAtOnce);
+        const heads = await o.fleetLog.heads(chunk);
+        for (const site of chunk) if (heads.get(site) !== st.known.get(site)?.version) st.known.delete(site);
+      }
     } catch {
       st.known.clear();
     }
