@@ -343,9 +343,10 @@ function historyReader(client: StoreClient, lay: Layout, keepMs: number): Store[
     });
 }
 
-/** The kv area: single keys `ep:kv:<key>` (each its own slot on Cluster). */
+/** The kv area: single keys `ep:kv:<key>` (each its own slot on Cluster); a durable value is set on `writer`. */
 function kvArea(
   client: StoreClient,
+  writer: StoreClient,
   lay: Layout,
   replicated: (key?: string) => Promise<void>,
   cluster: boolean,
@@ -356,10 +357,12 @@ function kvArea(
 
     kvSet: (key, value, ttlMs, opts) =>
       guarded(async () => {
+        // A durable value (a token issued) must survive a failover like a configuration write:
+        // set on the connection that waits for a replica.
+        const c = opts?.durable ? writer : client;
         if (ttlMs !== undefined)
-          await client.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
-        else await client.set(kvKey(key), value);
-        // A durable value (a token issued) must survive a failover like a configuration write.
+          await c.set(kvKey(key), value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
+        else await c.set(kvKey(key), value);
         if (opts?.durable) await replicated(kvKey(key));
       }),
 
@@ -405,10 +408,15 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
   const keepMs = opts.historyMs ?? defaultHistoryMs;
   const lay = layoutOf(target);
   const client = redisClient(target, 'store', { scripts: storeScripts });
+  // Commits, and the WAIT for a replica that follows each (WAIT covers what its own connection
+  // wrote), on a connection of their own: a WAIT holds its connection until a replica answers,
+  // and the reads behind it (a projector's pass after the commit it announced) waited too.
+  const writer = redisClient(target, 'store-commit', { scripts: storeScripts });
   await guarded(async () => {
     await client.connect();
+    await writer.connect();
   });
-  const replicated = replicaConfirmation(client, target);
+  const replicated = replicaConfirmation(writer, target);
   const single = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
   const lists = createListCache(listSource(client, lay), { maxAgeMs: 1000, maxLists: 64 });
   // Both caches follow the change notifications and this process's commits.
@@ -438,7 +446,7 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
         // CONFIG_HISTORY=0: no history is kept.
         const withNote = note && keepMs > 0 ? { note } : {};
         const { keys, args, etags } = commitArgs(ops, feed.channel, { ...withNote, keepMs, now: Date.now() }, lay);
-        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
+        const reply = await writer.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) {
           await replicated(lay.revision);
@@ -453,11 +461,11 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
     revision: () => guarded(async () => Number((await client.get(lay.revision)) ?? 0)),
     history: historyReader(client, lay, keepMs),
     onChange: (listener) => feed.onChange(listener),
-    ...kvArea(client, lay, replicated, toTarget(target).kind === 'cluster'),
+    ...kvArea(client, writer, lay, replicated, toTarget(target).kind === 'cluster'),
 
     async close() {
       await feed.close();
-      await closeClients(client);
+      await closeClients(client, writer);
     },
   };
   return store;
