@@ -39,8 +39,15 @@ function format(r: Raw): JsonObject {
 }
 
 export class AttemptLog {
-  /** Newest last; trimmed to the last attemptLogSize at each flush (amortised). */
-  private pending: Raw[] = [];
+  /**
+   * The attempts since the last flush: a ring of the last attemptLogSize, its records reused, so
+   * an attempt leaves nothing behind that outlives it (at thousands of attempts a second, records
+   * kept until the flush were copied by the young generation's collections and then promoted).
+   */
+  private readonly ring: Raw[] = [];
+  /** Where the next attempt goes in `ring`, and how many of its slots hold attempts not flushed. */
+  private ringNext = 0;
+  private ringCount = 0;
   private stored: JsonObject[] = [];
   private timer: NodeJS.Timeout | undefined;
   private loaded: Promise<void>;
@@ -62,9 +69,20 @@ export class AttemptLog {
   }
 
   record(r: Raw): void {
-    const p = this.pending;
-    p.push(r);
-    if (p.length > 4 * attemptLogSize) p.splice(0, p.length - attemptLogSize);
+    const slot = this.ring[this.ringNext];
+    if (slot === undefined) this.ring[this.ringNext] = { ...r };
+    else {
+      slot.time = r.time;
+      slot.topic = r.topic;
+      slot.seqno = r.seqno;
+      slot.attempt = r.attempt;
+      slot.status = r.status;
+      slot.error = r.error;
+      slot.durationMs = r.durationMs;
+      slot.body = r.body;
+    }
+    this.ringNext = (this.ringNext + 1) % attemptLogSize;
+    if (this.ringCount < attemptLogSize) this.ringCount++;
     if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
@@ -79,9 +97,12 @@ export class AttemptLog {
     const prev = this.writing;
     this.writing = (async () => {
       await prev;
-      if (this.pending.length === 0) return;
-      const fresh = this.pending.slice(-attemptLogSize).reverse().map(format);
-      this.pending = [];
+      if (this.ringCount === 0) return;
+      // Newest first, as the log is kept.
+      const fresh: JsonObject[] = [];
+      for (let k = 1; k <= this.ringCount; k++)
+        fresh.push(format(this.ring[(this.ringNext - k + attemptLogSize) % attemptLogSize]!));
+      this.ringCount = 0;
       this.stored = [...fresh, ...this.stored].slice(0, attemptLogSize);
       try {
         await this.store.kvSet(this.key, JSON.stringify(this.stored), ttlMs);

@@ -12,6 +12,7 @@ import { ApiError } from '../../src/lib/errors.js';
 import type { JsonObject } from '../../src/lib/json.js';
 import { backoffMs, mayRetry, nextDelayMs, retryAfterMs } from '../../src/exporter/retry.js';
 import { Message, resolvePointer } from '../../src/exporter/message.js';
+import { AttemptLog, attemptsKey, readAttempts } from '../../src/exporter/attempts.js';
 import type { StreamEntry } from '../../src/bus/bus.js';
 import { parseDuration } from '../../src/lib/duration.js';
 import { parsePointer } from '../../src/lib/json-pointer.js';
@@ -334,6 +335,42 @@ test('the runtime on the embedded store and bus delivers', async () => {
   await bus.close();
   await store.close();
   await hook.close();
+});
+
+test('the attempt log keeps the last 100 attempts, newest first, across flushes (its ring of records reused)', async () => {
+  const store = await openEmbeddedStore(mkdtempSync(join(tmpdir(), 'edgeplane-att-')));
+  const log = new AttemptLog(store, attemptsKey('default', 'a'), 60_000);
+  const rec = (i: number, failed: boolean) =>
+    log.record({
+      time: 1_700_000_000_000 + i,
+      topic: 't',
+      seqno: `${i}-0`,
+      attempt: 1,
+      status: failed ? 502 : 200,
+      error: failed ? 'bad gateway' : undefined,
+      durationMs: 1,
+      body: failed ? 'oops' : undefined,
+    });
+  for (let i = 0; i < 250; i++) rec(i, i < 200 && i % 2 === 1);
+  await log.flush();
+  let l = await readAttempts(store, 'default', 'a');
+  assert.equal(
+    l.map((a) => a.seqno),
+    Array.from({ length: 100 }, (_, k) => `${249 - k}-0`),
+  );
+  // A reused record keeps nothing of the attempt it held before.
+  assert.equal(Object.keys(l[0]!).sort(), ['attempt', 'duration-ms', 'seqno', 'status', 'time', 'topic']);
+  assert.is(l[50]!.seqno, '199-0');
+  assert.is(l[50]!.error, 'bad gateway');
+  assert.is(l[50]!.body, 'oops');
+  for (let i = 250; i < 253; i++) rec(i, false);
+  await log.close();
+  l = await readAttempts(store, 'default', 'a');
+  assert.equal(
+    l.map((a) => a.seqno),
+    Array.from({ length: 100 }, (_, k) => `${252 - k}-0`),
+  );
+  await store.close();
 });
 
 test.run();
