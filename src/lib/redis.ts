@@ -329,63 +329,6 @@ export function luaScript(source: string) {
 }
 
 /**
- * The same confirmation for writes made on other connections of this process, grouped: a
- * round sets `mark` (a key of the written keys' node; it expires in a minute) and sends
- * `WAIT 1 <REDIS_REPLICA_TIMEOUT>` right behind it on `client`, a connection that does nothing
- * else. WAIT waits for its own connection's last write, made after every write that had
- * completed when the round began, so one round confirms them all, and the connections that
- * made them are never held by a WAIT (the store's commits queued behind each other's WAITs,
- * ~120-160 ms a PUT at 20 writes/s on Cluster). One round at a time: a write that completes
- * while one is out waits for the next, so for up to twice the timeout before its 503.
- */
-export function groupedReplicaConfirmation(
-  client: Parameters<typeof send>[0],
-  target: RedisTarget | string,
-  mark: string,
-): () => Promise<void> {
-  const t = toTarget(target);
-  const timeoutMs = t.replicaTimeoutMs ?? 1000;
-  let replicas = false;
-  let checkedAt = -Infinity;
-  let current: Promise<void> | undefined;
-  let next: Promise<void> | undefined;
-  const round = async (): Promise<void> => {
-    if (Date.now() - checkedAt > 1000) {
-      replicas = /^connected_slaves:[1-9]/m.test(String(await send(client, ['INFO', 'replication'], mark)));
-      checkedAt = Date.now();
-    }
-    if (!replicas) return;
-    const [, acked] = await Promise.all([
-      send(client, ['SET', mark, String(Date.now()), 'PX', '60000'], mark),
-      send(client, ['WAIT', '1', String(timeoutMs)], mark),
-    ]);
-    if (Number(acked) >= 1) return;
-    checkedAt = -Infinity; // ask again next time: the replica may be gone for good
-    throw notReplicated(timeoutMs);
-  };
-  const start = (): Promise<void> => (current = round().finally(() => (current = undefined)));
-  return () => {
-    if (!current) return start();
-    // The round out began before this write completed: the next one covers it.
-    next ??= current
-      .catch(() => undefined)
-      .then(() => {
-        next = undefined;
-        return start();
-      });
-    return next;
-  };
-}
-
-function notReplicated(timeoutMs: number): ApiError {
-  return new ApiError(
-    'unavailable',
-    `The change is on the Redis primary, but no replica confirmed it within REDIS_REPLICA_TIMEOUT (${timeoutMs} ms): it may be lost at a failover`,
-    { code: 'not-replicated' },
-  );
-}
-
-/**
  * CONTRACT §10: a write answered 2xx survives the loss of the primary when the deployment has
  * replicas. `confirm(key)`, called after a write of `key` on the same client (so on the same connection:
  * WAIT counts the writes of its connection), runs `WAIT 1 <REDIS_REPLICA_TIMEOUT>` when the
@@ -414,6 +357,10 @@ export function replicaConfirmation(client: Parameters<typeof send>[0], target: 
     const acked = Number(await send(client, ['WAIT', '1', String(timeoutMs)], key));
     if (acked >= 1) return;
     node.checkedAt = -Infinity; // ask again next time: the replica may be gone for good
-    throw notReplicated(timeoutMs);
+    throw new ApiError(
+      'unavailable',
+      `The change is on the Redis primary, but no replica confirmed it within REDIS_REPLICA_TIMEOUT (${timeoutMs} ms): it may be lost at a failover`,
+      { code: 'not-replicated' },
+    );
   };
 }

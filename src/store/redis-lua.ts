@@ -37,8 +37,6 @@ export const layout = {
   kvPrefix: 'ep:kv:',
   history: 'ep:cfg-history',
   changedLog: 'ep:cfg-changed',
-  /** Written before each WAIT that confirms commits (groupedReplicaConfirmation); expires. */
-  waitMark: 'ep:wait-mark',
 } as const;
 
 export type Layout = { readonly [K in keyof typeof layout]: string };
@@ -52,7 +50,6 @@ const clusterLayout: Layout = {
   kvPrefix: 'ep:kv:',
   history: '{ep}:cfg-history',
   changedLog: '{ep}:cfg-changed',
-  waitMark: '{ep}:wait-mark',
 };
 
 /** The key layout of `target`: hash-tagged on Cluster, the historical names elsewhere. */

@@ -12,7 +12,6 @@ import {
   closeClients,
   onNewConnection,
   redisClient,
-  groupedReplicaConfirmation,
   replicaConfirmation,
   whenSubscribedAgain,
   scanKeys,
@@ -409,17 +408,15 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
   const keepMs = opts.historyMs ?? defaultHistoryMs;
   const lay = layoutOf(target);
   const client = redisClient(target, 'store', { scripts: storeScripts });
-  // The WAITs for a replica on a connection of their own: a WAIT holds its connection until a
-  // replica answers, and the commits and reads behind it (a projector's read of the commit the
-  // script had just announced) waited too. Commits are confirmed in groups (see
-  // groupedReplicaConfirmation); a durable kv value is set there itself, and WAITed for.
-  const writer = redisClient(target, 'store-wait', { scripts: storeScripts });
+  // Commits, and the WAIT for a replica that follows each (WAIT covers what its own connection
+  // wrote), on a connection of their own: a WAIT holds its connection until a replica answers,
+  // and the reads behind it (a projector's pass after the commit it announced) waited too.
+  const writer = redisClient(target, 'store-commit', { scripts: storeScripts });
   await guarded(async () => {
     await client.connect();
     await writer.connect();
   });
   const replicated = replicaConfirmation(writer, target);
-  const committed = groupedReplicaConfirmation(writer, target, lay.waitMark);
   const single = createReadCache({ maxAgeMs: 1000, maxEntries: 10_000 });
   const lists = createListCache(listSource(client, lay), { maxAgeMs: 1000, maxLists: 64 });
   // Both caches follow the change notifications and this process's commits.
@@ -449,10 +446,10 @@ export async function openRedisStore(target: RedisTarget | string, opts: { histo
         // CONFIG_HISTORY=0: no history is kept.
         const withNote = note && keepMs > 0 ? { note } : {};
         const { keys, args, etags } = commitArgs(ops, feed.channel, { ...withNote, keepMs, now: Date.now() }, lay);
-        const reply = await client.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
+        const reply = await writer.storeCommit(keys, args).finally(() => reads.invalidate(ops.map((o) => o.key)));
         if (!Array.isArray(reply)) throw new Error('unexpected reply from the commit script');
         if (reply[0] === 1) {
-          await committed();
+          await replicated(lay.revision);
           return { ok: true, etags, revision: Number(reply[1]) };
         }
         const reason = reply[2];

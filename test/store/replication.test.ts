@@ -70,41 +70,6 @@ test('store: commits and durable kv wait for the replica; none in time → not-r
   }
 });
 
-test('store: concurrent commits share their WAITs, each answered only once the replica has it', async () => {
-  const { primary, replica, target } = await pair();
-  const store = await openRedisStore(target);
-  try {
-    await store.commit([{ op: 'put', key: 'g/warm', value: {} }]); // the replica check is made
-    await ask(primary.port, ['CONFIG', 'RESETSTAT']);
-    const n = 40;
-    const results = await Promise.all(
-      Array.from({ length: n }, (_, i) => store.commit([{ op: 'put', key: `g/${i}`, value: { i } }])),
-    );
-    for (const [i, r] of results.entries()) {
-      assert.ok(r.ok, `commit ${i}`);
-      // Answered means on the replica: a WAIT that began after the commit had completed confirmed it.
-      if (r.ok)
-        assert.is(await ask(replica.port, ['HGET', `ep:cfg:g/${i}`, 'e']), r.etags[`g/${i}`], `g/${i} on the replica`);
-    }
-    const stats = String(await ask(primary.port, ['INFO', 'commandstats']));
-    const waits = Number(/cmdstat_wait:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-    assert.ok(waits >= 1 && waits < n, `${waits} WAITs for ${n} commits`);
-    freeze(replica, 8);
-    await new Promise((r) => setTimeout(r, 300));
-    const refused = await Promise.allSettled(
-      Array.from({ length: 5 }, (_, i) => store.commit([{ op: 'put', key: `h/${i}`, value: { i } }])),
-    );
-    for (const r of refused) {
-      assert.is(r.status, 'rejected');
-      if (r.status === 'rejected') await notReplicated(Promise.reject(r.reason));
-    }
-  } finally {
-    await store.close();
-    await replica.dispose();
-    await primary.dispose();
-  }
-});
-
 test('bus: produce and a group position wait for the replica; none in time → not-replicated', async () => {
   const { primary, replica, target } = await pair();
   const bus = await openRedisBus(target);
