@@ -192,7 +192,7 @@ let tags: string[] | undefined;
 /**
  * A short hash tag for each slot: `slotTags()[s]` is the shortest base-36 number whose slot is
  * `s`, so a name `…{tag}…` lands on slot `s` (a channel a script publishes to from its keys'
- * slot). Found once, by trying numbers in turn (~170,000 of them, a few milliseconds).
+ * slot). Found once, by trying numbers in turn (~170,000 of them, ~50 ms).
  */
 export function slotTags(): readonly string[] {
   if (tags) return tags;
