@@ -174,6 +174,8 @@ function crc16(bytes: Uint8Array): number {
   return crc;
 }
 
+const utf8 = new TextEncoder();
+
 /** The Cluster slot of `key` (its hash tag `{…}` when it has a non-empty one), as CLUSTER KEYSLOT answers. */
 export function keySlot(key: string): number {
   const open = key.indexOf('{');
@@ -181,7 +183,7 @@ export function keySlot(key: string): number {
     const close = key.indexOf('}', open + 1);
     if (close > open + 1) key = key.slice(open + 1, close);
   }
-  return crc16(new TextEncoder().encode(key)) % 16384;
+  return crc16(utf8.encode(key)) % 16384;
 }
 
 /** The number of slots of a Redis Cluster. */

@@ -358,7 +358,9 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
   const cluster = toTarget(target).kind === 'cluster';
   const channel = channelOf(target, 'ep:fleet:appended');
   const keysOf = (site: string) => siteKeys(site, cluster);
-  const feed = appendFeed(target, cluster ? slotTags().map(clusterChannel) : [channel], cluster);
+  /** On Cluster, each slot's channel (index: the slot). */
+  const slotChannels = cluster ? slotTags().map(clusterChannel) : [];
+  const feed = appendFeed(target, cluster ? slotChannels : [channel], cluster);
   /** On Cluster: the sites this process added to the set of sites since its subscription was last made. */
   const inSet = new Set<string>();
   if (cluster) feed.onResync(() => inSet.clear());
@@ -387,7 +389,7 @@ export async function openRedisFleetLog(target: RedisTarget | string): Promise<F
       guarded(async () => {
         const k = keysOf(site);
         const args = cluster
-          ? [site, expectedHead, String(rev), clusterChannel(slotTags()[keySlot(k.log)]!), 'SPUBLISH']
+          ? [site, expectedHead, String(rev), slotChannels[keySlot(k.log)]!, 'SPUBLISH']
           : [site, expectedHead, String(rev), channel, 'PUBLISH'];
         args.push(String(changes.length));
         for (const c of changes) args.push(c.op, c.key, c.op === 'put' ? jsonOf(c.value) : '');
