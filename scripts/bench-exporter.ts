@@ -16,7 +16,8 @@
  * other one in reverse order), the best of each kept; each ratio is printed of the best rates and
  * as the median of the two parties' ratios round by round. Rates are measured at the sink (first to last message). Prints each party's
  * rate, the CPU µs per message of the party itself (the product's from /proc, counted after the
- * run's login, a helper's as it reports it) and of the sink, the ratios and their goals, the sink's CPU capacity (1 s ÷ its
+ * run's login, a helper's as it reports it), of the sink and of the redis-server (the bus's work a
+ * message, on the same two cores), the ratios and their goals, the sink's CPU capacity (1 s ÷ its
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
@@ -71,6 +72,19 @@ async function rateAt(sink: string, path: string, want = messages): Promise<numb
   }
   if (s.count < want) throw new Error(`${path}: only ${s.count} of ${want} arrived`);
   return (s.count - 1) / ((s.last - s.first) / 1000);
+}
+
+/** The redis-server's process id (INFO server), for its CPU a message beside each party's. */
+async function serverPid(url: string): Promise<number> {
+  const c = createClient({ url });
+  await c.connect();
+  try {
+    const pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1];
+    if (!pid) throw new Error('INFO server gave no process_id');
+    return Number(pid);
+  } finally {
+    await c.close();
+  }
 }
 
 function payload(i: number): string {
@@ -288,7 +302,7 @@ const batch100 = { batch: { 'max-messages': 100, 'max-wait': '50ms' } };
 const signing = { signing: { vault: 'bench', secret: 'sig', key: 'key' } };
 
 /** Per party: its best round's rate, and in that round the CPU µs a message of the party itself (product or helper) and of the sink. */
-type Best = { rate: number; cpu: number; sinkCpu: number; all: number[]; cpus: number[] };
+type Best = { rate: number; cpu: number; sinkCpu: number; redisCpu: number; all: number[]; cpus: number[] };
 
 function report(best: Map<string, Best>): string {
   const r = (k: string) => best.get(k)?.rate ?? NaN;
@@ -306,7 +320,7 @@ function report(best: Map<string, Best>): string {
   const lines: string[] = [];
   for (const [k, v] of best)
     lines.push(
-      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)} (rounds, msg/s and own CPU µs/msg: ${v.all.map((x, i) => `${f(x)} ${v.cpus[i]!.toFixed(1)}`).join(', ')})`,
+      `  ${k.padEnd(24)} ${f(v.rate).padStart(7)} msg/s, CPU µs/msg: own ${v.cpu.toFixed(1)}, sink ${v.sinkCpu.toFixed(1)}, redis ${v.redisCpu.toFixed(1)} (rounds, msg/s and own CPU µs/msg: ${v.all.map((x, i) => `${f(x)} ${v.cpus[i]!.toFixed(1)}`).join(', ')})`,
     );
   // The fastest floor measured (BENCH_ONLY may leave some out; none: NaN, printed —).
   const measured = inFlightSettings
@@ -348,6 +362,7 @@ async function main(): Promise<void> {
   let product: Product | undefined;
   let baseline: Product | undefined;
   try {
+    const redisPid = await serverPid(redis.url);
     process.stdout.write(`pre-filling ${messages} messages of ~200 bytes...\n`);
     await prefill(redis.url);
     const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-bench-'));
@@ -375,13 +390,15 @@ async function main(): Promise<void> {
         const proc = party.product?.child.pid;
         const cpu0 = proc ? cpuMicros(proc) : 0;
         const sink0 = cpuMicros(sink.child.pid!);
+        const redis0 = cpuMicros(redisPid);
         const r = await party.run(`/${party.name.replace(/[^a-z0-9]+/g, '-')}-${round}-${i}`);
         const cpu = (proc ? cpuMicros(proc) - cpu0 : (r.cpu ?? 0)) / messages;
         const sinkCpu = (cpuMicros(sink.child.pid!) - sink0) / messages;
-        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, all: [], cpus: [] };
+        const redisCpu = (cpuMicros(redisPid) - redis0) / messages;
+        const b = best.get(party.name) ?? { rate: 0, cpu: 0, sinkCpu: 0, redisCpu: 0, all: [], cpus: [] };
         b.all.push(r.rate);
         b.cpus.push(cpu);
-        if (r.rate > b.rate) Object.assign(b, { rate: r.rate, cpu, sinkCpu });
+        if (r.rate > b.rate) Object.assign(b, { rate: r.rate, cpu, sinkCpu, redisCpu });
         best.set(party.name, b);
       }
     const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
