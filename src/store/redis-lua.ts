@@ -176,7 +176,8 @@ return out
  * KEYS: ep:rev, ep:cfg-changed. ARGV: the cfg prefix (ep:cfg:), a revision and its mark (from an
  * earlier etags or etags-since read). Returns {revision, mark, key1, etag1, ...}: every key
  * changed by the commits after that revision with its ETag now ('' when deleted), at one
- * revision; {-1} when ep:cfg-changed cannot tell (fewer commits kept than made since, a
+ * revision, in the order of the commits (ep:cfg-changed holds the newest first: read from its
+ * end), each key at the first commit that changed it; {-1} when ep:cfg-changed cannot tell (fewer commits kept than made since, a
  * revision ahead of the store's, or another mark at that revision: another history).
  */
 const etagsSinceScript = luaScript(`${parseChanged}
@@ -187,7 +188,7 @@ local entries = redis.call('LRANGE', KEYS[2], 0, want)
 if #entries < want + 1 then return {-1} end
 local out = {rev, ''}
 local seen = {}
-for i = 1, want + 1 do
+for i = want + 1, 1, -1 do
   local r, mark, at = changedEntry(entries[i])
   if r ~= rev - i + 1 then return {-1} end
   if i == 1 then out[2] = mark end

@@ -66,7 +66,9 @@ export interface Store {
    * commits after `at` (where an earlier etags('') or etagsSince read stood), at the revision
    * returned, read in one atomic step: what changed, without reading every ETag. Undefined when
    * the store cannot tell (more commits since than it remembers, or `at` is from another
-   * history: a failover lost commits); etags('') then says.
+   * history: a failover lost commits); etags('') then says. The keys come in the order of the
+   * commits, oldest first, each at the first commit that changed it (the fleet projector serves
+   * the sites of the oldest change first).
    */
   etagsSince(at: EtagsAt): Promise<EtagsSince | undefined>;
   /**

@@ -299,4 +299,60 @@ test('the history is trimmed beside the passes, once a minute: an old version th
   }
 });
 
+test('a pass that folds several commits appends first at the sites of the oldest', async () => {
+  const url = await freshRedisDb(14);
+  const store = await openRedisStore(url);
+  const inner = await openRedisFleetLog(url);
+  // The log as the projector sees it: each append recorded in call order; once armed, one at
+  // site `gate` held until released, so the commits made meanwhile are folded into the next pass.
+  const order: string[] = [];
+  let armed = false;
+  let release = () => {};
+  const gate = new Promise<void>((r) => (release = r));
+  const log: typeof inner = {
+    ...inner,
+    async append(site, head, rev, changes) {
+      order.push(site);
+      if (site === 'gate' && armed) await gate;
+      return inner.append(site, head, rev, changes);
+    },
+  };
+  const projector = startProjector({ store, fleetLog: log, root: 'default', ownSite: 'hq', historyMs: 86_400_000 });
+  const hook = (name: string, sites: string[]): JsonObject => ({
+    name,
+    url: 'http://x/',
+    topics: ['t'],
+    'site-placement': { sites },
+  });
+  const early = ['s4', 's5', 's6'];
+  const late = ['s1', 's2', 's3'];
+  try {
+    for (const s of ['gate', ...late, ...early]) await put(store, `default/sites/${s}`, { name: s });
+    await projector.project();
+    armed = true;
+    await put(store, 'default/volga/webhooks/g', hook('g', ['gate']));
+    await eventually(async () => order.at(-1) === 'gate', 'a pass waits at the gate', SITE_WAIT);
+    // Committed while that pass waits: the older places an exporter at sites listed after the
+    // newer's (the sites' own order would serve the newer first).
+    await put(store, 'default/volga/webhooks/early', hook('early', early));
+    await put(store, 'default/volga/webhooks/late', hook('late', late));
+    const from = order.length;
+    release();
+    for (const s of [...early, ...late])
+      await eventually(
+        async () => (await inner.snapshot(s)).objects.size === 2,
+        `${s} has its site object and its exporter`,
+        SITE_WAIT,
+      );
+    const next = order.slice(from);
+    assert.equal(next.slice(0, 6).sort(), [...early, ...late].sort(), 'one pass serves both commits');
+    assert.equal(next.slice(0, 3).sort(), early, 'the sites of the older commit first');
+  } finally {
+    release();
+    await projector.stop();
+    await inner.close();
+    await store.close();
+  }
+});
+
 test.run();

@@ -85,7 +85,8 @@ const trimsAtOnce = 8;
  * own site only (its labels place exporters there, for every tenant); a webhook exporter
  * concerns the sites that hold it and those where it is placed now (its placement evaluated
  * at the candidates the label index gives, not at every site); anything else (settings,
- * users, deployments, vaults, tenants...) may concern any site.
+ * users, deployments, vaults, tenants...) may concern any site. In the order of `changed` (the
+ * commits', oldest first): the pass serves the sites of the oldest change first.
  */
 function concerned(
   read: Read,

@@ -203,10 +203,7 @@ export async function projectSites(
   // sites this process knows nothing of yet, and at those a previous pass had to leave.
   const asked = new Set(st.wanted);
   st.wanted.clear();
-  const todo =
-    scope === 'all'
-      ? [...sites]
-      : [...sites].filter((s) => scope.has(s) || !st.known.has(s) || st.redo.has(s) || asked.has(s));
+  const todo = scope === 'all' ? [...sites] : inOrder(scope, sites, st, asked);
   st.redo.clear();
   st.sealedSkips.clear();
   // Sites are independent (each append is a compare-and-set on that site's log alone), so
@@ -222,6 +219,19 @@ export async function projectSites(
       sites: [...st.sealedSkips].slice(0, 20).join(', '),
       count: st.sealedSkips.size,
     });
+}
+
+/**
+ * A pass after commits: the sites they concern in `scope`'s order (the sites of the oldest
+ * change first: a pass that folds the changes of the last half second serves first the sites
+ * that waited longest, so a change waits at most about one pass, not two), then the others
+ * it looks at.
+ */
+function inOrder(scope: ReadonlySet<string>, sites: ReadonlySet<string>, st: PassState, asked: ReadonlySet<string>) {
+  const todo: string[] = [];
+  for (const s of scope) if (sites.has(s)) todo.push(s);
+  for (const s of sites) if (!scope.has(s) && (!st.known.has(s) || st.redo.has(s) || asked.has(s))) todo.push(s);
+  return todo;
 }
 
 export const newPassState = (): PassState => ({
