@@ -38,7 +38,8 @@
  * the open files its sites need when the inherited limit is lower.
  *
  * BENCH_UNTIL=<phase> (fleet, allSites, churn, idle, restart) stops the run after that phase.
- * Memory per site is the live heap after a full GC: each control plane runs with
+ * Memory per site is the live heap after a full GC (the median of three probes 10 s apart, all
+ * three printed): each control plane runs with
  * fleet-bench/memory-probe.cjs preloaded, which answers SIGUSR2 with process.memoryUsage();
  * BENCH_HEAP_SNAPSHOTS=1 also writes a heap snapshot at each probe (in the control plane's DATA_DIR).
  * BENCH_ACKS=post: the simulated sites acknowledge as FLEET_ACKS=post (a GET stream, one POST an
