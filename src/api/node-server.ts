@@ -6,7 +6,15 @@
  * when no body follows (no `content-length`: a body the adapter writes at once has one, and a
  * streamed body always carries its own type from the app).
  */
-import { STATUS_CODES, ServerResponse, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
+import {
+  IncomingMessage,
+  STATUS_CODES,
+  ServerResponse,
+  type Server,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+} from 'node:http';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ApiError } from '../lib/errors.js';
 
@@ -23,6 +31,16 @@ function dropAddedType(headers: OutgoingHttpHeaders): void {
 }
 
 class ResponseWithoutDefaultType extends ServerResponse {
+  constructor(...args: [IncomingMessage, ...unknown[]]) {
+    // Node passes the request and options (highWaterMark, rejectNonStandardBodyWrites): all on.
+    super(...(args as [IncomingMessage]));
+    // The two properties `writeHead` adds later, made here with the values a response reads
+    // before it (the prototype's): every property a response gets then comes from the
+    // constructor, in one order, and the first instances (warmResponses) hold them all.
+    this.statusCode = 200;
+    (this as { statusMessage?: string }).statusMessage = undefined;
+  }
+
   override writeHead(
     statusCode: number,
     messageOrHeaders?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
@@ -32,6 +50,29 @@ class ResponseWithoutDefaultType extends ServerResponse {
     return typeof messageOrHeaders === 'string'
       ? super.writeHead(statusCode, messageOrHeaders, headers)
       : super.writeHead(statusCode, messageOrHeaders);
+  }
+}
+
+/**
+ * Makes the first responses of the process before any request comes: V8 lays out the objects
+ * of a class from what its first few instances held (slack tracking), and when those were
+ * answers to /healthz polls, the sync streams after them came out as dictionaries, ~3 KiB more
+ * a stream (a control plane whose first six responses were /healthz held every site's stream
+ * so; one with five did not). These are made as Node makes a request's response, with the
+ * properties it adds after the constructor, and dropped.
+ */
+export function warmResponses(server: Server): void {
+  for (let i = 0; i < 8; i++) {
+    const req = new IncomingMessage(new Socket());
+    req.method = 'GET';
+    req.httpVersionMajor = 1;
+    req.httpVersionMinor = 1;
+    const res = new ResponseWithoutDefaultType(req, { highWaterMark: 16384, rejectNonStandardBodyWrites: false });
+    const added = res as unknown as Record<string, unknown>;
+    added._keepAliveTimeout = server.keepAliveTimeout;
+    added._maxRequestsPerSocket = server.maxRequestsPerSocket;
+    added._onPendingData = () => {};
+    res.shouldKeepAlive = true;
   }
 }
 

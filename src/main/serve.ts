@@ -18,7 +18,7 @@ import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { answerClientError, serverOptions } from '../api/node-server.js';
+import { answerClientError, serverOptions, warmResponses } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
@@ -227,6 +227,7 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
   server.headersTimeout = settings.httpHeadersTimeoutMs;
   server.requestTimeout = settings.httpRequestTimeoutMs;
   server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;
+  warmResponses(server);
   return server;
 }
 
