@@ -177,8 +177,9 @@ return out
  * earlier etags or etags-since read). Returns {revision, mark, key1, etag1, ...}: every key
  * changed by the commits after that revision with its ETag now ('' when deleted), at one
  * revision, in the order of the commits (ep:cfg-changed holds the newest first: read from its
- * end), each key at the first commit that changed it; {-1} when ep:cfg-changed cannot tell (fewer commits kept than made since, a
- * revision ahead of the store's, or another mark at that revision: another history).
+ * end), each key at the first commit that changed it; {-1} when ep:cfg-changed cannot tell
+ * (fewer commits kept than made since, a revision ahead of the store's, or another mark at that
+ * revision: another history).
  */
 const etagsSinceScript = luaScript(`${parseChanged}
 local rev = tonumber(redis.call('GET', KEYS[1]) or '0')

@@ -317,7 +317,15 @@ test('a pass that folds several commits appends first at the sites of the oldest
       return inner.append(site, head, rev, changes);
     },
   };
-  const projector = startProjector({ store, fleetLog: log, root: 'default', ownSite: 'hq', historyMs: 86_400_000 });
+  // No periodic resync within the test: every pass is one a commit asked for.
+  const projector = startProjector({
+    store,
+    fleetLog: log,
+    root: 'default',
+    ownSite: 'hq',
+    historyMs: 86_400_000,
+    resyncMs: 3_600_000,
+  });
   const hook = (name: string, sites: string[]): JsonObject => ({
     name,
     url: 'http://x/',
