@@ -377,7 +377,16 @@ function run(command: string, args: string[]): Promise<number> {
     });
   });
 }
-const node = (code: string, args: string[]) => run(process.execPath, ['-e', code, ...args]);
+/** A helper party in plain Node; with BENCH_PROFILE=1 it is profiled too (./profiles/helpers), to set beside the product's profile. */
+const node = (code: string, args: string[]) =>
+  run(process.execPath, [
+    ...(process.env.BENCH_PROFILE === '1'
+      ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')]
+      : []),
+    '-e',
+    code,
+    ...args,
+  ]);
 
 let generator: { name: 'wrk' | 'node:net'; script?: string } | undefined;
 

@@ -165,7 +165,7 @@ export function prepare(ctx: DeliverContext, msg: Message): Prepared | Outcome |
  */
 export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered' | Ignore {
   const { spec } = ctx;
-  if (!spec.filter.passAll && !spec.filter.test(msg.text)) return 'filtered';
+  if (!spec.filter.passAll && !spec.filter.test(msg)) return 'filtered';
   beginExpansion(ctx, msg);
   try {
     return expand(ctx, msg);

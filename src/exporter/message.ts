@@ -86,6 +86,12 @@ function mtimeOf(id: string): number {
   return Number(dash < 0 ? id : id.slice(0, dash));
 }
 
+/** Whether `n` characters of `a` from `at` are those of `b` from `bAt` (no slice made). */
+function sameRun(a: string, at: number, b: string, bAt: number, n: number): boolean {
+  for (let i = 0; i < n; i++) if (a.charCodeAt(at + i) !== b.charCodeAt(bAt + i)) return false;
+  return true;
+}
+
 export class Message {
   readonly topic: string;
   readonly entry: StreamEntry;
@@ -94,6 +100,7 @@ export class Message {
   private payloadCache: Json | undefined;
   private objectCache: JsonObject | undefined;
   private textCache: string | undefined;
+  private headCache: string | undefined;
   private payloadTextCache: string | undefined;
   private membersCache: number[] | false | undefined;
 
@@ -128,6 +135,7 @@ export class Message {
     this.payloadCache = undefined;
     this.objectCache = undefined;
     this.textCache = undefined;
+    this.headCache = undefined;
     this.payloadTextCache = undefined;
     this.membersCache = undefined;
   }
@@ -157,6 +165,16 @@ export class Message {
    */
   get text(): string {
     if (this.textCache === undefined) {
+      // A canonical payload is its value's JSON text as it stands.
+      const payload = this.members !== false ? this.entry.fields.payload! : JSON.stringify(this.payload);
+      this.textCache = `${this.head}${payload}}`;
+    }
+    return this.textCache;
+  }
+
+  /** MSG's text up to its payload's value: `{"time":…,"remain":…[,optional members],"payload":`. */
+  private get head(): string {
+    if (this.headCache === undefined) {
       const f = this.entry.fields;
       const time = this.time;
       if (time !== lastTime) {
@@ -168,11 +186,31 @@ export class Message {
         const v = f[k];
         if (v !== undefined) s += `,"${k}":${JSON.stringify(v)}`;
       }
-      // A canonical payload is its value's JSON text as it stands.
-      const payload = this.members !== false ? f.payload! : JSON.stringify(this.payload);
-      this.textCache = `${s},"payload":${payload}}`;
+      this.headCache = `${s},"payload":`;
     }
-    return this.textCache;
+    return this.headCache;
+  }
+
+  /**
+   * Whether MSG's text contains `s` (the literal filters), told without making the text when the
+   * payload is canonical: the text is the head, the payload field as it stands and `}`, so `s`
+   * is in one of them or across a boundary between them. The text and its flat copy (two
+   * strings of ~300 bytes a message, about a sixth of a batch's CPU a message) are not made.
+   */
+  includes(s: string): boolean {
+    const raw = this.entry.fields.payload;
+    const n = s.length;
+    // Shorter than `s`, the payload could hold an occurrence running from the head to the `}`.
+    if (this.textCache !== undefined || raw === undefined || raw.length < n || this.members === false)
+      return this.text.includes(s);
+    const head = this.head;
+    if (head.includes(s) || raw.includes(s)) return true;
+    // Across the end of the payload: `s` ends with the closing brace.
+    if (s.charCodeAt(n - 1) === 0x7d && sameRun(raw, raw.length - (n - 1), s, 0, n - 1)) return true;
+    // Across its start: the head ends with the first k characters of `s`, the payload starts with the rest.
+    for (let k = 1; k < n; k++)
+      if (sameRun(head, head.length - k, s, 0, k) && sameRun(raw, 0, s, k, n - k)) return true;
+    return false;
   }
 
   /**

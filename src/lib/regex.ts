@@ -9,6 +9,8 @@ import { errorText } from './error-text.js';
 
 export type Regex = {
   readonly source: string;
+  /** True when the pattern is made only of characters that match themselves: it matches where `source` occurs. */
+  readonly literal: boolean;
   /** True when the pattern matches anywhere in `text`. */
   test(text: string): boolean;
   /** Every match replaced by `replacement` ($1, ${name} refer to groups). */
@@ -103,11 +105,13 @@ export function compileRegex(pattern: string, where: string): Regex {
       },
     );
   }
+  const isLiteral = literal.test(pattern);
   return {
     source: pattern,
+    literal: isLiteral,
     // A pattern without metacharacters matches where its text occurs: a substring search is
     // the same answer several times faster than the matcher (filters run on every message).
-    test: literal.test(pattern) ? (text) => text.includes(pattern) : (text) => re.matcher(text).find(),
+    test: isLiteral ? (text) => text.includes(pattern) : (text) => re.matcher(text).find(),
     replaceAll: (text, replacement) => re.matcher(text).replaceAll(replacement),
   };
 }

@@ -198,6 +198,36 @@ test('MSG: with a canonical payload, its text holds the payload field as it stan
   assert.is(m.text, text);
 });
 
+test('MSG: whether its text contains a string is told as the text would tell it, across its pieces too', () => {
+  const payloads = [
+    '{"temp":15,"level":"info","key":"k1","pad":"xx}"}',
+    '{"a":"}","b":[1,{"c":"payload"}]}',
+    '"quoted }"',
+    '12',
+    '{"b": 1}',
+    '{}',
+    'plain text',
+  ];
+  for (const [i, payload] of payloads.entries()) {
+    for (const fields of [{ payload }, { payload, host: 'h"}', origin: 'o' }] as Array<Record<string, string>>) {
+      const e: StreamEntry = { id: `1700000000123-${i}`, fields };
+      const text = new Message('t', e, 7).text;
+      // Every substring of up to 24 characters starting anywhere, and strings that are not in it.
+      const needles = new Set<string>(['}}', '"payload":{"x', 'absent', ':}', `${payload}}x`, `"payload":${payload}}`]);
+      for (let at = 0; at < text.length; at++) for (let n = 1; n <= 24; n++) needles.add(text.slice(at, at + n));
+      for (const s of needles)
+        assert.is(new Message('t', e, 7).includes(s), text.includes(s), `${e.id} ${JSON.stringify(s)}`);
+      // With its text made already, and after a release: the same answers.
+      const m = new Message('t', e, 7);
+      void m.text;
+      assert.is(m.includes('"payload":'), true);
+      m.release();
+      const at = text.indexOf(',"payload":');
+      assert.is(m.includes(text.slice(at - 3, at + 14)), true);
+    }
+  }
+});
+
 test('pointers must be empty or start with /', () => {
   assert.equal(parsePointer(''), []);
   assert.is(parsePointer('payload'), undefined);
