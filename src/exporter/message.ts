@@ -86,10 +86,91 @@ function mtimeOf(id: string): number {
   return Number(dash < 0 ? id : id.slice(0, dash));
 }
 
-/** Whether `n` characters of `a` from `at` are those of `b` from `bAt` (no slice made). */
-function sameRun(a: string, at: number, b: string, bAt: number, n: number): boolean {
-  for (let i = 0; i < n; i++) if (a.charCodeAt(at + i) !== b.charCodeAt(bAt + i)) return false;
-  return true;
+/** The last mtime whose ISO text has a four-digit year (9999-12-31T23:59:59.999Z). */
+const maxPlainMtime = 253_402_300_799_999;
+
+/** Whether an entry id is `<digits>-<digits>`. */
+function digitsDashDigits(id: string): boolean {
+  let dash = -1;
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 45 && dash < 0 && i > 0) dash = i;
+    else if (c < 48 || c > 57) return false;
+  }
+  return dash > 0 && dash < id.length - 1;
+}
+
+/**
+ * A plain stamp with every run of digits written as one `#`: the stamp of any message whose
+ * `plainStamp` holds reads so once its digit runs are collapsed the same way.
+ */
+const stampShape = '{"time":"#-#-#T#:#:#.#Z","mtime":#,"seqno":"#-#","remain":#';
+
+const collapseDigits = (s: string): string => s.replace(/[0-9]+/g, '#');
+
+/**
+ * What a literal filter string needs to be looked for without MSG's text. `nearStamp`: it may
+ * occur within a plain stamp or start in one (collapsed, it is in `stampShape`, or one of its
+ * prefixes ends it: an occurrence in a text maps onto one in the collapsed texts); such strings
+ * are looked for in the text. `beforeBrace`: when it ends with `}`, what precedes that brace
+ * (an occurrence across the payload's end).
+ */
+type Needle = { nearStamp: boolean; beforeBrace: string | undefined };
+const needles = new Map<string, Needle>();
+
+function needleOf(s: string): Needle {
+  let n = needles.get(s);
+  if (n) return n;
+  const c = collapseDigits(s);
+  let nearStamp = stampShape.includes(c);
+  for (let k = 1; k < s.length && !nearStamp; k++) nearStamp = stampShape.endsWith(collapseDigits(s.slice(0, k)));
+  n = { nearStamp, beforeBrace: s.endsWith('}') ? s.slice(0, -1) : undefined };
+  // Filter strings come from configuration: a few; bounded all the same.
+  if (needles.size >= 10_000) needles.clear();
+  needles.set(s, n);
+  return n;
+}
+
+/**
+ * MSG's optional members and `,"payload":`, the text between the stamp and the payload: the same
+ * for the messages of one producer, so the last one is kept.
+ */
+let lastTail = ',"payload":';
+let lastTailFields: Array<string | undefined> = [undefined, undefined, undefined];
+
+function membersTail(f: Readonly<Record<string, string>>): string {
+  const a = f['producer-name'];
+  const b = f.host;
+  const c = f.origin;
+  const last = lastTailFields;
+  if (a === last[0] && b === last[1] && c === last[2]) return lastTail;
+  let t = '';
+  for (const k of optionalFields) {
+    const v = f[k];
+    if (v !== undefined) t += `,"${k}":${JSON.stringify(v)}`;
+  }
+  lastTailFields = [a, b, c];
+  lastTail = `${t},"payload":`;
+  tailPlans.clear();
+  return lastTail;
+}
+
+/**
+ * A filter string against the last members' tail: whether it is within the tail, and for each
+ * way it can start in the tail and run on into the payload, the part the payload must start with.
+ */
+type TailPlan = { within: boolean; rests: string[] };
+const tailPlans = new Map<string, TailPlan>();
+
+function tailPlanOf(tail: string, s: string): TailPlan {
+  let p = tailPlans.get(s);
+  if (p) return p;
+  const rests: string[] = [];
+  for (let k = 1; k < s.length; k++) if (tail.endsWith(s.slice(0, k))) rests.push(s.slice(k));
+  p = { within: tail.includes(s), rests };
+  if (tailPlans.size >= 10_000) tailPlans.clear();
+  tailPlans.set(s, p);
+  return p;
 }
 
 export class Message {
@@ -172,45 +253,55 @@ export class Message {
     return this.textCache;
   }
 
-  /** MSG's text up to its payload's value: `{"time":…,"remain":…[,optional members],"payload":`. */
+  /** MSG's text up to its payload's value: the stamp, then the optional members and `,"payload":`. */
   private get head(): string {
     if (this.headCache === undefined) {
-      const f = this.entry.fields;
       const time = this.time;
       if (time !== lastTime) {
         lastTimeJson = JSON.stringify(time);
         lastTime = time;
       }
-      let s = `{"time":${lastTimeJson},"mtime":${mtimeText(this.mtime)},"seqno":${JSON.stringify(this.entry.id)},"remain":${jsonNumber(this.remain)}`;
-      for (const k of optionalFields) {
-        const v = f[k];
-        if (v !== undefined) s += `,"${k}":${JSON.stringify(v)}`;
-      }
-      this.headCache = `${s},"payload":`;
+      this.headCache = `{"time":${lastTimeJson},"mtime":${mtimeText(this.mtime)},"seqno":${JSON.stringify(this.entry.id)},"remain":${jsonNumber(this.remain)}${membersTail(this.entry.fields)}`;
     }
     return this.headCache;
   }
 
   /**
+   * Whether MSG's stamp (`{"time":…,"remain":…`) is made of digits in the shape `stampShape`
+   * stands for: no `time` field (the ISO text of an mtime of years 0–9999), an id `<ms>-<seq>`
+   * of digits, a whole remain.
+   */
+  private get plainStamp(): boolean {
+    const t = this.mtime;
+    return (
+      this.entry.fields.time === undefined &&
+      Number.isInteger(t) &&
+      t >= 0 &&
+      t <= maxPlainMtime &&
+      Number.isSafeInteger(this.remain) &&
+      this.remain >= 0 &&
+      digitsDashDigits(this.entry.id)
+    );
+  }
+
+  /**
    * Whether MSG's text contains `s` (the literal filters), told without making the text when the
-   * payload is canonical: the text is the head, the payload field as it stands and `}`, so `s`
-   * is in one of them or across a boundary between them. The text and its flat copy (two
-   * strings of ~300 bytes a message, about a sixth of a batch's CPU a message) are not made.
+   * payload is canonical and `s` cannot reach into the stamp (`needleOf`): the text is then the
+   * stamp, the members' tail (the same for messages of one producer), the payload field as it
+   * stands and `}`, and `s` is in the tail, in the payload or across their boundaries. What is
+   * saved a message: the text, its flat copy, and the searches of its first ~100 characters.
    */
   includes(s: string): boolean {
     const raw = this.entry.fields.payload;
-    const n = s.length;
-    // Shorter than `s`, the payload could hold an occurrence running from the head to the `}`.
-    if (this.textCache !== undefined || raw === undefined || raw.length < n || this.members === false)
+    // Shorter than `s`, the payload could hold an occurrence running from the tail to the `}`.
+    if (this.textCache !== undefined || raw === undefined || raw.length < s.length || this.members === false)
       return this.text.includes(s);
-    const head = this.head;
-    if (head.includes(s) || raw.includes(s)) return true;
-    // Across the end of the payload: `s` ends with the closing brace.
-    if (s.charCodeAt(n - 1) === 0x7d && sameRun(raw, raw.length - (n - 1), s, 0, n - 1)) return true;
-    // Across its start: the head ends with the first k characters of `s`, the payload starts with the rest.
-    for (let k = 1; k < n; k++)
-      if (sameRun(head, head.length - k, s, 0, k) && sameRun(raw, 0, s, k, n - k)) return true;
-    return false;
+    const needle = needleOf(s);
+    if (needle.nearStamp || !this.plainStamp) return this.text.includes(s);
+    const tail = tailPlanOf(membersTail(this.entry.fields), s);
+    if (tail.within || raw.includes(s)) return true;
+    for (const rest of tail.rests) if (raw.startsWith(rest)) return true;
+    return needle.beforeBrace !== undefined && raw.endsWith(needle.beforeBrace);
   }
 
   /**

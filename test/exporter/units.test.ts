@@ -208,17 +208,30 @@ test('MSG: whether its text contains a string is told as the text would tell it,
     '{}',
     'plain text',
   ];
+  // Plain stamps and others (a time field, ids not of digits, an mtime past year 9999, a huge remain).
+  const stamps: Array<[string, Record<string, string>, number]> = [
+    ['1700000000123-4', {}, 7],
+    ['1700000000123-5', { 'producer-name': 'bench' }, 0],
+    ['1700000000124-0', { host: 'h"}', origin: 'o' }, 123456],
+    ['1700000000124-1', { 'producer-name': 'bench' }, 7],
+    ['9-9', { time: '2020-01-01T00:00:00.000Z' }, 7],
+    ['00012-7', {}, 7],
+    ['5', {}, 7],
+    ['1-2-3', {}, 7],
+    ['253402300800000-0', {}, 7],
+    ['1700000000125-0', {}, 1e21],
+  ];
   for (const [i, payload] of payloads.entries()) {
-    for (const fields of [{ payload }, { payload, host: 'h"}', origin: 'o' }] as Array<Record<string, string>>) {
-      const e: StreamEntry = { id: `1700000000123-${i}`, fields };
-      const text = new Message('t', e, 7).text;
+    for (const [id, extra, remain] of stamps) {
+      const e: StreamEntry = { id, fields: { payload, ...extra } };
+      const text = new Message('t', e, remain).text;
       // Every substring of up to 24 characters starting anywhere, and strings that are not in it.
       const needles = new Set<string>(['}}', '"payload":{"x', 'absent', ':}', `${payload}}x`, `"payload":${payload}}`]);
       for (let at = 0; at < text.length; at++) for (let n = 1; n <= 24; n++) needles.add(text.slice(at, at + n));
       for (const s of needles)
-        assert.is(new Message('t', e, 7).includes(s), text.includes(s), `${e.id} ${JSON.stringify(s)}`);
+        assert.is(new Message('t', e, remain).includes(s), text.includes(s), `${i} ${id} ${JSON.stringify(s)}`);
       // With its text made already, and after a release: the same answers.
-      const m = new Message('t', e, 7);
+      const m = new Message('t', e, remain);
       void m.text;
       assert.is(m.includes('"payload":'), true);
       m.release();
