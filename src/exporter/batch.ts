@@ -23,13 +23,17 @@ import type { TopicReader } from './topic-reader.js';
 /** Why a batch's max-wait timer is cancelled: given, so that abort() makes no DOMException (a stack trace per batch). */
 const sealed = 'sealed';
 
-export type BatchItem = { reader: TopicReader; msg: Message; prepared: Prepared };
+export type BatchItem = { reader: TopicReader; msg: Message };
 
 export class Batch {
   readonly items: BatchItem[] = [];
   bytes = 0;
   /** Cancels the max-wait timer once the batch is sealed otherwise (none before the timer starts). */
   timer: AbortController | undefined;
+  /** The expanded data of each item, in order, until the POST is made: then its body holds them. */
+  private datas: string[] = [];
+  /** The first message's target and headers: the POST's. */
+  private first: Prepared | undefined;
 
   constructor(
     readonly group: string,
@@ -37,15 +41,26 @@ export class Batch {
     readonly key: string | undefined,
   ) {}
 
-  /** The POST carrying every message of the batch. */
+  push(item: BatchItem, prepared: Prepared): void {
+    this.items.push(item);
+    this.datas.push(prepared.data);
+    this.first ??= prepared;
+  }
+
+  /**
+   * The POST carrying every message of the batch, made once. The expanded datas are let go
+   * then: a batch under way holds its body and its messages' entries only (64 batches of 100 in
+   * flight are thousands of objects every young-generation collection copies).
+   */
   post(format: 'string' | 'json', signing: boolean): Post {
     const first = this.items[0]!;
-    const datas = this.items.map((i) => i.prepared.data);
     const last = this.items[this.items.length - 1]!;
+    const body = format === 'json' ? `[${this.datas.join(',')}]` : this.datas.join('\n');
+    this.datas = [];
     return {
-      target: first.prepared.target,
-      headers: first.prepared.headers,
-      body: format === 'json' ? `[${datas.join(',')}]` : datas.join('\n'),
+      target: this.first!.target,
+      headers: this.first!.headers,
+      body,
       id: signing ? batchId(first.msg.topic, first.msg.entry.id, last.msg.entry.id) : '',
       messages: this.items.map((i) => i.msg),
     };
@@ -74,8 +89,8 @@ export class Batcher {
   }
 
   /** Adds a prepared message to its group's open batch; a batch sealed by it goes to `ready`. */
-  add(group: string, key: string | undefined, item: BatchItem): void {
-    const bytes = Buffer.byteLength(item.prepared.data);
+  add(group: string, key: string | undefined, item: BatchItem, prepared: Prepared): void {
+    const bytes = Buffer.byteLength(prepared.data);
     let b = this.open.get(group);
     // The separator (comma or newline) and, for the first message, the brackets of json.
     if (b && b.bytes + 1 + bytes > this.spec.maxBytes) {
@@ -89,7 +104,7 @@ export class Batcher {
       this.unarmed.push(b);
       this.arming ??= setImmediate(this.arm);
     }
-    b.items.push(item);
+    b.push(item, prepared);
     b.bytes += 1 + bytes;
     this.openItems++;
     if (b.items.length >= this.spec.maxMessages) this.seal(b);

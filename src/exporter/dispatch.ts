@@ -167,7 +167,7 @@ export class Dispatcher {
     let group = reader.topic;
     if (!this.spec.staticTarget) group += `\n${p.target.origin}${p.target.path}`;
     if (key !== undefined) group += `\n${key}`;
-    batcher.add(group, key, { reader, msg, prepared: p });
+    batcher.add(group, key, { reader, msg }, p);
     if (batcher.pending > maxWaiting(this.spec)) batcher.sealAll();
     return batcher.ready.length > 0 ? this.pump() : undefined;
   }

@@ -7,7 +7,7 @@
 import type { Json, JsonObject } from '../lib/json.js';
 import type { StreamEntry } from '../bus/bus.js';
 import { resolveTokens } from '../lib/json-pointer.js';
-import { canonicalMembers, keyEscaped, valueEscaped } from '../lib/canonical-json.js';
+import { canonicalScan, canonicalTop, keyEscaped, valueEscaped } from '../lib/canonical-json.js';
 
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
@@ -183,7 +183,8 @@ export class Message {
   private textCache: string | undefined;
   private headCache: string | undefined;
   private payloadTextCache: string | undefined;
-  private membersCache: number[] | false | undefined;
+  private canonicalCache: boolean | undefined;
+  private plainStampCache: boolean | undefined;
 
   constructor(topic: string, entry: StreamEntry, remain: number) {
     this.topic = topic;
@@ -198,13 +199,13 @@ export class Message {
   }
 
   /**
-   * When the payload field is canonical JSON (exactly JSON.stringify of its value, which a
-   * producer's JSON.stringify writes), its top-level members' places (lib/canonical-json.ts):
-   * its text then stands for its value's JSON text, in MSG's text and in what a pointer reads,
-   * without parsing it and writing it again. False otherwise (the payload is parsed).
+   * Whether the payload field is canonical JSON (exactly JSON.stringify of its value, which a
+   * producer's JSON.stringify writes; lib/canonical-json.ts): its text then stands for its
+   * value's JSON text, in MSG's text and in what a pointer reads, without parsing it and
+   * writing it again (the payload is parsed otherwise).
    */
-  private get members(): number[] | false {
-    return (this.membersCache ??= canonicalMembers(this.entry.fields.payload ?? ''));
+  private get canonical(): boolean {
+    return (this.canonicalCache ??= canonicalScan(this.entry.fields.payload ?? '') >= 0);
   }
 
   /**
@@ -218,7 +219,7 @@ export class Message {
     this.textCache = undefined;
     this.headCache = undefined;
     this.payloadTextCache = undefined;
-    this.membersCache = undefined;
+    this.canonicalCache = undefined;
   }
 
   get time(): string {
@@ -247,7 +248,7 @@ export class Message {
   get text(): string {
     if (this.textCache === undefined) {
       // A canonical payload is its value's JSON text as it stands.
-      const payload = this.members !== false ? this.entry.fields.payload! : JSON.stringify(this.payload);
+      const payload = this.canonical ? this.entry.fields.payload! : JSON.stringify(this.payload);
       this.textCache = `${this.head}${payload}}`;
     }
     return this.textCache;
@@ -272,16 +273,19 @@ export class Message {
    * of digits, a whole remain.
    */
   private get plainStamp(): boolean {
-    const t = this.mtime;
-    return (
-      this.entry.fields.time === undefined &&
-      Number.isInteger(t) &&
-      t >= 0 &&
-      t <= maxPlainMtime &&
-      Number.isSafeInteger(this.remain) &&
-      this.remain >= 0 &&
-      digitsDashDigits(this.entry.id)
-    );
+    if (this.plainStampCache === undefined) {
+      const t = this.mtime;
+      const r = this.remain;
+      this.plainStampCache =
+        this.entry.fields.time === undefined &&
+        Number.isInteger(t) &&
+        t >= 0 &&
+        t <= maxPlainMtime &&
+        Number.isSafeInteger(r) &&
+        r >= 0 &&
+        digitsDashDigits(this.entry.id);
+    }
+    return this.plainStampCache;
   }
 
   /**
@@ -294,7 +298,7 @@ export class Message {
   includes(s: string): boolean {
     const raw = this.entry.fields.payload;
     // Shorter than `s`, the payload could hold an occurrence running from the tail to the `}`.
-    if (this.textCache !== undefined || raw === undefined || raw.length < s.length || this.members === false)
+    if (this.textCache !== undefined || raw === undefined || raw.length < s.length || !this.canonical)
       return this.text.includes(s);
     const needle = needleOf(s);
     if (needle.nearStamp || !this.plainStamp) return this.text.includes(s);
@@ -348,8 +352,7 @@ export class Message {
    * (the payload is parsed): not canonical, deeper pointers, a key written with an escape.
    */
   private canonicalAt(tokens: readonly string[]): string | undefined | null {
-    const m = this.members;
-    if (m === false || tokens.length > 2) return null;
+    if (!this.canonical || tokens.length > 2) return null;
     const raw = this.entry.fields.payload!;
     if (tokens.length === 1) {
       if (raw.charCodeAt(0) !== 0x22) return raw;
@@ -358,7 +361,10 @@ export class Message {
     if (raw.charCodeAt(0) !== 0x7b) return null;
     const name = tokens[1]!;
     let escapedKeys = false;
-    for (let k = 0; k < m.length; k += 5) {
+    // The places of the last payload scanned: this one's, unless another was scanned since.
+    const n = canonicalScan(raw);
+    const m = canonicalTop;
+    for (let k = 0; k < n; k += 5) {
       const flags = m[k + 4]!;
       // Keys are unique: a key written as it is and equal to the name is the member.
       if (flags & keyEscaped) escapedKeys = true;
@@ -377,7 +383,7 @@ export class Message {
   get payloadText(): string {
     if (this.payloadTextCache === undefined) {
       const raw = this.entry.fields.payload;
-      if (this.members !== false && raw!.charCodeAt(0) !== 0x22) return (this.payloadTextCache = raw!);
+      if (this.canonical && raw!.charCodeAt(0) !== 0x22) return (this.payloadTextCache = raw!);
       const payload = this.payload;
       this.payloadTextCache = typeof payload === 'string' ? payload : JSON.stringify(payload);
     }

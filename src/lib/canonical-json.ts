@@ -27,23 +27,40 @@ export const valueEscaped = 2;
 /** The places [start, end) of the keys of the objects being scanned, innermost last: the first `keyTop`. */
 const keyPlaces: number[] = [];
 let keyTop = 0;
-/** The members of the top-level object while it is scanned: the first `topCount` (copied out at the end). */
+/** The members of the top-level object of the last text scanned: the first `topCount`. */
 const top: number[] = [];
 let topCount = 0;
 /** Whether the last string scanned (`str`) was written with an escape. */
 let escaped = false;
+/** The last text scanned by `canonicalScan`, and its answer. */
+let lastText: string | undefined;
+let lastCount = -1;
 
 /**
- * When `text` is canonical JSON: for a top-level object, its members as runs of five numbers
- * (key start, key end: inside the quotes; value start, value end; flags, `keyEscaped` |
- * `valueEscaped`); an empty array for any other canonical value. False when it is not
- * canonical JSON, or not surely.
+ * Scans `text` (or answers from the last scan when it is the same text): when it is canonical
+ * JSON, the number of entries of its top-level members in `canonicalTop` (runs of five numbers:
+ * key start, key end, inside the quotes; value start, value end; flags, `keyEscaped` |
+ * `valueEscaped`; none for a canonical value other than an object), else -1 (not canonical, or
+ * not surely). `canonicalTop` holds them until the next scan of another text: no array is made
+ * a scan (a message's payload is scanned once, then read from while it is expanded).
  */
-export function canonicalMembers(text: string): number[] | false {
+export function canonicalScan(text: string): number {
+  if (text === lastText) return lastCount;
   topCount = 0;
   keyTop = 0;
   const end = text.length > 0 ? value(text, 0, 0) : -1;
-  return end === text.length ? top.slice(0, topCount) : false;
+  lastText = text;
+  lastCount = end === text.length ? topCount : -1;
+  return lastCount;
+}
+
+/** The members found by the last `canonicalScan` (its first `n` entries). */
+export const canonicalTop: readonly number[] = top;
+
+/** `canonicalScan`'s answer as an array of its own: the members' places, or false. */
+export function canonicalMembers(text: string): number[] | false {
+  const n = canonicalScan(text);
+  return n < 0 ? false : top.slice(0, n);
 }
 
 /** The end of the value at `i`, or -1 when it is not canonical. */

@@ -241,6 +241,22 @@ test('MSG: whether its text contains a string is told as the text would tell it,
   }
 });
 
+test('MSG: a pointer reads its own payload when other payloads were scanned since', () => {
+  const a = new Message('t', { id: '1-0', fields: { payload: '{"temp":1,"key":"ka"}' } }, 0);
+  const b = new Message('t', { id: '1-1', fields: { payload: '{"key":"kb","temp":22,"x":[1]}' } }, 0);
+  const temp = parsePointer('/payload/temp')!;
+  const key = parsePointer('/payload/key')!;
+  // Both scanned (a filter asks each), then read in turns: each its own places.
+  assert.is(a.includes('"temp"'), true);
+  assert.is(b.includes('"x"'), true);
+  assert.is(a.valueAt(temp), '1');
+  assert.is(b.valueAt(temp), '22');
+  assert.is(a.valueAt(key), 'ka');
+  assert.is(b.valueAt(key), 'kb');
+  assert.is(new Message('t', { id: '1-2', fields: { payload: '{"temp" :3}' } }, 0).valueAt(temp), '3');
+  assert.is(a.valueAt(temp), '1');
+});
+
 test('pointers must be empty or start with /', () => {
   assert.equal(parsePointer(''), []);
   assert.is(parsePointer('payload'), undefined);
