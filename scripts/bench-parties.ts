@@ -355,7 +355,13 @@ const key = 'volga:' + topic;
 export type Sink = { url: string; child: ChildProcess };
 
 export async function startSink(env: Record<string, string>): Promise<Sink> {
-  const child = spawn(process.execPath, ['-e', sinkCode], {
+  // Profiled with the others (BENCH_PROFILE=1): its profile is written when the bench stops it.
+  const profile =
+    process.env.BENCH_PROFILE === '1'
+      ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')]
+      : [];
+  const code = profile.length > 0 ? `${sinkCode}\nprocess.on('SIGTERM', () => process.exit(0));` : sinkCode;
+  const child = spawn(process.execPath, [...profile, '-e', code], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env },
   });
