@@ -21,10 +21,11 @@
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
- * ./profiles; the floors and the node:net load generator into ./profiles/helpers), BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to
- * profile one), BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process
- * of its own beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline;
- * with the features also `batch-100 N baseline` and `signing 64 baseline`).
+ * ./profiles; the floors, the sink and the node:net load generator into ./profiles/helpers),
+ * BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to profile one),
+ * BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process of its own
+ * beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline; with the
+ * features also `batch-100 N baseline` and `signing 64 baseline`).
  * Every loop is bounded.
  */
 import type { ChildProcess } from 'node:child_process';

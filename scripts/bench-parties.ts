@@ -354,12 +354,13 @@ const key = 'volga:' + topic;
 
 export type Sink = { url: string; child: ChildProcess };
 
+/** With BENCH_PROFILE=1 the helper parties are profiled (./profiles/helpers), to set beside the product's profile. */
+const profileArgs = (): string[] =>
+  process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')] : [];
+
 export async function startSink(env: Record<string, string>): Promise<Sink> {
   // Profiled with the others (BENCH_PROFILE=1): its profile is written when the bench stops it.
-  const profile =
-    process.env.BENCH_PROFILE === '1'
-      ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')]
-      : [];
+  const profile = profileArgs();
   const code = profile.length > 0 ? `${sinkCode}\nprocess.on('SIGTERM', () => process.exit(0));` : sinkCode;
   const child = spawn(process.execPath, [...profile, '-e', code], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -383,16 +384,8 @@ function run(command: string, args: string[]): Promise<number> {
     });
   });
 }
-/** A helper party in plain Node; with BENCH_PROFILE=1 it is profiled too (./profiles/helpers), to set beside the product's profile. */
-const node = (code: string, args: string[]) =>
-  run(process.execPath, [
-    ...(process.env.BENCH_PROFILE === '1'
-      ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')]
-      : []),
-    '-e',
-    code,
-    ...args,
-  ]);
+/** A helper party in plain Node (profiled with BENCH_PROFILE=1, as the sink). */
+const node = (code: string, args: string[]) => run(process.execPath, [...profileArgs(), '-e', code, ...args]);
 
 let generator: { name: 'wrk' | 'node:net'; script?: string } | undefined;
 
