@@ -8,6 +8,7 @@ import type { Json, JsonObject } from '../lib/json.js';
 import type { StreamEntry } from '../bus/bus.js';
 import { resolveTokens } from '../lib/json-pointer.js';
 import { canonicalScan, canonicalTop, keyEscaped, valueEscaped } from '../lib/canonical-json.js';
+import { digitsDashDigits, maxPlainMtime, membersTail, needleOf, optionalFields, tailPlanOf } from './msg-pieces.js';
 
 function parsePayload(text: string): Json {
   // Only text that can start a JSON value is tried, so plain strings skip the exception path.
@@ -59,9 +60,6 @@ function mtimeText(mtime: number): string {
   return lastMtimeText;
 }
 
-/** MSG's members taken from entry fields of the same name when present, in MSG's order. */
-const optionalFields = ['producer-name', 'host', 'origin'] as const;
-
 /** A number as JSON.stringify writes it (null when not finite). */
 const jsonNumber = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
@@ -84,93 +82,6 @@ function mtimeOf(id: string): number {
   if (i > 0 && i < 16) return ms;
   const dash = id.indexOf('-');
   return Number(dash < 0 ? id : id.slice(0, dash));
-}
-
-/** The last mtime whose ISO text has a four-digit year (9999-12-31T23:59:59.999Z). */
-const maxPlainMtime = 253_402_300_799_999;
-
-/** Whether an entry id is `<digits>-<digits>`. */
-function digitsDashDigits(id: string): boolean {
-  let dash = -1;
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (c === 45 && dash < 0 && i > 0) dash = i;
-    else if (c < 48 || c > 57) return false;
-  }
-  return dash > 0 && dash < id.length - 1;
-}
-
-/**
- * A plain stamp with every run of digits written as one `#`: the stamp of any message whose
- * `plainStamp` holds reads so once its digit runs are collapsed the same way.
- */
-const stampShape = '{"time":"#-#-#T#:#:#.#Z","mtime":#,"seqno":"#-#","remain":#';
-
-const collapseDigits = (s: string): string => s.replace(/[0-9]+/g, '#');
-
-/**
- * What a literal filter string needs to be looked for without MSG's text. `nearStamp`: it may
- * occur within a plain stamp or start in one (collapsed, it is in `stampShape`, or one of its
- * prefixes ends it: an occurrence in a text maps onto one in the collapsed texts); such strings
- * are looked for in the text. `beforeBrace`: when it ends with `}`, what precedes that brace
- * (an occurrence across the payload's end).
- */
-type Needle = { nearStamp: boolean; beforeBrace: string | undefined };
-const needles = new Map<string, Needle>();
-
-function needleOf(s: string): Needle {
-  let n = needles.get(s);
-  if (n) return n;
-  const c = collapseDigits(s);
-  let nearStamp = stampShape.includes(c);
-  for (let k = 1; k < s.length && !nearStamp; k++) nearStamp = stampShape.endsWith(collapseDigits(s.slice(0, k)));
-  n = { nearStamp, beforeBrace: s.endsWith('}') ? s.slice(0, -1) : undefined };
-  // Filter strings come from configuration: a few; bounded all the same.
-  if (needles.size >= 10_000) needles.clear();
-  needles.set(s, n);
-  return n;
-}
-
-/**
- * MSG's optional members and `,"payload":`, the text between the stamp and the payload: the same
- * for the messages of one producer, so the last one is kept.
- */
-let lastTail = ',"payload":';
-let lastTailFields: Array<string | undefined> = [undefined, undefined, undefined];
-
-function membersTail(f: Readonly<Record<string, string>>): string {
-  const a = f['producer-name'];
-  const b = f.host;
-  const c = f.origin;
-  const last = lastTailFields;
-  if (a === last[0] && b === last[1] && c === last[2]) return lastTail;
-  let t = '';
-  for (const k of optionalFields) {
-    const v = f[k];
-    if (v !== undefined) t += `,"${k}":${JSON.stringify(v)}`;
-  }
-  lastTailFields = [a, b, c];
-  lastTail = `${t},"payload":`;
-  tailPlans.clear();
-  return lastTail;
-}
-
-/**
- * A filter string against the last members' tail: whether it is within the tail, and for each
- * way it can start in the tail and run on into the payload, the part the payload must start with.
- */
-type TailPlan = { within: boolean; rests: string[] };
-const tailPlans = new Map<string, TailPlan>();
-
-function tailPlanOf(tail: string, s: string): TailPlan {
-  let p = tailPlans.get(s);
-  if (p) return p;
-  const rests: string[] = [];
-  for (let k = 1; k < s.length; k++) if (tail.endsWith(s.slice(0, k))) rests.push(s.slice(k));
-  p = { within: tail.includes(s), rests };
-  if (tailPlans.size >= 10_000) tailPlans.clear();
-  tailPlans.set(s, p);
-  return p;
 }
 
 export class Message {
@@ -269,8 +180,8 @@ export class Message {
 
   /**
    * Whether MSG's stamp (`{"time":…,"remain":…`) is made of digits in the shape `stampShape`
-   * stands for: no `time` field (the ISO text of an mtime of years 0–9999), an id `<ms>-<seq>`
-   * of digits, a whole remain.
+   * (msg-pieces.ts) stands for: no `time` field (the ISO text of an mtime of years 0–9999), an
+   * id `<ms>-<seq>` of digits, a whole remain.
    */
   private get plainStamp(): boolean {
     if (this.plainStampCache === undefined) {
@@ -290,8 +201,8 @@ export class Message {
 
   /**
    * Whether MSG's text contains `s` (the literal filters), told without making the text when the
-   * payload is canonical and `s` cannot reach into the stamp (`needleOf`): the text is then the
-   * stamp, the members' tail (the same for messages of one producer), the payload field as it
+   * payload is canonical and `s` cannot reach into the stamp (msg-pieces.ts `needleOf`): the
+   * text is then the stamp, the members' tail (the same for messages of one producer), the payload field as it
    * stands and `}`, and `s` is in the tail, in the payload or across their boundaries. What is
    * saved a message: the text, its flat copy, and the searches of its first ~100 characters.
    */
