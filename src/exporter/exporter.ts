@@ -200,6 +200,10 @@ export class Exporter {
       // Its failure is dealt with where it is awaited (the next drainOnce), or not at all at a stop.
       next.catch(() => undefined);
       this.readsAhead.set(reader, next);
+      // The Redis client writes commands from a setImmediate: one turn here puts the read on
+      // the wire now, so Redis serves it while these are dispatched (without it, a dispatch that
+      // never waits for a slot, as with batch, sends the read only after dispatching them all).
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.lag.stale();
     const lagAfter = batch.lag ?? 0;
