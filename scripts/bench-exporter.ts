@@ -262,7 +262,10 @@ function parties(redisUrl: string, sink: string, product: Product, baseline: Pro
     async run(path) {
       // Listened for at once: the party may finish before the sink has been polled.
       const done = go(`${sink}${path}`);
-      const rate = await rateAt(sink, path);
+      // A party that fails ends the wait for its rate at once, and the bench stops through its
+      // cleanup (no unhandled rejection that would leave the sink and Redis running).
+      const failed = done.then(() => new Promise<never>(() => {}));
+      const rate = await Promise.race([rateAt(sink, path), failed]);
       return { rate, cpu: await done };
     },
   });
