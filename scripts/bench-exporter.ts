@@ -23,6 +23,7 @@
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles; the floors, the sink and the node:net load generator into ./profiles/helpers),
  * BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to profile one),
+ * BENCH_THREADED_FLOOR=1 (also the threaded acking floor at each max-in-flight: scripts/bench-parties.ts),
  * BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process of its own
  * beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline; with the
  * features also `batch-100 N baseline` and `signing 64 baseline`).
@@ -33,7 +34,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonObject } from '../src/lib/json.js';
-import { ackingFloor, loadSink, plainFloor, sinkLoadGenerator, startSink } from './bench-parties.js';
+import { ackingFloor, loadSink, plainFloor, sinkLoadGenerator, startSink, threadedFloor } from './bench-parties.js';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/runtime.js';
@@ -286,6 +287,12 @@ function parties(redisUrl: string, sink: string, product: Product, baseline: Pro
     const f = n === 'auto' ? 64 : n;
     list.push(helper(`plain floor ${n}`, (t) => plainFloor(redisUrl, t, f, messages, topic)));
     list.push(helper(`acking floor ${n}`, (t) => ackingFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)));
+    if (process.env.BENCH_THREADED_FLOOR === '1')
+      list.push(
+        helper(`threaded acking floor ${n}`, (t) =>
+          threadedFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`),
+        ),
+      );
     list.push(ours(`product ${n}`, n));
     if (baseline) list.push(ours(`baseline ${n}`, n, {}, baseline));
     if (n !== 'auto' && features) {
@@ -350,6 +357,12 @@ function report(best: Map<string, Best>): string {
         (features ? `; batch of 100 ÷ single ${ratio(`batch-100 ${n}`, `product ${n}`)} (goal ≥ 5)` : '') +
         (best.has(`baseline ${n}`) ? `; product ÷ baseline ${ratio(`product ${n}`, `baseline ${n}`)}` : ''),
     );
+  for (const n of inFlightSettings)
+    if (best.has(`threaded acking floor ${n}`))
+      lines.push(
+        `max-in-flight ${n}: threaded acking floor ÷ plain floor ${ratio(`threaded acking floor ${n}`, `plain floor ${n}`)}, ` +
+          `÷ acking floor ${ratio(`threaded acking floor ${n}`, `acking floor ${n}`)}`,
+      );
   if (features) {
     lines.push(
       `ordering-key 64 keys ÷ unordered at 64: ${ratio('ordering-key 64 keys 64', 'product 64')} (goal ≥ 0.9)`,

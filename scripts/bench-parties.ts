@@ -17,8 +17,13 @@
  * - the plain floor: XREAD COUNT 500 batches, one undici POST per message, `in-flight` at once
  *   over as many connections (one undici Pool to the sink), nothing acknowledged;
  * - the acking floor, the minimal correct at-least-once loop: XREADGROUP, one POST per message,
- *   then XACK, a slot freed only once its XACK is confirmed.
- * Both floors first send 2,000 POSTs to `/warm` (not counted): the product is JIT-warm from its
+ *   then XACK, a slot freed only once its XACK is confirmed;
+ * - the threaded acking floor (only with BENCH_THREADED_FLOOR=1): the acking floor split over two
+ *   threads, to measure what taking the bus's work off the POSTing thread gains. The main thread
+ *   only POSTs; a worker thread reads (XREADGROUP COUNT 256, at most 1,024 messages ahead of the
+ *   POSTs) and sends one XACK per batch of handled ids; the threads exchange their batches once
+ *   per turn of the event loop; a slot is freed once its XACK is confirmed.
+ * The floors first send 2,000 POSTs to `/warm` (not counted): the product is JIT-warm from its
  * earlier runs, a floor a fresh process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -352,6 +357,76 @@ const key = 'volga:' + topic;
 })().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
+/** The worker thread of the threaded acking floor: reads ahead as far as its credit goes, acks the batches it is sent. */
+const threadedWorkerCode = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createClient } = require('redis');
+const { url, key, group, messages } = workerData;
+(async () => {
+  const c = createClient({ url });
+  await c.connect();
+  await c.sendCommand(['XGROUP', 'CREATE', key, group, '0']);
+  let credit = 0, read = 0, creditCame;
+  parentPort.on('message', (m) => {
+    if (m.credit) { credit += m.credit; const w = creditCame; creditCame = undefined; if (w) w(); }
+    if (m.ack) c.sendCommand(['XACK', key, group, ...m.ack]).then(
+      () => parentPort.postMessage({ confirmed: m.ack.length }),
+      (e) => { console.error(e); process.exit(1); });
+  });
+  parentPort.postMessage({ ready: true });
+  for (let guard = 0; read < messages && guard < messages; guard++) {
+    while (credit <= 0) await new Promise((r) => { creditCame = r; });
+    const raw = await c.sendCommand(['XREADGROUP', 'GROUP', group, 'floor', 'COUNT', '256', 'STREAMS', key, '>']);
+    const entries = raw && raw[0] && raw[0][1] ? raw[0][1] : [];
+    if (entries.length === 0) break;
+    const ids = new Array(entries.length), bodies = new Array(entries.length);
+    for (let i = 0; i < entries.length; i++) { ids[i] = String(entries[i][0]); bodies[i] = String(entries[i][1][1]); }
+    read += entries.length;
+    credit -= entries.length;
+    parentPort.postMessage({ ids, bodies });
+  }
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+const threadedFloorCode = `${cpuLine}${floorCommon}
+const { Worker } = require('node:worker_threads');
+const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
+const N = +inFlight, M = +messages;
+(async () => {
+  const { pool, path } = sinkPool(sink, N);
+  await warmUp(pool, N);
+  const worker = new Worker(${JSON.stringify(threadedWorkerCode)}, { eval: true, workerData: { url, key: 'volga:' + topic, group, messages: M } });
+  const ids = [], bodies = [];
+  let next = 0, running = 0, done = 0, credit = 0, acks = [], flushing = false, finish;
+  const ended = new Promise((r) => { finish = r; });
+  // What the main thread has for the worker goes once per turn of the event loop.
+  const flush = () => {
+    flushing = false;
+    if (acks.length > 0) { worker.postMessage({ ack: acks }); acks = []; }
+    if (credit > 0) { worker.postMessage({ credit }); credit = 0; }
+  };
+  const later = () => { if (!flushing) { flushing = true; setImmediate(flush); } };
+  const pump = () => {
+    while (running < N && next < ids.length) {
+      const id = ids[next], body = bodies[next++];
+      running++;
+      credit++;
+      postTo(pool, path, body).then(() => { acks.push(id); later(); }, (e) => { console.error(e); process.exit(1); });
+    }
+    if (next > 4096) { ids.splice(0, next); bodies.splice(0, next); next = 0; }
+    later();
+  };
+  worker.on('message', (m) => {
+    if (m.ready) { cpuFrom = process.cpuUsage(); worker.postMessage({ credit: 1024 }); }
+    if (m.ids) { ids.push(...m.ids); bodies.push(...m.bodies); pump(); }
+    if (m.confirmed) { running -= m.confirmed; done += m.confirmed; if (done >= M) finish(); else pump(); }
+  });
+  worker.on('error', (e) => { console.error(e); process.exit(1); });
+  await ended;
+  await pool.close();
+})().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
+`;
+
 export type Sink = { url: string; child: ChildProcess };
 
 /** With BENCH_PROFILE=1 the helper parties are profiled (./profiles/helpers), to set beside the product's profile. */
@@ -443,3 +518,12 @@ export const ackingFloor = (
   topic: string,
   group: string,
 ): Promise<number> => node(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
+
+export const threadedFloor = (
+  redisUrl: string,
+  target: string,
+  inFlight: number,
+  n: number,
+  topic: string,
+  group: string,
+): Promise<number> => node(threadedFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
