@@ -510,20 +510,11 @@ export function loadSink(target: string, inFlight: number, n: number): Promise<n
 export const plainFloor = (redisUrl: string, target: string, inFlight: number, n: number, topic: string) =>
   node(floorCode, [redisUrl, target, String(inFlight), String(n), topic]);
 
-export const ackingFloor = (
-  redisUrl: string,
-  target: string,
-  inFlight: number,
-  n: number,
-  topic: string,
-  group: string,
-): Promise<number> => node(ackingFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
+/** A floor that reads through a consumer group of its own (`group`). */
+const groupFloor =
+  (code: string) =>
+  (redisUrl: string, target: string, inFlight: number, n: number, topic: string, group: string): Promise<number> =>
+    node(code, [redisUrl, target, String(inFlight), String(n), topic, group]);
 
-export const threadedFloor = (
-  redisUrl: string,
-  target: string,
-  inFlight: number,
-  n: number,
-  topic: string,
-  group: string,
-): Promise<number> => node(threadedFloorCode, [redisUrl, target, String(inFlight), String(n), topic, group]);
+export const ackingFloor = groupFloor(ackingFloorCode);
+export const threadedFloor = groupFloor(threadedFloorCode);
