@@ -23,7 +23,8 @@
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
  * ./profiles; the floors, the sink and the node:net load generator into ./profiles/helpers),
  * BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to profile one),
- * BENCH_THREADED_FLOOR=1 (also the threaded acking floor at each max-in-flight: scripts/bench-parties.ts),
+ * BENCH_THREADED_FLOOR=1 (also the threaded acking floor at each max-in-flight:
+ * scripts/bench-parties.ts),
  * BENCH_BASELINE=<path of another build's edgeplane.cjs> (that build in a process of its own
  * beside ours, as party `baseline N` at each max-in-flight, and product ÷ baseline; with the
  * features also `batch-100 N baseline` and `signing 64 baseline`).

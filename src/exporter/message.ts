@@ -202,9 +202,10 @@ export class Message {
   /**
    * Whether MSG's text contains `s` (the literal filters), told without making the text when the
    * payload is canonical and `s` cannot reach into the stamp (msg-pieces.ts `needleOf`): the
-   * text is then the stamp, the members' tail (the same for messages of one producer), the payload field as it
-   * stands and `}`, and `s` is in the tail, in the payload or across their boundaries. What is
-   * saved a message: the text, its flat copy, and the searches of its first ~100 characters.
+   * text is then the stamp, the members' tail (the same for messages of one producer), the
+   * payload field as it stands and `}`, and `s` is in the tail, in the payload or across their
+   * boundaries. What is saved a message: the text, its flat copy, and the searches of its first
+   * ~100 characters.
    */
   includes(s: string): boolean {
     const raw = this.entry.fields.payload;
