@@ -61,11 +61,13 @@ function shellPid(script: string): Promise<{ pid: number; stop: () => void }> {
 
 test('a lock whose owner is a zombie (exited, not yet reaped by its parent) is stale', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'edgeplane-lock-zombie-'));
-  // The background sleep exits at once; its parent becomes `sleep 30` (exec), which never reaps it.
-  const holder = await shellPid('sleep 0 & echo $!; exec sleep 30');
+  // The background sleep exits after its parent has become `sleep 30` (exec), which never reaps
+  // it. Not `sleep 0`: exiting before the exec, it could be reaped by the shell itself (its pid
+  // then gone from /proc: seen once in CI on a loaded machine).
+  const holder = await shellPid('sleep 1 & echo $!; exec sleep 30');
   try {
     let state = '';
-    for (let i = 0; i < 100 && state !== 'Z'; i++) {
+    for (let i = 0; i < 200 && state !== 'Z'; i++) {
       await new Promise((r) => setTimeout(r, 50));
       state = readFileSync(`/proc/${holder.pid}/stat`, 'utf8').split(') ')[1]?.[0] ?? '';
     }
