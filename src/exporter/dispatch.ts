@@ -5,6 +5,7 @@
  * hands on. The loop waits here only while every slot is taken (or too many messages wait
  * behind their keys or in open batches), which bounds what is read ahead.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ExporterSpec } from '../resources/webhook/spec.js';
 import { Batcher } from './batch.js';
 import {
@@ -30,7 +31,7 @@ type Examined = Prepared | 'filtered' | Ignore;
  * one is queued while the POST is dispatched, before this one, and immediates run in order.
  * One turn, not two: each turn more is an epoll_wait and an entry into JavaScript a message.
  */
-const afterWrite = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const afterWrite = (): Promise<void> => nextTurn();
 
 export class Dispatcher {
   readonly runner: Runner;

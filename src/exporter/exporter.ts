@@ -7,6 +7,7 @@
  * handled message is the "offset moves only past handled messages" rule.
  */
 import { setMaxListeners } from 'node:events';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Agent } from 'undici';
 import type { Bus, GroupRead, StartAt } from '../bus/bus.js';
 import { log } from '../lib/log.js';
@@ -203,7 +204,7 @@ export class Exporter {
       // The Redis client writes commands from a setImmediate: one turn here puts the read on
       // the wire now, so Redis serves it while these are dispatched (without it, a dispatch that
       // never waits for a slot, as with batch, sends the read only after dispatching them all).
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
     this.lag.stale();
     const lagAfter = batch.lag ?? 0;
