@@ -1,11 +1,12 @@
 /**
  * `npm run bench:exporter`: the exporter as users run it, against two honest floors, in one run.
- * Starts its own redis-server and, each in its own plain-Node process (scripts/bench-parties.ts):
- * the sink (raw node:net, requests parsed by hand, 200, keep-alive), the sink's load generator
+ * Starts its own redis-server and, each in its own process (scripts/bench-parties.ts): the sink
+ * (scripts/sink.c, compiled with cc at the start: C on one epoll loop, requests parsed by hand,
+ * 200, keep-alive; BENCH_SINK=node: the same in raw node:net), the sink's load generator
  * (wrk, 64 connections, one POST at a time on each, or raw node:net when wrk is not to be had or
  * BENCH_SINK_LOAD=node: the sink measured alone; it must take at least 3× the fastest floor's
  * rate, so the sink never sets the pace; the generator's own CPU a request is printed beside it),
- * the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
+ * and, in plain Node, the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
  * floor (XREADGROUP, one POST per message, XACK, a slot freed once its XACK is confirmed); and
  * the product (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one
  * process, as `npm start` runs it). BENCH_MESSAGES (100,000) messages of ~200 bytes are
@@ -35,7 +36,15 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonObject } from '../src/lib/json.js';
-import { ackingFloor, loadSink, plainFloor, sinkLoadGenerator, startSink, threadedFloor } from './bench-parties.js';
+import {
+  ackingFloor,
+  loadSink,
+  plainFloor,
+  sinkLoadGenerator,
+  startNativeSink,
+  startSink,
+  threadedFloor,
+} from './bench-parties.js';
 import { createClient } from 'redis';
 import { openRedisBus } from '../src/bus/redis-bus.js';
 import { startRuntime } from '../src/exporter/runtime.js';
@@ -376,7 +385,10 @@ function report(best: Map<string, Best>): string {
 async function main(): Promise<void> {
   setLogLevel('warn');
   const redis = await startRedis();
-  const sink = await startSink(arcEnv);
+  const sink = process.env.BENCH_SINK === 'node' ? await startSink({}) : await startNativeSink();
+  process.stdout.write(
+    `sink: ${process.env.BENCH_SINK === 'node' ? 'Node (BENCH_SINK=node)' : 'native (scripts/sink.c)'}\n`,
+  );
   let product: Product | undefined;
   let baseline: Product | undefined;
   try {

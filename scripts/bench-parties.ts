@@ -26,10 +26,11 @@
  * The floors first send 2,000 POSTs to `/warm` (not counted): the product is JIT-warm from its
  * earlier runs, a floor a fresh process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ensureCommand } from '../test/helpers/apt.js';
 import { waitLine } from './product-proc.js';
 
@@ -433,6 +434,7 @@ export type Sink = { url: string; child: ChildProcess };
 const profileArgs = (): string[] =>
   process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', '--cpu-prof-dir', join(process.cwd(), 'profiles', 'helpers')] : [];
 
+/** The Node sink (above): every path, `/arc-*` included. */
 export async function startSink(env: Record<string, string>): Promise<Sink> {
   // Profiled with the others (BENCH_PROFILE=1): its profile is written when the bench stops it.
   const profile = profileArgs();
@@ -442,6 +444,25 @@ export async function startSink(env: Record<string, string>): Promise<Sink> {
     env: { ...process.env, ...env },
   });
   const m = await waitLine(child, /PORT (\d+)/, 'sink');
+  return { url: `http://127.0.0.1:${m[1]}`, child };
+}
+
+/**
+ * The native sink (scripts/sink.c, the Node sink's behaviour but `/arc-*`), compiled with
+ * `cc -O2` into a temporary directory (Debian's gcc installed with apt-get when missing and we
+ * are root). A few µs of CPU a request against the Node sink's ~10: on two cores shared by every
+ * party, what the sink does not take is left to the party measured.
+ */
+export async function startNativeSink(): Promise<Sink> {
+  ensureCommand('cc', 'gcc');
+  const dir = mkdtempSync(join(tmpdir(), 'bench-sink-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const exe = join(dir, 'sink');
+  const source = fileURLToPath(new URL('./sink.c', import.meta.url));
+  const cc = spawnSync('cc', ['-O2', '-o', exe, source], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`cc ${source} failed: ${cc.stderr || cc.error?.message}`);
+  const child = spawn(exe, [], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const m = await waitLine(child, /PORT (\d+)/, 'native sink');
   return { url: `http://127.0.0.1:${m[1]}`, child };
 }
 
