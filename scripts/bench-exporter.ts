@@ -38,6 +38,7 @@ import { join } from 'node:path';
 import type { JsonObject } from '../src/lib/json.js';
 import {
   ackingFloor,
+  batchedFloor,
   loadSink,
   plainFloor,
   sinkLoadGenerator,
@@ -297,6 +298,10 @@ function parties(redisUrl: string, sink: string, product: Product, baseline: Pro
     const f = n === 'auto' ? 64 : n;
     list.push(helper(`plain floor ${n}`, (t) => plainFloor(redisUrl, t, f, messages, topic)));
     list.push(helper(`acking floor ${n}`, (t) => ackingFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)));
+    if (f > 1)
+      list.push(
+        helper(`batched acking floor ${n}`, (t) => batchedFloor(redisUrl, t, f, messages, topic, `floor-${++groups}`)),
+      );
     if (process.env.BENCH_THREADED_FLOOR === '1')
       list.push(
         helper(`threaded acking floor ${n}`, (t) =>
@@ -367,6 +372,12 @@ function report(best: Map<string, Best>): string {
         (features ? `; batch of 100 ÷ single ${ratio(`batch-100 ${n}`, `product ${n}`)} (goal ≥ 5)` : '') +
         (best.has(`baseline ${n}`) ? `; product ÷ baseline ${ratio(`product ${n}`, `baseline ${n}`)}` : ''),
     );
+  for (const n of inFlightSettings)
+    if (best.has(`batched acking floor ${n}`))
+      lines.push(
+        `max-in-flight ${n}: batched acking floor ÷ plain floor ${ratio(`batched acking floor ${n}`, `plain floor ${n}`)}, ` +
+          `product ÷ batched acking floor ${ratio(`product ${n}`, `batched acking floor ${n}`)}`,
+      );
   for (const n of inFlightSettings)
     if (best.has(`threaded acking floor ${n}`))
       lines.push(

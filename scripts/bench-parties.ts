@@ -18,6 +18,10 @@
  *   over as many connections (one undici Pool to the sink), nothing acknowledged;
  * - the acking floor, the minimal correct at-least-once loop: XREADGROUP, one POST per message,
  *   then XACK, a slot freed only once its XACK is confirmed;
+ * - the batched acking floor (at max-in-flight above 1; at 1 it is the acking floor): the acking
+ *   floor with its acks amortised as the product's are, one XACK under way at a time carrying
+ *   every id handled meanwhile, each slot freed once the XACK carrying its id is confirmed: the
+ *   least that keeps the product's crash promise at max-in-flight N;
  * - the threaded acking floor (only with BENCH_THREADED_FLOOR=1): the acking floor split over two
  *   threads, to measure what taking the bus's work off the POSTing thread gains. The main thread
  *   only POSTs; a worker thread reads (XREADGROUP COUNT 256, at most 1,024 messages ahead of the
@@ -358,6 +362,53 @@ const key = 'volga:' + topic;
 })().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
+const batchedFloorCode = `${cpuLine}${floorCommon}
+const { createClient } = require('redis');
+const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
+const key = 'volga:' + topic;
+const fail = (e) => { console.error(e); process.exit(1); };
+(async () => {
+  const c = createClient({ url });
+  await c.connect();
+  await c.sendCommand(['XGROUP', 'CREATE', key, group, '0']);
+  const { pool, path } = sinkPool(sink, +inFlight);
+  await warmUp(pool, +inFlight);
+  cpuFrom = process.cpuUsage();
+  let done = 0, running = 0, freed, acks = [], sending = false;
+  // One XACK under way at a time, carrying every id handled meanwhile; its slots are freed once it is confirmed.
+  const sendAcks = async () => {
+    sending = true;
+    while (acks.length > 0) {
+      const ids = acks;
+      acks = [];
+      await c.sendCommand(['XACK', key, group, ...ids]);
+      running -= ids.length;
+      done += ids.length;
+      const f = freed; freed = undefined; f && f();
+    }
+    sending = false;
+  };
+  const post = async (id, body) => {
+    await postTo(pool, path, body);
+    acks.push(id);
+    if (!sending) sendAcks().catch(fail);
+  };
+  for (let guard = 0; done + running < +messages && guard < +messages; guard++) {
+    const raw = await c.sendCommand(['XREADGROUP', 'GROUP', group, 'floor', 'COUNT', '500', 'STREAMS', key, '>']);
+    const entries = raw && raw[0] && raw[0][1] ? raw[0][1] : [];
+    if (entries.length === 0) break;
+    for (const e of entries) {
+      while (running >= +inFlight) await new Promise((r) => { freed = r; });
+      running++;
+      post(String(e[0]), String(e[1][1])).catch(fail);
+    }
+  }
+  while (running > 0) await new Promise((r) => { freed = r; });
+  await pool.close();
+  await c.close();
+})().then(() => { cpuAtEnd(); process.exit(0); }, fail);
+`;
+
 /** The worker thread of the threaded acking floor: reads ahead as far as its credit goes, acks the batches it is sent. */
 const threadedWorkerCode = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -539,3 +590,4 @@ const groupFloor =
 
 export const ackingFloor = groupFloor(ackingFloorCode);
 export const threadedFloor = groupFloor(threadedFloorCode);
+export const batchedFloor = groupFloor(batchedFloorCode);
