@@ -22,7 +22,7 @@
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
- * ./profiles; the floors, the sink and the node:net load generator into ./profiles/helpers),
+ * ./profiles; the floors, the Node sink (BENCH_SINK=node) and the node:net load generator into ./profiles/helpers),
  * BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to profile one),
  * BENCH_THREADED_FLOOR=1 (also the threaded acking floor at each max-in-flight:
  * scripts/bench-parties.ts),
