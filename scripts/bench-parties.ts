@@ -327,46 +327,18 @@ const [url, sink, inFlight, messages, topic] = process.argv.slice(1);
 })().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 `;
 
-const ackingFloorCode = `${cpuLine}${floorCommon}
-const { createClient } = require('redis');
-const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
-const key = 'volga:' + topic;
-(async () => {
-  const c = createClient({ url });
-  await c.connect();
-  await c.sendCommand(['XGROUP', 'CREATE', key, group, '0']);
-  const { pool, path } = sinkPool(sink, +inFlight);
-  await warmUp(pool, +inFlight);
-  cpuFrom = process.cpuUsage();
-  let done = 0, running = 0, freed;
-  const post = async (id, body) => {
-    running++;
-    try {
-      await postTo(pool, path, body);
-      await c.sendCommand(['XACK', key, group, id]);
-      done++;
-    } finally { running--; const f = freed; freed = undefined; f && f(); }
-  };
-  for (let guard = 0; done + running < +messages && guard < +messages; guard++) {
-    const raw = await c.sendCommand(['XREADGROUP', 'GROUP', group, 'floor', 'COUNT', '500', 'STREAMS', key, '>']);
-    const entries = raw && raw[0] && raw[0][1] ? raw[0][1] : [];
-    if (entries.length === 0) break;
-    for (const e of entries) {
-      while (running >= +inFlight) await new Promise((r) => { freed = r; });
-      void post(String(e[0]), String(e[1][1]));
-    }
-  }
-  while (running > 0) await new Promise((r) => { freed = r; });
-  await pool.close();
-  await c.close();
-})().then(() => { cpuAtEnd(); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
-`;
-
-const batchedFloorCode = `${cpuLine}${floorCommon}
+/**
+ * A floor that reads through a consumer group of its own: XREADGROUP COUNT 500, and for each
+ * entry, once fewer than in-flight are running, \`post(id, body)\` (defined by \`perMessage\`,
+ * which frees the slots of n messages with \`free(n)\`).
+ */
+const groupFloorCode = (perMessage: string) => `${cpuLine}${floorCommon}
 const { createClient } = require('redis');
 const [url, sink, inFlight, messages, topic, group] = process.argv.slice(1);
 const key = 'volga:' + topic;
 const fail = (e) => { console.error(e); process.exit(1); };
+let done = 0, running = 0, freed;
+const free = (n) => { running -= n; done += n; const f = freed; freed = undefined; f && f(); };
 (async () => {
   const c = createClient({ url });
   await c.connect();
@@ -374,25 +346,7 @@ const fail = (e) => { console.error(e); process.exit(1); };
   const { pool, path } = sinkPool(sink, +inFlight);
   await warmUp(pool, +inFlight);
   cpuFrom = process.cpuUsage();
-  let done = 0, running = 0, freed, acks = [], sending = false;
-  // One XACK under way at a time, carrying every id handled meanwhile; its slots are freed once it is confirmed.
-  const sendAcks = async () => {
-    sending = true;
-    while (acks.length > 0) {
-      const ids = acks;
-      acks = [];
-      await c.sendCommand(['XACK', key, group, ...ids]);
-      running -= ids.length;
-      done += ids.length;
-      const f = freed; freed = undefined; f && f();
-    }
-    sending = false;
-  };
-  const post = async (id, body) => {
-    await postTo(pool, path, body);
-    acks.push(id);
-    if (!sending) sendAcks().catch(fail);
-  };
+${perMessage}
   for (let guard = 0; done + running < +messages && guard < +messages; guard++) {
     const raw = await c.sendCommand(['XREADGROUP', 'GROUP', group, 'floor', 'COUNT', '500', 'STREAMS', key, '>']);
     const entries = raw && raw[0] && raw[0][1] ? raw[0][1] : [];
@@ -408,6 +362,34 @@ const fail = (e) => { console.error(e); process.exit(1); };
   await c.close();
 })().then(() => { cpuAtEnd(); process.exit(0); }, fail);
 `;
+
+/** The acking floor: its POST, then its XACK, then its slot is free. */
+const ackingFloorCode = groupFloorCode(`
+  const post = async (id, body) => {
+    try {
+      await postTo(pool, path, body);
+      await c.sendCommand(['XACK', key, group, id]);
+    } finally { free(1); }
+  };`);
+
+/** The batched acking floor: one XACK under way at a time, carrying every id handled meanwhile; its slots are freed once it is confirmed. */
+const batchedFloorCode = groupFloorCode(`
+  let acks = [], sending = false;
+  const sendAcks = async () => {
+    sending = true;
+    while (acks.length > 0) {
+      const ids = acks;
+      acks = [];
+      await c.sendCommand(['XACK', key, group, ...ids]);
+      free(ids.length);
+    }
+    sending = false;
+  };
+  const post = async (id, body) => {
+    await postTo(pool, path, body);
+    acks.push(id);
+    if (!sending) sendAcks().catch(fail);
+  };`);
 
 /** The worker thread of the threaded acking floor: reads ahead as far as its credit goes, acks the batches it is sent. */
 const threadedWorkerCode = `
