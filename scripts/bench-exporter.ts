@@ -1,15 +1,17 @@
 /**
- * `npm run bench:exporter`: the exporter as users run it, against two honest floors, in one run.
+ * `npm run bench:exporter`: the exporter as users run it, against honest floors, in one run.
  * Starts its own redis-server and, each in its own process (scripts/bench-parties.ts): the sink
  * (scripts/sink.c, compiled with cc at the start: C on one epoll loop, requests parsed by hand,
  * 200, keep-alive; BENCH_SINK=node: the same in raw node:net), the sink's load generator
  * (wrk, 64 connections, one POST at a time on each, or raw node:net when wrk is not to be had or
  * BENCH_SINK_LOAD=node: the sink measured alone; it must take at least 3× the fastest floor's
  * rate, so the sink never sets the pace; the generator's own CPU a request is printed beside it),
- * and, in plain Node, the plain floor (XREAD + one undici POST per message, nothing acknowledged) and the acking
- * floor (XREADGROUP, one POST per message, XACK, a slot freed once its XACK is confirmed); and
- * the product (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one
- * process, as `npm start` runs it). BENCH_MESSAGES (100,000) messages of ~200 bytes are
+ * and, in plain Node, the plain floor (XREAD + one undici POST per message, nothing
+ * acknowledged), the acking floor (XREADGROUP, one POST per message, XACK, a slot freed once its
+ * XACK is confirmed) and, above max-in-flight 1, the batched acking floor (the same with one XACK
+ * under way at a time carrying every id handled meanwhile, as the product acks); and the product
+ * (`npm run build` → `node build/edgeplane.cjs`, API and exporter runtime in one process, as
+ * `npm start` runs it). BENCH_MESSAGES (100,000) messages of ~200 bytes are
  * pre-filled; each product run configures a fresh exporter through the API (two filters, two
  * variables, a JSON data template; start-position beginning) and, with BENCH_FEATURES (default
  * on), the feature runs: `batch` of 100 at each max-in-flight, `ordering-key` with 64 keys and
@@ -22,7 +24,8 @@
  * CPU a message when measured alone) ÷ the fastest floor, and the load average;
  * then the idle figures (1,000 exporters over 100 idle topics; BENCH_IDLE_SECONDS, 0 skips).
  * BENCH_IN_FLIGHT (default "1,64"), BENCH_PROFILE=1 (the product runs with --cpu-prof into
- * ./profiles; the floors, the Node sink (BENCH_SINK=node) and the node:net load generator into ./profiles/helpers),
+ * ./profiles; the floors, the Node sink (BENCH_SINK=node) and the node:net load generator into
+ * ./profiles/helpers),
  * BENCH_ONLY=<regular expression> (only the parties whose name matches, e.g. to profile one),
  * BENCH_THREADED_FLOOR=1 (also the threaded acking floor at each max-in-flight:
  * scripts/bench-parties.ts),

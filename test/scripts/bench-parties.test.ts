@@ -1,7 +1,7 @@
 /**
  * The two sinks of `npm run bench:exporter` (scripts/bench-parties.ts: the Node sink, and the
- * native one built from scripts/sink.c), each in its own process, against a real socket: a content-length body split over several writes, mixed-case header names, a
- * chunked body, two requests in one write (answered both), `batch` bodies counted by the
+ * native one built from scripts/sink.c), each in its own process, against a real socket: a
+ * content-length body split over several writes, mixed-case header names, a chunked body, two requests in one write (answered both), `batch` bodies counted by the
  * messages they carry (content-length and chunked), the counts read back with `GET /?path=`; a
  * bad content-length answered 400 and the connection closed, the sink still serving the next
  * one. The native sink answers `/arc-*` with 501 (that bench uses the Node sink). And the raw
