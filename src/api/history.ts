@@ -2,8 +2,12 @@
  * The last 15 minutes of each webhook exporter, kept in memory so that a freshly opened status
  * page (/ui/) can plot throughput and lag at once: every `intervalMs` (5 s) one sample of its
  * `delivered` counter and its lag (180 samples), and its recent errors (the last 20 distinct
- * `last-error`s). The states are read where the API reads them: the runtime of this process,
- * else the store's kv area (published by the process that runs the exporter).
+ * `last-error`s). The states are those of this process's runtime, which runs every exporter
+ * placed at its site. A process without a runtime (the `fetch` handler) reads the states the
+ * site's processes publish in the store's kv area: it lists their keys (a SCAN of the whole
+ * keyspace on Redis) at every sample, or, when a listing took over a tenth of `intervalMs`
+ * (a large keyspace), again only ten times that long after it, reading the keys it knows in
+ * between.
  *
  * `GET /v1/state/volga/webhooks/<name>/history` (history-routes.ts) →
  * `{name, interval-seconds, samples: [{time, delivered, lag}], errors: [{time, error}]}` (`lag`:
@@ -18,6 +22,9 @@ import type { RuntimeView } from './runtime-view.js';
 import { errorText } from '../lib/error-text.js';
 
 export type Sample = { time: number; delivered: number; lag: number };
+
+/** Without a runtime, the state keys are listed again after at least this many times the last listing's duration. */
+const listingPace = 10;
 type Series = { samples: Sample[]; errors: Array<{ time: number; error: string }>; lastErrorKey?: string };
 
 export class DeliveredHistory {
@@ -25,6 +32,9 @@ export class DeliveredHistory {
   private readonly series = new Map<string, Series>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private sampling = false;
+  /** Without a runtime: this site's state keys as last listed, and when to list them again. */
+  private stateKeys: string[] = [];
+  private listAfter = -Infinity;
 
   constructor(
     private readonly store: Store,
@@ -57,21 +67,39 @@ export class DeliveredHistory {
     try {
       const time = this.now();
       const seen = new Set<string>();
-      for (const key of await this.store.kvKeys(kvPrefix.webhookState)) {
-        const k = parseWebhookStateKey(key);
-        if (!k || k.site !== this.site) continue;
-        const id = `${k.tenant}/${k.name}`;
-        const state = this.runtime?.exporterState(k.tenant, k.name) ?? parse(await this.store.kvGet(key));
-        if (!state) continue;
-        seen.add(id);
-        this.add(id, time, state);
-      }
+      const live = this.runtime?.exporterStates?.();
+      if (live)
+        for (const e of live) {
+          const id = `${e.tenant}/${e.name}`;
+          seen.add(id);
+          this.add(id, time, e.state);
+        }
+      else
+        for (const key of await this.siteStateKeys(time)) {
+          const k = parseWebhookStateKey(key)!;
+          const state = parse(await this.store.kvGet(key));
+          if (!state) continue;
+          const id = `${k.tenant}/${k.name}`;
+          seen.add(id);
+          this.add(id, time, state);
+        }
       for (const id of [...this.series.keys()]) if (!seen.has(id)) this.series.delete(id);
     } catch (err) {
       log('debug', 'history: cannot sample exporter states', { error: errorText(err) });
     } finally {
       this.sampling = false;
     }
+  }
+
+  /** This site's state keys: listed again once `listAfter` has passed (paced by a slow listing's own duration). */
+  private async siteStateKeys(time: number): Promise<string[]> {
+    if (time < this.listAfter) return this.stateKeys;
+    const keys = await this.store.kvKeys(kvPrefix.webhookState);
+    const took = this.now() - time;
+    this.stateKeys = keys.filter((key) => parseWebhookStateKey(key)?.site === this.site);
+    // A quick listing is made again at every sample; a slow one waits ten times its duration.
+    this.listAfter = listingPace * took > this.intervalMs ? time + listingPace * took : -Infinity;
+    return this.stateKeys;
   }
 
   private add(id: string, time: number, state: JsonObject): void {

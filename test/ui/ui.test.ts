@@ -93,6 +93,71 @@ function historySuite(backend: Backend): void {
     }
   });
 
+  t('history: from the runtime when the process has one (no key listing); a slow listing is paced', async () => {
+    const api = await startApi(backend);
+    try {
+      const real = api.instance.deps.store;
+      let now = Date.parse('2026-01-01T00:00:00Z');
+      let listings = 0;
+      let listingTakesMs = 0;
+      // The store as is, but a listing of kv keys is counted and takes listingTakesMs on the fake clock.
+      const store = new Proxy(real, {
+        get(target, prop, receiver) {
+          if (prop === 'kvKeys')
+            return async (prefix: string) => {
+              listings++;
+              now += listingTakesMs;
+              return target.kvKeys(prefix);
+            };
+          const v: unknown = Reflect.get(target, prop, receiver);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      let delivered = 3;
+      const runtime = {
+        exporterState: () => undefined,
+        exporterStates: () => [{ tenant: 'default', name: 'live', state: { status: 'ready', delivered } }],
+        restart: async () => false,
+      };
+      const withRuntime = new DeliveredHistory(store, 'local', runtime, 5000, 60_000, () => now);
+      for (let i = 0; i < 3; i++, now += 5000, delivered += 2) await withRuntime.sample();
+      assert.is(listings, 0, 'no key listing when the runtime has the states');
+      assert.equal(
+        (withRuntime.of('default', 'live') as { samples: Array<{ delivered: number }> }).samples.map(
+          (s) => s.delivered,
+        ),
+        [3, 5, 7],
+      );
+
+      // Without a runtime: a listing of 1 s (over a tenth of the 5 s interval) is made again 10 s later.
+      const key = webhookStateKey('default', 'stored', 'local');
+      await real.kvSet(key, JSON.stringify({ delivered: 1 }));
+      const stored = new DeliveredHistory(store, 'local', undefined, 5000, 60_000, () => now);
+      listingTakesMs = 1000;
+      const samples = () =>
+        (stored.of('default', 'stored') as { samples: Array<{ delivered: number }> }).samples.map((s) => s.delivered);
+      await stored.sample();
+      assert.is(listings, 1);
+      now += 5000;
+      await real.kvSet(key, JSON.stringify({ delivered: 2 }));
+      await stored.sample();
+      assert.is(listings, 1, 'the known keys are read between listings');
+      assert.equal(samples(), [1, 2]);
+      now += 5000;
+      await stored.sample();
+      assert.is(listings, 2, 'listed again once ten times the listing has passed');
+      // A quick listing is made at every sample again.
+      listingTakesMs = 0;
+      now += 15_000;
+      await stored.sample();
+      await stored.sample();
+      assert.is(listings, 4);
+      await real.kvDel(key);
+    } finally {
+      await api.close();
+    }
+  });
+
   t('history route: 404 for an unknown exporter, the samples of a known one, 405 for writes', async () => {
     const api = await startApi(backend);
     try {
