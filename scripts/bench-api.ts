@@ -35,7 +35,7 @@ import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { startRedis } from '../test/helpers/redis.js';
-import { cpuMicros, startProduct, type ProductProc } from './product-proc.js';
+import { cpuMicros, login, startProduct, type ProductProc } from './product-proc.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -180,16 +180,6 @@ function scraped(url: string): Target['around'] {
   };
 }
 
-async function login(api: ProductProc): Promise<string> {
-  const res = await fetch(`${api.url}/v1/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
-  });
-  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
-  return ((await res.json()) as { token: string }).token;
-}
-
 async function send(api: ProductProc, token: string, method: string, path: string, body: unknown): Promise<void> {
   const res = await fetch(api.url + path, {
     method,
@@ -222,7 +212,7 @@ async function startApi(store: string, env: Record<string, string>, bundle?: str
     },
     bundle,
   );
-  const token = await login(api);
+  const token = await login(api.url, PASSWORD);
   await send(api, token, 'PUT', '/v1/config/applications/a1', { version: '1' });
   return { store, api, token };
 }

@@ -57,7 +57,7 @@ import { configKey } from '../src/store/keys.js';
 import { openRedisStore } from '../src/store/redis.js';
 import type { Store } from '../src/store/store.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { cpuMicros, startProduct as startBundle } from './product-proc.js';
+import { cpuMicros, login as loginAs, serverPid, startProduct as startBundle } from './product-proc.js';
 
 const messages = Number(process.env.BENCH_MESSAGES ?? 100_000);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
@@ -90,19 +90,6 @@ async function rateAt(sink: string, path: string, want = messages): Promise<numb
   return (s.count - 1) / ((s.last - s.first) / 1000);
 }
 
-/** The redis-server's process id (INFO server), for its CPU a message beside each party's. */
-async function serverPid(url: string): Promise<number> {
-  const c = createClient({ url });
-  await c.connect();
-  try {
-    const pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1];
-    if (!pid) throw new Error('INFO server gave no process_id');
-    return Number(pid);
-  } finally {
-    await c.close();
-  }
-}
-
 function payload(i: number): string {
   const base = JSON.stringify({
     temp: 15 + (i % 20),
@@ -131,17 +118,7 @@ async function prefill(url: string, count = messages, into = topic): Promise<voi
 type Product = { api: string; site: string; child: ChildProcess; stop(): Promise<void> };
 
 /** A fresh token per run: tokens expire after 10 minutes, longer than a whole bench. */
-async function login(api: string): Promise<string> {
-  const r = await fetch(`${api}/v1/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const body = (await r.json()) as { token?: string };
-  if (!body.token) throw new Error(`login failed: ${r.status}`);
-  return body.token;
-}
+const login = (api: string) => loginAs(api, 'bench-password-1');
 
 /** The built bundle in its own process, API and exporter runtime, as a user starts it. */
 async function startProduct(redisUrl: string, env: Record<string, string> = {}, bundle?: string): Promise<Product> {

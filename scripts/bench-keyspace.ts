@@ -11,7 +11,7 @@
  */
 import { createClient } from 'redis';
 import { startRedis } from '../test/helpers/redis.js';
-import { cpuMicros, startProduct, type ProductProc } from './product-proc.js';
+import { cpuMicros, login, serverPid, startProduct, type ProductProc } from './product-proc.js';
 
 const keys = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
@@ -30,20 +30,6 @@ async function fill(url: string): Promise<void> {
     await c.sendCommand(args);
   }
   await c.close();
-}
-
-async function login(api: string): Promise<string> {
-  for (let i = 0; i < 60; i++) {
-    const r = await fetch(`${api}/v1/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password }),
-    });
-    const body = (await r.json()) as { token?: string };
-    if (body.token) return body.token;
-    await sleep(500);
-  }
-  throw new Error('login failed');
 }
 
 /** Redis's CPU (ms) and its time in SCAN (ms) over `seconds`. */
@@ -67,10 +53,9 @@ async function run(bundle: string | undefined): Promise<Figures> {
   try {
     await fill(redis.url);
     await c.connect();
-    const info = String(await c.sendCommand(['INFO', 'server']));
-    const redisPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+    const redisPid = await serverPid(redis.url);
     product = await startProduct({ REDIS_URL: redis.url, ADMIN_PASSWORD: password }, bundle);
-    const token = await login(product.url);
+    const token = await login(product.url, password);
     await sleep(3000);
     const idle = await measure(c, redisPid);
     const r = await fetch(`${product.url}/v1/config/volga/webhooks/patterns`, {

@@ -8,6 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from 'redis';
 
 export type ProductProc = { url: string; pid: number; child: ChildProcess; stop(): Promise<void> };
 
@@ -80,4 +81,39 @@ export async function startProduct(env: Record<string, string>, bundle = ensureB
 export function cpuMicros(pid: number): number {
   const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/**
+ * A token of `admin` (the bench's ADMIN_PASSWORD). Tried again, 20 times at most, while the
+ * answer has no token: a product on a fresh Redis may answer its first login before the user
+ * `admin` is written.
+ */
+export async function login(api: string, password: string): Promise<string> {
+  let status = 0;
+  for (let i = 0; i < 20; i++) {
+    const r = await fetch(`${api}/v1/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    status = r.status;
+    const body = (await r.json()) as { token?: string };
+    if (body.token) return body.token;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`login failed: ${status}`);
+}
+
+/** The redis-server's process id (INFO server), for its CPU beside the product's. */
+export async function serverPid(url: string): Promise<number> {
+  const c = createClient({ url });
+  await c.connect();
+  try {
+    const pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1];
+    if (!pid) throw new Error('INFO server gave no process_id');
+    return Number(pid);
+  } finally {
+    await c.close();
+  }
 }
