@@ -329,6 +329,25 @@ export function luaScript(source: string) {
 }
 
 /**
+ * EVALSHA of `script` (from `luaScript`) on any client (Cluster routes by `args[3]`, the first
+ * key), sending the source with EVAL when the server answers NOSCRIPT (after a restart or a
+ * failover). `args` is the whole command: 'EVALSHA', the script's SHA1, the number of keys, the
+ * keys, then the arguments; the caller builds it in one array. For a script on the path of every
+ * message: node-redis's script call builds its command with a parser object and one more async
+ * step (about 2 KB allocated a call where this allocates none of its own).
+ */
+export function evalScript(
+  client: Parameters<typeof send>[0],
+  script: { SCRIPT: string; SHA1: string },
+  args: string[],
+): Promise<unknown> {
+  return send(client, args, args[3]).catch((err: unknown) => {
+    if (!errorText(err).startsWith('NOSCRIPT')) throw err;
+    return send(client, ['EVAL', script.SCRIPT, ...args.slice(2)], args[3]);
+  });
+}
+
+/**
  * CONTRACT §10: a write answered 2xx survives the loss of the primary when the deployment has
  * replicas. `confirm(key)`, called after a write of `key` on the same client (so on the same connection:
  * WAIT counts the writes of its connection), runs `WAIT 1 <REDIS_REPLICA_TIMEOUT>` when the

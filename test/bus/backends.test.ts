@@ -277,4 +277,25 @@ test('redis: two connections for many watched topics', async () => {
   await bus.close();
 });
 
+test('redis: a counted ack after SCRIPT FLUSH (a restarted Redis) sends the script again and counts', async () => {
+  const redisUrl = await freshRedisDb();
+  const bus = await openRedisBus(redisUrl);
+  const c = createClient({ url: redisUrl });
+  await c.connect();
+  try {
+    await bus.ensureGroup('flushed', 'g', { at: 'beginning' });
+    const ids = [await bus.produce('flushed', { payload: '1' }), await bus.produce('flushed', { payload: '2' })];
+    await bus.read('flushed', 'g', 'c1', { cursor: '>', count: 10 });
+    await bus.ack('flushed', 'g', [ids[0]!], { as: 'g|s', outcomes: ['delivered'] });
+    await c.sendCommand(['SCRIPT', 'FLUSH']);
+    const counts = await bus.ack('flushed', 'g', [ids[1]!], { as: 'g|s', outcomes: ['dropped'] });
+    assert.equal(counts, { delivered: 1, dropped: 1, ignored: 0, filtered: 0 });
+    const pending = (await c.sendCommand(['XPENDING', 'volga:flushed', 'g'])) as unknown as unknown[];
+    assert.is(Number(pending[0]), 0);
+  } finally {
+    await c.close();
+    await bus.close();
+  }
+});
+
 test.run();
