@@ -14,6 +14,7 @@ import { watch } from './watch.js';
 import { produce, restart } from './ops.js';
 import { top } from './top.js';
 import { attempts, deadLetter, pause, resume, rewind, rollback } from './exporter-ops.js';
+import { rollout } from './rollout.js';
 import { errorText } from '../lib/error-text.js';
 
 export const ctlUsage = `Usage: edgeplane ctl <verb> [arguments] [flags]
@@ -36,7 +37,7 @@ Verbs:
   watch <path>                      print the objects, then each change (--where, --fields, -o json|yaml)
   produce <topic> [JSON|-f FILE]    produce one message (the payload)
   restart <webhook>                 restart a webhook exporter
-  top                               live table of the exporters, at a control plane a line per site and the sites (q to quit)
+  top                               live table of the exporters, at a control plane a line per site, the rollouts and the sites (q to quit)
   pause <webhook>                   pause an exporter (enabled: false; its position is kept)
   resume <webhook>                  resume it (enabled: true)
   rewind <webhook> <to>             move its position: beginning, end, a seqno or an ISO time
@@ -44,6 +45,8 @@ Verbs:
   dead-letter <webhook>             its dead-letter topic: length and last entry (--site, -o)
   rollback <revision> [--dry-run]   every object changed after that revision back as it was
                                     (ctl get state/config-revisions lists the revisions)
+  rollout [resume|abort] <path>     at a control plane: an object's staged rollout (wave, state,
+                                    sites updated, reason; -o), or resume it, or abort it (rollback)
 
 Flags: -o, --output yaml|json|table   -f, --file FILE (- for stdin)   --site NAME
        --where EXPR   --fields LIST   -u, --username NAME   --password-stdin   --dry-run   -h, --help
@@ -74,6 +77,7 @@ const verbs: Record<
   attempts: { run: attempts, flags: ['site', 'output'], args: [1, 1] },
   'dead-letter': { run: deadLetter, flags: ['site', 'output'], args: [1, 1] },
   rollback: { run: rollback, flags: ['dry-run', 'output'], args: [1, 1] },
+  rollout: { run: rollout, flags: ['output'], args: [1, 2] },
 };
 
 let quietOnClosedPipe = false;

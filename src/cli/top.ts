@@ -7,7 +7,8 @@
  *
  * At a control plane an exporter placed on edge sites is the fleet's (its `sites` rows): under
  * its line, one line per site (status, delivered, delivered/s, lag, failed, dropped, last error
- * with its time), and below the table the sites with their connection and the exporters they run.
+ * with its time), and below the table the staged rollouts of exporters (state, wave, sites
+ * updated, reason) and the sites with their connection and the exporters they run.
  */
 import { CliError, failure } from './client.js';
 import type { Verb } from './verb.js';
@@ -116,6 +117,31 @@ function sitesOf(state: Row): Row[] {
 }
 
 /**
+ * The rollouts section (at a control plane): each exporter whose changes roll out in waves
+ * (`rollout` in its state, with the progress the control plane adds), with its state, wave,
+ * sites updated and reason; empty when none has one.
+ */
+export function rolloutsFrame(exporters: Row[]): string {
+  const rows: Row[] = [];
+  for (const e of exporters) {
+    const r = e.rollout;
+    if (!r || typeof r !== 'object') continue;
+    const p = r as Row;
+    if (typeof p.state !== 'string') continue;
+    const waves = Array.isArray(p.waves) ? p.waves.length : undefined;
+    rows.push({
+      rollout: String(e.name),
+      revision: num(p.revision) ?? '-',
+      state: p.state,
+      wave: `${num(p.wave) ?? '?'}${waves !== undefined ? ` of ${waves}` : ''}`,
+      sites: `${num(p['sites-updated']) ?? '?'} of ${num(p['sites-total']) ?? '?'}`,
+      reason: typeof p.reason === 'string' && p.reason !== '' ? p.reason : '-',
+    });
+  }
+  return rows.length === 0 ? '' : '\n' + table(rows, ['rollout', 'revision', 'state', 'wave', 'sites', 'reason']);
+}
+
+/**
  * The sites section: each edge site (`GET /v1/state/sites`, at a control plane) with its
  * connection and the exporters it runs (from the exporters' `sites` rows); empty elsewhere.
  */
@@ -174,7 +200,9 @@ export async function top(v: Verb): Promise<number> {
         previous = f.samples;
         body = f.text;
         if (!v.flags.site) {
-          // At a control plane: the edge sites (a site answers its own object without a connection).
+          // At a control plane: the staged rollouts, and the edge sites (a site answers its own
+          // object without a connection and its exporters' state without rollout progress).
+          body += rolloutsFrame(Array.isArray(rows) ? rows : []);
           const sites = await v.client.request('GET', '/v1/state/sites');
           if (sites.status === 200) {
             const list = (await sites.json()) as Row[];

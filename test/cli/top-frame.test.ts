@@ -1,7 +1,7 @@
-/** `ctl top`'s frame at a control plane: a line per site under a fleet exporter, and the sites section. */
+/** `ctl top`'s frame at a control plane: a line per site under a fleet exporter, the rollouts section, and the sites section. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { frame, sitesFrame } from '../../src/cli/top.js';
+import { frame, rolloutsFrame, sitesFrame } from '../../src/cli/top.js';
 
 const exporter = (delivered: [number, number]) => ({
   name: 'eu-hook',
@@ -55,6 +55,41 @@ test('the sites section: connection, in-sync and the exporters each site runs', 
   assert.match(lines[3] ?? '', /^edge-3\s+never-connected\s+no\s+-/);
   assert.is(lines.length, 4);
   assert.is(sitesFrame([], []), '');
+});
+
+test('the rollouts section lists each exporter with a staged rollout: state, wave of waves, sites, reason', () => {
+  const waves = [{ 'match-site-labels': 'ring = canary' }, { percent: 50 }];
+  const text = rolloutsFrame([
+    {
+      ...exporter([1, 0]),
+      rollout: {
+        waves,
+        'healthy-for': '5s',
+        revision: 7,
+        wave: 1,
+        state: 'paused',
+        'sites-updated': 1,
+        'sites-total': 3,
+        reason: 'site edge-1 reports exporter eu-hook retrying: POST to http://x answered HTTP 500',
+      },
+    },
+    {
+      name: 'done-hook',
+      rollout: { waves, revision: 5, wave: 2, state: 'done', 'sites-updated': 3, 'sites-total': 3, reason: '' },
+    },
+    // At a site (or a spec without progress): no state, not listed.
+    { name: 'site-view', rollout: { waves } },
+    { name: 'plain', status: 'ready' },
+  ]);
+  const lines = text.trim().split('\n');
+  assert.is(lines.length, 3, text);
+  assert.match(lines[0] ?? '', /^ROLLOUT\s+REVISION\s+STATE\s+WAVE\s+SITES\s+REASON$/);
+  assert.match(
+    lines[1] ?? '',
+    /^eu-hook\s+7\s+paused\s+1 of 2\s+1 of 3\s+site edge-1 reports exporter eu-hook retrying/,
+  );
+  assert.match(lines[2] ?? '', /^done-hook\s+5\s+done\s+2 of 2\s+3 of 3\s+-$/);
+  assert.is(rolloutsFrame([{ name: 'plain', status: 'ready' }]), '');
 });
 
 test.run();

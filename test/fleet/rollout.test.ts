@@ -6,13 +6,18 @@
  *
  *   - a good change walks every wave; while wave 1 runs, the later sites keep the previous URL
  *   - a change whose webhook fails at edge-1 stops there (paused); the other sites never get it;
- *     abort gives edge-1 the previous content back
+ *     abort gives edge-1 the previous content back (`edgeplane ctl rollout` reads the paused
+ *     rollout and aborts it, as an operator would)
  *   - with `on-failure: rollback` the same happens by itself
  *   - the control plane killed (kill -9) mid-rollout and started again carries on from the
  *     wave it was at (the rollout's record is in Redis)
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { execFile } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import { spawnApiProc, type ApiProc } from '../helpers/api-proc.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
@@ -114,6 +119,27 @@ async function until(want: string, each: () => Promise<void> = async () => {}): 
   return last!;
 }
 
+const worker = resolve(import.meta.dirname, '../../worker.ts');
+let ctlEnv: NodeJS.ProcessEnv;
+
+/** `edgeplane ctl ARGS` at the control plane (worker.ts under tsx), logged in as admin. */
+async function ctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  ctlEnv ??= {
+    ...process.env,
+    EDGEPLANE_URL: cp.url,
+    EDGEPLANE_CREDENTIALS: join(tempDir('edgeplane-rollout-ctl-'), 'credentials'),
+    EDGEPLANE_PASSWORD: password,
+  };
+  const run = promisify(execFile);
+  try {
+    const r = await run(process.execPath, ['--import', 'tsx', worker, 'ctl', ...args], { env: ctlEnv });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const f = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: f.code ?? -1, stdout: f.stdout ?? '', stderr: f.stderr ?? '' };
+  }
+}
+
 /** Produces one message at edge-1 (what makes a failing webhook show it). */
 const produceAtEdge1 = async () => {
   const r = await siteAdmins[0]!.call('POST', '/v1/state/volga/topics/readings/produce', { payload: 'm' });
@@ -158,13 +184,27 @@ test('a change failing at wave 1 pauses there; the other sites never get it; abo
     'edge-1 ran the bad change',
   );
 
-  const abort = await admin.call('POST', `${state}/rollout/abort`);
-  assert.is(abort.status, 204, abort.text);
+  // As an operator does it: ctl rollout shows the paused rollout, ctl rollout abort rolls it back.
+  assert.is((await ctl('login', '-u', 'admin')).code, 0);
+  const shown = await ctl('rollout', 'volga/webhooks/hook');
+  assert.is(shown.code, 0, shown.stderr);
+  const progress = parse(shown.stdout) as Rollout & { waves: unknown[] };
+  assert.equal([progress.state, progress.wave, progress.waves.length], ['paused', 1, 2]);
+  assert.match(progress.reason, /^site edge-1 reports exporter hook/);
+  const bad = await ctl('rollout', 'restart', 'volga/webhooks/hook');
+  assert.is(bad.code, 2);
+  assert.match(bad.stderr, /"restart" is not one of resume, abort/);
+  const abort = await ctl('rollout', 'abort', 'volga/webhooks/hook');
+  assert.is(abort.code, 0, abort.stderr);
+  assert.match(abort.stderr, /rollout of volga\/webhooks\/hook aborted: every site gets the previous content back/);
   const back = await rollout();
   assert.is(back?.state, 'rolled-back');
   assert.is(back?.reason, 'aborted by admin');
   await eventually(async () => (await urls()).every((u) => u === '/v2'), 'edge-1 runs v2 again', wait);
   assert.is((await admin.call('POST', `${state}/rollout/resume`)).status, 409);
+  const resume = await ctl('rollout', 'resume', 'state/volga/webhooks/hook');
+  assert.is(resume.code, 1, 'a rolled-back rollout cannot be resumed');
+  assert.match(resume.stderr, /rollout resume state\/volga\/webhooks\/hook/);
   assert.ok(!sink.requests.some((r) => r.path.startsWith('/bad/edge-') && r.path !== '/bad/edge-1'));
 });
 
