@@ -118,8 +118,9 @@ function sitesOf(state: Row): Row[] {
 
 /**
  * The rollouts section (at a control plane): each exporter whose changes roll out in waves
- * (`rollout` in its state, with the progress the control plane adds), with its state, wave,
- * sites updated and reason; empty when none has one.
+ * (`rollout` in its state, with the progress the control plane adds), with its state, wave
+ * (from 1: the spec's waves may be followed by one more, of the sites none selects), sites
+ * updated and reason; empty when none has one.
  */
 export function rolloutsFrame(exporters: Row[]): string {
   const rows: Row[] = [];
@@ -128,12 +129,11 @@ export function rolloutsFrame(exporters: Row[]): string {
     if (!r || typeof r !== 'object') continue;
     const p = r as Row;
     if (typeof p.state !== 'string') continue;
-    const waves = Array.isArray(p.waves) ? p.waves.length : undefined;
     rows.push({
       rollout: String(e.name),
       revision: num(p.revision) ?? '-',
       state: p.state,
-      wave: `${num(p.wave) ?? '?'}${waves !== undefined ? ` of ${waves}` : ''}`,
+      wave: num(p.wave) ?? '?',
       sites: `${num(p['sites-updated']) ?? '?'} of ${num(p['sites-total']) ?? '?'}`,
       reason: typeof p.reason === 'string' && p.reason !== '' ? p.reason : '-',
     });

@@ -2,7 +2,8 @@
  * The status page at a control plane with two edge sites running (processes on loopback), in
  * Debian's chromium (headless, playwright-core): the exporter placed on both has a row per
  * site (status, delivered, delivered/s, lag, last error with its time) under its fleet row,
- * and the sites table lists the exporters each site runs. The page is saved as a screenshot.
+ * its staged rollout (two waves: edge-1, then edge-2) has its row in the rollouts card, and the
+ * sites table lists the exporters each site runs. The page is saved as a screenshot.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -59,6 +60,7 @@ test('a control plane with two sites: a row per site under the exporter, the sit
       data: '${MSG_PAYLOAD}',
       'retry-interval': '200ms',
       'max-retry-interval': '500ms',
+      rollout: { waves: [{ percent: 50 }], 'healthy-for': '1s' },
     };
     assert.is((await admin.call('PUT', '/v1/config/volga/webhooks/eu-hook', hook)).status, 201);
     for (const s of siteAdmins)
@@ -113,6 +115,10 @@ test('a control plane with two sites: a row per site under the exporter, the sit
       null,
       { timeout: 30_000 },
     );
+    // The rollout: two waves (edge-1, then the rest); the state depends on when edge-2 failed.
+    const rolloutRow = (await page.textContent('#rollouts tr[data-exporter="eu-hook"]')) ?? '';
+    assert.match(rolloutRow, /^eu-hook\s*\d+\s*(progressing|paused|done)\s*[12]\s*[0-2] of 2/);
+    assert.is(await page.isVisible('#rollouts-card'), true);
     const sites = (await page.textContent('#sites')) ?? '';
     assert.match(sites, /edge-1\s*edge\s*connected.*eu-hook \(ready\)/);
     const shot = join(mkdtempSync(join(tmpdir(), 'edgeplane-fleet-ui-shot-')), 'fleet-status-page.png');

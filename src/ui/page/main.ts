@@ -1,9 +1,9 @@
 /**
  * The status page (/ui/), in the browser: a login form (POST /v1/login; the token stays in
  * sessionStorage), then every 2 s the exporters' state (/v1/state/volga/webhooks), the sites
- * (/v1/state/sites) and a throughput plot (uPlot) of the last 15 minutes, seeded from each
- * exporter's server-side history (/v1/state/volga/webhooks/<name>/history) and extended by
- * the page's own samples. Every request carries the token; a 401 shows the login form again.
+ * (/v1/state/sites), the exporters' staged rollouts (at a control plane) and a throughput plot
+ * (uPlot) of the last 15 minutes, seeded from each exporter's server-side history
+ * (/v1/state/volga/webhooks/<name>/history) and extended by the page's own samples. Every request carries the token; a 401 shows the login form again.
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
@@ -249,6 +249,36 @@ function renderSites(sites: State[] | undefined): void {
   $('no-sites').hidden = sites.length > 0;
 }
 
+/**
+ * The staged rollouts (at a control plane: an exporter's state carries `rollout` with the
+ * progress): revision, state, wave (from 1; the spec's waves may be followed by one more, of
+ * the sites none selects), sites updated, reason. The card is hidden when no
+ * exporter has one.
+ */
+function renderRollouts(states: State[]): void {
+  const rows: HTMLTableRowElement[] = [];
+  for (const s of states) {
+    const r = s.rollout;
+    if (!r || typeof r !== 'object') continue;
+    const p = r as State;
+    if (typeof p.state !== 'string') continue;
+    const n = (v: unknown) => (typeof v === 'number' ? String(v) : '?');
+    const tr = document.createElement('tr');
+    tr.dataset.exporter = String(s.name ?? '?');
+    tr.append(
+      cell(String(s.name ?? '?')),
+      cell(n(p.revision), 'num'),
+      badge(p.state),
+      cell(n(p.wave)),
+      cell(`${n(p['sites-updated'])} of ${n(p['sites-total'])}`),
+      cell(typeof p.reason === 'string' && p.reason !== '' ? p.reason : '–', 'reason'),
+    );
+    rows.push(tr);
+  }
+  ($('rollouts').querySelector('tbody') as HTMLTableSectionElement).replaceChildren(...rows);
+  $('rollouts-card').hidden = rows.length === 0;
+}
+
 /** Per bucket index of `xs` (5 s buckets from `start`): the time's bucket. */
 const bucketOf = (time: number, start: number): number => Math.ceil((time - start) / BUCKET_MS);
 
@@ -395,6 +425,7 @@ async function refresh(): Promise<void> {
   try {
     const states = (await api('/v1/state/volga/webhooks')) as State[];
     renderExporters(states);
+    renderRollouts(states);
     noteSites(states);
 
     const names = new Set(states.map((s) => String(s.name)));
