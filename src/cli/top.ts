@@ -15,7 +15,7 @@ import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
 import { webhook } from '../resources/webhook/index.js';
-import { lastErrorWords, retryWords } from '../lib/exporter-words.js';
+import { lastErrorWords, retryWords, rolloutWords } from '../lib/exporter-words.js';
 import { errorText } from '../lib/error-text.js';
 
 type Row = Record<string, unknown>;
@@ -118,25 +118,14 @@ function sitesOf(state: Row): Row[] {
 
 /**
  * The rollouts section (at a control plane): each exporter whose changes roll out in waves
- * (`rollout` in its state, with the progress the control plane adds), with its state, wave
- * (from 1: the spec's waves may be followed by one more, of the sites none selects), sites
- * updated and reason; empty when none has one.
+ * (`rollout` in its state, with the progress the control plane adds), with its revision, state,
+ * wave, sites updated and reason; empty when none has one.
  */
 export function rolloutsFrame(exporters: Row[]): string {
   const rows: Row[] = [];
   for (const e of exporters) {
-    const r = e.rollout;
-    if (!r || typeof r !== 'object') continue;
-    const p = r as Row;
-    if (typeof p.state !== 'string') continue;
-    rows.push({
-      rollout: String(e.name),
-      revision: num(p.revision) ?? '-',
-      state: p.state,
-      wave: num(p.wave) ?? '?',
-      sites: `${num(p['sites-updated']) ?? '?'} of ${num(p['sites-total']) ?? '?'}`,
-      reason: typeof p.reason === 'string' && p.reason !== '' ? p.reason : '-',
-    });
+    const w = rolloutWords(e);
+    if (w) rows.push({ rollout: String(e.name), ...w, reason: w.reason || '-' });
   }
   return rows.length === 0 ? '' : '\n' + table(rows, ['rollout', 'revision', 'state', 'wave', 'sites', 'reason']);
 }

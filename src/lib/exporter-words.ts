@@ -1,6 +1,6 @@
 /**
- * How the status page and `ctl top` put an exporter's retry state and last error into words,
- * written once for both (no Node imports: the page's bundle includes it). A retry shows as
+ * How the status page and `ctl top` put an exporter's retry state, last error and staged
+ * rollout into words, written once for both (no Node imports: the page's bundle includes it). A retry shows as
  * `next retry in 3 s, failing since 14:02:11 (40 s)`; a last error is current only while the
  * exporter is `retrying` or in `error`, otherwise it is shown with its time, as history:
  * `at 14:02:11 (5 min ago): …`.
@@ -43,4 +43,28 @@ export function lastErrorWords(s: State, now: number): string {
   if (s.status === 'retrying' || s.status === 'error') return text;
   const at = timeOf(s['last-error-time']);
   return at === undefined ? `earlier: ${text}` : `at ${clockWords(at)} (${spanWords(now - at)} ago): ${text}`;
+}
+
+/** The row of an exporter's staged rollout (its state's `rollout`, with the progress a control plane adds). */
+export type RolloutWords = { revision: string; state: string; wave: string; sites: string; reason: string };
+
+/**
+ * An exporter's staged rollout as words: revision, state, wave (from 1: the spec's waves may be
+ * followed by one more, of the sites none selects, which the state does not count), `N of M`
+ * sites updated, reason ('' when none); undefined without rollout progress (at a site, or no
+ * `rollout`).
+ */
+export function rolloutWords(s: State): RolloutWords | undefined {
+  const r = s.rollout;
+  if (!r || typeof r !== 'object') return undefined;
+  const p = r as State;
+  if (typeof p.state !== 'string') return undefined;
+  const n = (v: unknown) => (typeof v === 'number' ? String(v) : '?');
+  return {
+    revision: n(p.revision),
+    state: p.state,
+    wave: n(p.wave),
+    sites: `${n(p['sites-updated'])} of ${n(p['sites-total'])}`,
+    reason: typeof p.reason === 'string' ? p.reason : '',
+  };
 }

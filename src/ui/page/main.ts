@@ -7,7 +7,7 @@
  * Built by esbuild (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
-import { lastErrorWords, retryWords } from '../../lib/exporter-words.js';
+import { lastErrorWords, retryWords, rolloutWords } from '../../lib/exporter-words.js';
 import { errorText } from '../../lib/error-text.js';
 import { robustTop } from './plot-scale.js';
 
@@ -251,27 +251,23 @@ function renderSites(sites: State[] | undefined): void {
 
 /**
  * The staged rollouts (at a control plane: an exporter's state carries `rollout` with the
- * progress): revision, state, wave (from 1; the spec's waves may be followed by one more, of
- * the sites none selects), sites updated, reason. The card is hidden when no
- * exporter has one.
+ * progress): revision, state, wave, sites updated, reason (lib/exporter-words.ts). The card is
+ * hidden when no exporter has one.
  */
 function renderRollouts(states: State[]): void {
   const rows: HTMLTableRowElement[] = [];
   for (const s of states) {
-    const r = s.rollout;
-    if (!r || typeof r !== 'object') continue;
-    const p = r as State;
-    if (typeof p.state !== 'string') continue;
-    const n = (v: unknown) => (typeof v === 'number' ? String(v) : '?');
+    const w = rolloutWords(s);
+    if (!w) continue;
     const tr = document.createElement('tr');
     tr.dataset.exporter = String(s.name ?? '?');
     tr.append(
       cell(String(s.name ?? '?')),
-      cell(n(p.revision), 'num'),
-      badge(p.state),
-      cell(n(p.wave)),
-      cell(`${n(p['sites-updated'])} of ${n(p['sites-total'])}`),
-      cell(typeof p.reason === 'string' && p.reason !== '' ? p.reason : '–', 'reason'),
+      cell(w.revision, 'num'),
+      badge(w.state),
+      cell(w.wave),
+      cell(w.sites),
+      cell(w.reason || '–', 'reason'),
     );
     rows.push(tr);
   }
