@@ -1,9 +1,9 @@
 /**
  * How the status page and `ctl top` put an exporter's retry state, last error and staged
- * rollout into words, written once for both (no Node imports: the page's bundle includes it). A retry shows as
- * `next retry in 3 s, failing since 14:02:11 (40 s)`; a last error is current only while the
- * exporter is `retrying` or in `error`, otherwise it is shown with its time, as history:
- * `at 14:02:11 (5 min ago): …`.
+ * rollout into words, written once for both (no Node imports: the page's bundle includes it).
+ * A retry shows as `next retry in 3 s, failing since 14:02:11 (40 s)`; a last error is current
+ * only while the exporter is `retrying` or in `error`, otherwise it is shown with its time, as
+ * history: `at 14:02:11 (5 min ago): …`.
  */
 
 type State = Record<string, unknown>;

@@ -334,7 +334,7 @@ export function luaScript(source: string) {
  * failover). `args` is the whole command: 'EVALSHA', the script's SHA1, the number of keys, the
  * keys, then the arguments; the caller builds it in one array. For a script on the path of every
  * message: node-redis's script call builds its command with a parser object and one more async
- * step (about 2 KB allocated a call where this allocates none of its own).
+ * step (about 1 KB more allocated a call, sampled at max-in-flight 1).
  */
 export function evalScript(
   client: Parameters<typeof send>[0],

@@ -3,8 +3,9 @@
  * sessionStorage), then every 2 s the exporters' state (/v1/state/volga/webhooks), the sites
  * (/v1/state/sites), the exporters' staged rollouts (at a control plane) and a throughput plot
  * (uPlot) of the last 15 minutes, seeded from each exporter's server-side history
- * (/v1/state/volga/webhooks/<name>/history) and extended by the page's own samples. Every request carries the token; a 401 shows the login form again.
- * Built by esbuild (src/ui/assets.ts); no framework.
+ * (/v1/state/volga/webhooks/<name>/history) and extended by the page's own samples. Every
+ * request carries the token; a 401 shows the login form again. Built by esbuild
+ * (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
 import { lastErrorWords, retryWords, rolloutWords } from '../../lib/exporter-words.js';
