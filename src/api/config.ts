@@ -5,7 +5,7 @@
 import { header } from './headers.js';
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { isObject, type Json, type JsonObject } from '../lib/json.js';
+import { isObject, jsonKind, type Json, type JsonObject } from '../lib/json.js';
 import { configKey } from '../store/keys.js';
 import { resolvePath, type Resolved } from '../model/resources.js';
 import { runTransaction, type Change, type TxContext, type TxMode } from '../model/transaction.js';
@@ -209,11 +209,9 @@ function singleDoc(docs: Json[]): Json {
 
 function objectBody(doc: Json): JsonObject {
   if (!isObject(doc))
-    throw new ApiError(
-      'invalid-document',
-      `Cannot use a ${Array.isArray(doc) ? 'list' : typeof doc} as the body: send one object`,
-      { code: 'not-an-object' },
-    );
+    throw new ApiError('invalid-document', `Cannot use ${jsonKind(doc)} as the body: it must be one object`, {
+      code: 'not-an-object',
+    });
   for (const k of Object.keys(doc)) {
     if (k.startsWith('x-'))
       throw new ApiError(

@@ -4,14 +4,22 @@
  * checked before anything is read.
  */
 import { ApiError } from '../lib/errors.js';
-import { isObject, type Json, type JsonObject } from '../lib/json.js';
+import { isObject, jsonKind, type Json, type JsonObject } from '../lib/json.js';
 import { ops, type Change, type Op } from '../model/transaction.js';
 import { parseJson, parseYaml } from './body.js';
 
 const PREFIX = '/v1/config';
 
 export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
-  const items: Json[] = docs.length === 1 && Array.isArray(docs[0]) ? docs[0] : docs;
+  const only = docs.length === 1 ? docs[0] : undefined;
+  // A lone scalar is the wrong body, not a list whose first item is wrong.
+  if (only !== undefined && !isObject(only) && !Array.isArray(only))
+    throw new ApiError(
+      'invalid-document',
+      `Cannot use ${jsonKind(only)} as the body: it must be a list of objects, each with x-path, or one such object`,
+      { code: 'not-an-object' },
+    );
+  const items: Json[] = Array.isArray(only) ? only : docs;
   if (items.length === 0)
     throw new ApiError('invalid-document', 'Cannot apply an empty change: send a list of objects with x-path', {
       code: 'empty',
@@ -19,10 +27,11 @@ export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
   return items.map((item, i) => {
     const where = `item ${i + 1}`;
     if (!isObject(item))
-      throw new ApiError('invalid-document', `Cannot use ${where}: it is not an object`, {
-        code: 'not-an-object',
-        index: i,
-      });
+      throw new ApiError(
+        'invalid-document',
+        `Cannot use ${where}: it is ${jsonKind(item)}, not an object with x-path`,
+        { code: 'not-an-object', index: i },
+      );
     const xPath = item['x-path'];
     if (typeof xPath !== 'string')
       throw new ApiError('invalid-value', `Missing x-path in ${where}`, { code: 'missing-x-path', index: i });

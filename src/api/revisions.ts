@@ -81,7 +81,8 @@ function shown(path: string, value: JsonObject | undefined): Json | undefined {
   return def ? redact(def, value) : value;
 }
 
-function parseRevision(raw: unknown, where: string): number {
+/** `path` is what error-details name: the URL path for a revision in it, else the body field. */
+function parseRevision(raw: unknown, where: string, path: string): number {
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(n) || n < 0)
     throw new ApiError(
@@ -89,7 +90,7 @@ function parseRevision(raw: unknown, where: string): number {
       `Cannot use ${JSON.stringify(raw)} as a revision in ${where}: give a revision number from GET ${listPath}`,
       {
         code: 'bad-value',
-        path: where,
+        path,
       },
     );
   return n;
@@ -122,7 +123,7 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
     parseQuery(searchParams(c), routes.configRevision.query);
     const p = principalOf(c);
     deps.auth.authorize(p, c.req.path, 'read');
-    const n = parseRevision(c.req.param('revision'), 'the path');
+    const n = parseRevision(c.req.param('revision'), `the path ${c.req.path}`, c.req.path);
     const rev = (await deps.store.history({ upTo: n, limit: 1 }))[0];
     const changes = rev && rev.revision === n ? visibleChanges(deps, p, rev) : [];
     if (!rev || rev.revision !== n || changes.length === 0)
@@ -166,7 +167,7 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
           code: 'unknown-field',
           path: k,
         });
-    const to = parseRevision(doc.to, 'to');
+    const to = parseRevision(doc.to, 'field to', 'to');
     const changes = await restoreChanges(deps, p, to);
     const ctx = configTxContext(deps, c);
     if (changes.length === 0) {

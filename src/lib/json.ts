@@ -7,6 +7,13 @@ export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** What a JSON value is, for messages ('null', 'a list', 'a string'): typeof says 'object' for null and lists. */
+export function jsonKind(v: Json): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
 /** Deterministic JSON text: object keys sorted, so equal content gives equal text. */
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';

@@ -1,7 +1,8 @@
 /**
  * Schema validation with @cfworker/json-schema (compiled once per resource), its errors
  * translated into ApiErrors that name the field: "Cannot use X as Y: ...".
- * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept.
+ * The 2020-12 validator reports a chain of errors per failure; only the leaves are kept,
+ * except that a failed anyOf is one error listing what is allowed instead of one per branch.
  */
 import { Validator, type OutputUnit } from '@cfworker/json-schema';
 import { ApiError, type DetailFor } from '../lib/errors.js';
@@ -79,7 +80,65 @@ const chainKeywords = new Set([
   'unevaluatedProperties',
 ]);
 
-function describe(unit: OutputUnit, root: Schema, value: unknown): { message: string; field: string } | undefined {
+/** A number schema's bounds in words ('from 1 to 4096', 'greater than 0 and at most 1000000'). */
+function boundsText(s: Schema): string {
+  const { minimum: min, maximum: max, exclusiveMinimum: xMin, exclusiveMaximum: xMax } = s;
+  if (min !== undefined && max !== undefined) return `from ${String(min)} to ${String(max)}`;
+  const parts: string[] = [];
+  if (min !== undefined) parts.push(`at least ${String(min)}`);
+  if (xMin !== undefined) parts.push(`greater than ${String(xMin)}`);
+  if (max !== undefined) parts.push(`at most ${String(max)}`);
+  if (xMax !== undefined) parts.push(`less than ${String(xMax)}`);
+  return parts.join(' and ');
+}
+
+/**
+ * What a schema allows as a noun phrase ('an integer from 1 to 4096', '"auto"'); undefined
+ * when there is no short one, as a phrase that leaves out a rule would mislead.
+ */
+function allowedText(s: Schema): string | undefined {
+  if ('const' in s) return JSON.stringify(s.const);
+  if (Array.isArray(s.enum)) return `one of ${s.enum.map((x) => JSON.stringify(x)).join(', ')}`;
+  const bounds = boundsText(s);
+  if (s.type === 'integer' || s.type === 'number' || (s.type === undefined && bounds !== '')) {
+    return `${s.type === 'integer' ? 'an integer' : 'a number'}${bounds ? ` ${bounds}` : ''}`;
+  }
+  if (s.type === 'string' && s.minLength === undefined && s.maxLength === undefined)
+    return typeof s.pattern === 'string' ? `a string matching ${s.pattern}` : 'a string';
+  if (s.type === 'boolean') return 'true or false';
+  return undefined;
+}
+
+/** 'a', 'a or b', 'a, b or c'. */
+function orList(items: string[]): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}
+
+/** A translated schema error; `covers` is the keywordLocation prefix of the errors it stands for. */
+type Described = { message: string; field: string; covers?: string };
+
+/**
+ * A failed anyOf as one error naming every allowed form; it `covers` the errors of its
+ * branches (each one reports why the value is not that form, which says less than the list).
+ * Undefined when a branch has no short phrase: its own errors then speak instead.
+ */
+function anyOfError(
+  unit: OutputUnit,
+  schema: Schema,
+  shown: string,
+  where: string,
+  field: string,
+): Described | undefined {
+  const allowed = (Array.isArray(schema.anyOf) ? (schema.anyOf as Schema[]) : []).map(allowedText);
+  if (allowed.length === 0 || allowed.some((a) => a === undefined)) return undefined;
+  return {
+    field,
+    message: `Cannot use ${shown} as ${where}: it must be ${orList(allowed as string[])}`,
+    covers: `${unit.keywordLocation}/`,
+  };
+}
+
+function describe(unit: OutputUnit, root: Schema, value: unknown): Described | undefined {
   const field = fieldPath(unit.instanceLocation);
   const where = field || 'the object';
   const schema = schemaAt(root, unit.keywordLocation) ?? {};
@@ -115,10 +174,14 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
       };
     case 'minimum':
     case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
       return {
         field,
-        message: `Cannot use ${shown} as ${where}: it must be between ${String(schema.minimum ?? '-∞')} and ${String(schema.maximum ?? '∞')}`,
+        message: `Cannot use ${shown} as ${where}: it must be ${allowedText(schema) ?? boundsText(schema)}`,
       };
+    case 'anyOf':
+      return anyOfError(unit, schema, shown, where, field);
     case 'minLength':
       return {
         field,
@@ -133,6 +196,11 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): { message: st
       return {
         field,
         message: `Cannot use ${shown} as ${where}: it needs at least ${String(schema.minItems)} entries`,
+      };
+    case 'maxItems':
+      return {
+        field,
+        message: `Cannot use ${shown} as ${where}: it allows at most ${String(schema.maxItems)} entries`,
       };
     case 'uniqueItems':
       return { field, message: `Cannot use ${shown} as ${where}: entries must be unique` };
@@ -162,9 +230,13 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
   const result = validatorOf(def).validate(obj);
   if (result.valid) return [];
   const seen = new Set<string>();
+  const covered: string[] = [];
   const out: ApiError[] = [];
+  // An anyOf error comes before those of its branches (the validator puts it first).
   for (const unit of result.errors) {
+    if (covered.some((prefix) => unit.keywordLocation.startsWith(prefix))) continue;
     const d = describe(unit, def.schema, valueAt(obj, unit.instanceLocation));
+    if (d?.covers) covered.push(d.covers);
     if (!d || seen.has(d.message)) continue;
     seen.add(d.message);
     out.push(

@@ -45,6 +45,10 @@ type Case = {
   code: string;
   /** The place reported: a field path (info.path) or a position (info.position). */
   at?: { path?: string; position?: number | [number, number]; index?: number };
+  /** The error-message of the error with `code`. */
+  message?: string;
+  /** How many errors the reply holds (one clear error rather than several about the same field). */
+  errors?: number;
 };
 
 const deepJson = (n: number) => `{"name":"b1","labels":${'{"a":'.repeat(n)}"x"${'}'.repeat(n)}}`;
@@ -138,7 +142,20 @@ const cases: Case[] = [
   { name: 'deep JSON nesting', raw: deepJson(100), status: 400, code: 'too-deep' },
   { name: 'deep YAML nesting', raw: deepYaml(100), type: 'application/yaml', status: 400, code: 'too-deep' },
   { name: 'JSON body is a list', body: [hook], status: 400, code: 'not-an-object' },
-  { name: 'JSON body is a string', raw: '"b1"', status: 400, code: 'not-an-object' },
+  {
+    name: 'JSON body is a string',
+    raw: '"b1"',
+    status: 400,
+    code: 'not-an-object',
+    message: 'Cannot use a string as the body: it must be one object',
+  },
+  {
+    name: 'JSON body is null',
+    raw: 'null',
+    status: 400,
+    code: 'not-an-object',
+    message: 'Cannot use null as the body: it must be one object',
+  },
   {
     name: 'schema: wrong type',
     body: { ...hook, tries: 'three' },
@@ -166,6 +183,46 @@ const cases: Case[] = [
     status: 400,
     code: 'schema-maximum',
     at: { path: 'tries' },
+    message: `Cannot use 4294967296 as tries: it must be an integer from 0 to 4294967295 (${HOOK})`,
+  },
+  {
+    name: 'schema: integer or "auto", too large for either',
+    // Raw text: the literal as a client sends it (JSON.parse reads it as 1e+23).
+    raw: JSON.stringify({ ...hook, 'max-in-flight': 0 }).replace(
+      '"max-in-flight":0',
+      '"max-in-flight":99999999999999999999999',
+    ),
+    status: 400,
+    code: 'schema-invalid',
+    at: { path: 'max-in-flight' },
+    message: `Cannot use 1e+23 as max-in-flight: it must be an integer from 1 to 4096 or "auto" (${HOOK})`,
+    errors: 1,
+  },
+  {
+    name: 'schema: integer or "auto", a string near "auto"',
+    body: { ...hook, 'max-in-flight': 'autox' },
+    status: 400,
+    code: 'schema-invalid',
+    at: { path: 'max-in-flight' },
+    message: `Cannot use "autox" as max-in-flight: it must be an integer from 1 to 4096 or "auto" (${HOOK})`,
+    errors: 1,
+  },
+  {
+    name: 'schema: exclusive minimum',
+    body: { ...hook, 'rate-limit': { 'per-second': 0 } },
+    status: 400,
+    code: 'schema-invalid',
+    at: { path: 'rate-limit/per-second' },
+    message: `Cannot use 0 as rate-limit/per-second: it must be a number greater than 0 and at most 1000000 (${HOOK})`,
+    errors: 1,
+  },
+  {
+    name: 'schema: maximum next to an exclusive minimum',
+    body: { ...hook, 'rate-limit': { 'per-second': 1e7 } },
+    status: 400,
+    code: 'schema-maximum',
+    at: { path: 'rate-limit/per-second' },
+    message: `Cannot use 10000000 as rate-limit/per-second: it must be a number greater than 0 and at most 1000000 (${HOOK})`,
   },
   {
     name: 'schema: bad topic name',
@@ -306,6 +363,25 @@ const cases: Case[] = [
     code: 'duplicate-parameter',
   },
   {
+    name: 'multi-object: the body is a string, not a list',
+    method: 'PATCH',
+    path: '/v1/config',
+    raw: '"hello"',
+    status: 400,
+    code: 'not-an-object',
+    message: 'Cannot use a string as the body: it must be a list of objects, each with x-path, or one such object',
+  },
+  {
+    name: 'multi-object: an item is not an object',
+    method: 'PATCH',
+    path: '/v1/config',
+    body: [{ 'x-path': HOOK, ...hook }, 5],
+    status: 400,
+    code: 'not-an-object',
+    at: { index: 1 },
+    message: 'Cannot use item 2: it is a number, not an object with x-path',
+  },
+  {
     name: 'multi-object: missing x-path',
     method: 'PATCH',
     path: '/v1/config',
@@ -385,8 +461,11 @@ function badInputSuite(backend: Backend): void {
       assert.is(res.status, c.status, JSON.stringify(res.body));
       const infos = infosOf(res.body);
       assert.not.ok(JSON.stringify(res.body).includes('hunter2'), 'the error does not quote the body');
-      const hit = infos.find((i) => i.code === c.code);
+      const at = infos.findIndex((i) => i.code === c.code);
+      const hit = infos[at];
       assert.ok(hit, `expected ${c.code}: ${JSON.stringify(infos)}`);
+      if (c.message !== undefined) assert.is(wireErrors(res.body)[at]?.['error-message'], c.message);
+      if (c.errors !== undefined) assert.is(infos.length, c.errors, JSON.stringify(res.body));
       if (c.at?.path !== undefined) assert.is(hit?.path, c.at.path);
       if (c.at?.position !== undefined) assert.equal(hit?.position, c.at.position);
       if (c.at?.index !== undefined) assert.is(hit?.index, c.at.index);

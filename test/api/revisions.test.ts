@@ -130,7 +130,16 @@ forEachBackend((backend) => {
     const missing = await api.json('GET', '/v1/state/config-revisions/999999');
     assert.is(missing.status, 404);
     assert.is(codeOf(missing.body), 'unknown-revision');
-    assert.is((await api.json('GET', '/v1/state/config-revisions/abc')).status, 400);
+    const bad = await api.json('GET', '/v1/state/config-revisions/abc');
+    assert.is(bad.status, 400);
+    assert.equal((bad.body as ErrorBody).errors, [
+      {
+        'error-message':
+          'Cannot use "abc" as a revision in the path /v1/state/config-revisions/abc: give a revision number from GET /v1/state/config-revisions',
+        'error-info': 'bad-value',
+        'error-details': { path: '/v1/state/config-revisions/abc' },
+      },
+    ]);
   });
 
   t('rollback: dry-run and validate change nothing; then one transaction restores revision a', async () => {
