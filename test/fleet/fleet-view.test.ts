@@ -12,7 +12,7 @@ import { client, SITE_WAIT, type Client } from '../helpers/fleet.js';
 import { tempDir } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 import { startWebhookServer, type WebhookServer } from '../helpers/webhook-server.js';
-import { promtoolCheck } from '../helpers/promtool.js';
+import { ensurePromtool, promtoolCheck } from '../helpers/promtool.js';
 
 const password = 'fleet-view-password';
 const tmp = () => tempDir('edgeplane-fleet-view-');
@@ -32,6 +32,10 @@ let sink: WebhookServer;
 let failEdge2 = true;
 
 test.before(async () => {
+  // Installed (apt-get, on a fresh machine) before any connection is made: the install blocks
+  // this process for a while, and a kept-alive connection the servers closed meanwhile would
+  // fail the next request.
+  ensurePromtool();
   const redisUrl = await freshRedisDb(6);
   cp = await spawnApiProc({ REDIS_URL: redisUrl, SITE: 'hq', ADMIN_PASSWORD: password, DATA_DIR: tmp() });
   admin = client(cp.url, password);
@@ -181,11 +185,13 @@ test('/metrics at the control plane: sites by connection, change lag and last-se
   }
   assert.is(sample(text, 'edgeplane_fleet_site_last_seen_seconds', 'site="edge-3"'), undefined, 'never heard');
   assert.not.match(text, /site="hq"/, "the control plane's own site is not an edge site");
-  for (const url of [cp.url, ...sites.map((s) => s.url)]) {
-    const body = await (await fetch(`${url}/metrics`)).text();
-    const check = promtoolCheck(body);
+  // Every text read first, then checked (promtool runs synchronously).
+  const urls = [cp.url, ...sites.map((s) => s.url)];
+  const bodies = await Promise.all(urls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  urls.forEach((url, i) => {
+    const check = promtoolCheck(bodies[i]!);
     assert.is(check.status, 0, `promtool check metrics on ${url}/metrics: ${check.output}`);
-  }
+  });
 });
 
 test('placed on this site only: its own view; placed nowhere: stopped', async () => {

@@ -5,8 +5,13 @@
 import { spawnSync } from 'node:child_process';
 import { ensureCommand } from './apt.js';
 
-export function promtoolCheck(text: string): { status: number | null; output: string } {
+/** Installs promtool when missing (apt-get: it blocks this process while it runs). */
+export function ensurePromtool(): void {
   ensureCommand('promtool', 'prometheus');
+}
+
+export function promtoolCheck(text: string): { status: number | null; output: string } {
+  ensurePromtool();
   const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }

@@ -11,7 +11,11 @@ import { loadSettings } from '../../src/lib/settings.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
-import { promtoolCheck } from '../helpers/promtool.js';
+import { ensurePromtool, promtoolCheck } from '../helpers/promtool.js';
+
+// Installed (apt-get on a fresh machine) before any server or connection exists: the install
+// blocks this process, and a kept-alive connection closed meanwhile would fail a request.
+ensurePromtool();
 
 type Sample = { name: string; labels: Record<string, string>; value: number };
 
