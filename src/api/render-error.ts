@@ -1,11 +1,12 @@
 /**
  * The one place a failed request becomes its reply: an ApiError is its error body
  * (`{errors: [{error-message, error-info, error-details?}]}`, lib/errors.ts) in the negotiated
- * encoding; anything else is a fault of ours, logged with its stack and answered 500 without
+ * encoding, as is the bus's `unavailable` (503 `store-unavailable`); anything else is a fault of ours, logged with its stack and answered 500 without
  * internals. The app (main/app.ts), the guard and the inner app of forwarded site reads
  * (site-reads.ts) all answer through it.
  */
 import type { Context } from 'hono';
+import { BusError } from '../bus/bus.js';
 import { ApiError } from '../lib/errors.js';
 import { log } from '../lib/log.js';
 import { header } from './headers.js';
@@ -23,6 +24,14 @@ export function errorFormat(accept: string | undefined): ReplyFormat {
 export function renderError(err: unknown, c: Context): Response {
   const format = errorFormat(header(c, 'accept'));
   if (err instanceof ApiError) return errorResponse(err, format);
+  // Redis, the bus as well as the store, unreachable (a produce not taken in time): 503.
+  if (err instanceof BusError && err.code === 'unavailable')
+    return errorResponse(
+      new ApiError('unavailable', `The Redis message bus is unavailable: ${err.message}`, {
+        code: 'store-unavailable',
+      }),
+      format,
+    );
   const e = err instanceof Error ? err : new Error(String(err));
   log('error', 'request failed', { method: c.req.method, path: c.req.path, error: e.message, stack: e.stack });
   return errorResponse(

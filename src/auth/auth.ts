@@ -188,7 +188,9 @@ function createLogin(
     try {
       await throttle.check(who, clientAddr);
     } catch (err) {
-      await audit(loginEvent(name ?? null, name ? tenant : null, 429, clientAddr));
+      // A throttled login is audited; the store unreachable (503) is no login attempt.
+      if (err instanceof ApiError && err.code === 'too-many-requests')
+        await audit(loginEvent(name ?? null, name ? tenant : null, 429, clientAddr));
       throw err;
     }
     const user = name && (await tenants.exists(tenant)) ? await directory.user(tenant, name) : undefined;

@@ -10,6 +10,7 @@ import { log } from '../lib/log.js';
 import {
   closeClients,
   evalScript,
+  leftUnsent,
   luaScript,
   redisClient,
   replicaConfirmation,
@@ -136,6 +137,18 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 return 1`);
 
+/**
+ * A produce (the API's, the audit trail's, a dead-letter append) waits at most this long unsent
+ * while Redis is unreachable, then fails: the API answers 503 at once rather than hold the
+ * request until Redis is back (the command client queues commands meanwhile, for the exporters'
+ * acknowledgements), and a dead-letter append tries again.
+ */
+const produceQueueMs = 1000;
+
+/** Why a command was not done: node-redis's bare "Timeout" of a command left unsent said in words. */
+const unsentText = (err: unknown): string =>
+  leftUnsent(err) ? `not sent within ${produceQueueMs} ms (Redis unreachable)` : errorText(err);
+
 /** The counts hash of a stream: its hash tag is the stream key (one Cluster slot with it). */
 export const countsKey = (streamKey: string): string => `edgeplane:counts:{${streamKey}}`;
 
@@ -173,7 +186,13 @@ async function scanTopics(cmd: BusCommand): Promise<string[]> {
 function topicMethods(cmd: BusCommand, replicated: Confirm): Pick<Bus, 'produce' | 'topicInfo'> {
   return {
     async produce(topic: string, msg: ProduceInput): Promise<string> {
-      const id = asString(await send(cmd, ['XADD', streamPrefix + topic, '*', ...produceFields(msg)]));
+      let id: string;
+      try {
+        const args = ['XADD', streamPrefix + topic, '*', ...produceFields(msg)];
+        id = asString(await send(cmd, args, undefined, { timeout: produceQueueMs }));
+      } catch (err) {
+        throw new BusError('unavailable', `Redis did not take the message: ${unsentText(err)}`);
+      }
       await replicated(streamPrefix + topic);
       return id;
     },

@@ -22,6 +22,7 @@ import type { ExporterState } from './state.js';
 import { TopicReader } from './topic-reader.js';
 import { LagMonitor } from './lag-monitor.js';
 import { errorText } from '../lib/error-text.js';
+import { withDeadline } from '../lib/deadline.js';
 
 export type ExporterDeps = {
   spec: ExporterSpec;
@@ -68,13 +69,6 @@ async function openReader(d: ExporterDeps, topic: string, start: StartAt, stoppi
     }
   }
   return undefined;
-}
-
-/** Waits for `p`, at most `ms`. */
-async function withDeadline(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }
 
 export class Exporter {

@@ -18,6 +18,10 @@ import type { SecretReader } from './secret-vars.js';
 import { AgentPool } from './send.js';
 import { Supervisor } from './supervisor.js';
 import { errorText } from '../lib/error-text.js';
+import { withDeadline } from '../lib/deadline.js';
+
+/** At stop, the retirement of the consumer and the last state written wait at most this long each. */
+const stopWritesMs = 1000;
 
 export type { SecretReader } from './secret-vars.js';
 export type { Clock } from '../lib/clock.js';
@@ -197,9 +201,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       clearInterval(secretRetry);
       clearInterval(safety);
       await supervisor.stop(deadlineMs);
-      // What we leave pending is taken over by the other processes at once.
-      await opts.bus.retire(consumer).catch(() => undefined);
-      await publish();
+      // What we leave pending is taken over by the other processes at once. Both write to
+      // Redis: bounded, so a stop while Redis is unreachable ends (the bus would queue them).
+      await withDeadline(opts.bus.retire(consumer), stopWritesMs);
+      await withDeadline(publish(), stopWritesMs);
       await agents.close();
     },
   };

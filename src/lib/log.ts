@@ -13,3 +13,24 @@ export function log(level: LogLevel, msg: string, fields?: Record<string, unknow
   const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields });
   process.stdout.write(line + '\n');
 }
+
+/**
+ * A log line that repeats while a condition lasts (a connection error at each reconnect
+ * attempt, a pass failing at each retry): logged the first time, then at most once every
+ * `everyMs`, with `not-logged` counting the calls dropped since the last line. An outage of
+ * twenty minutes is then about forty lines a source, not thousands.
+ */
+export function repeatingLog(everyMs = 30_000, now: () => number = Date.now) {
+  let loggedAt = -Infinity;
+  let dropped = 0;
+  return (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
+    const t = now();
+    if (t - loggedAt < everyMs) {
+      dropped++;
+      return;
+    }
+    log(level, msg, dropped > 0 ? { ...fields, 'not-logged': dropped } : fields);
+    loggedAt = t;
+    dropped = 0;
+  };
+}

@@ -145,11 +145,21 @@ const readonlyCommands = new Set([
 ]);
 
 /** Sends a raw command on a Cluster client, to the node of `key` (or of the command's first key). */
-export function sendCluster(client: unknown, args: string[], key?: string): Promise<unknown> {
+export function sendCluster(
+  client: unknown,
+  args: string[],
+  key?: string,
+  options?: { timeout?: number },
+): Promise<unknown> {
   const c = client as {
-    sendCommand(firstKey: string | undefined, readonly: boolean, args: string[]): Promise<unknown>;
+    sendCommand(
+      firstKey: string | undefined,
+      readonly: boolean,
+      args: string[],
+      options?: { timeout?: number },
+    ): Promise<unknown>;
   };
-  return c.sendCommand(key ?? routeKey(args), readonlyCommands.has(args[0]!.toUpperCase()), args);
+  return c.sendCommand(key ?? routeKey(args), readonlyCommands.has(args[0]!.toUpperCase()), args, options);
 }
 
 /** Every primary's own client (SCAN goes to each). */

@@ -8,9 +8,10 @@
  * by SHA (EVALSHA) and re-sends the source when the server answers NOSCRIPT (after a restart or
  * SCRIPT FLUSH); their keys are marked as keys, so a Cluster client routes them by slot.
  */
-import { createClient, createSentinel, defineScript, type RedisScripts } from 'redis';
+import { createClient, createSentinel, defineScript, TimeoutError, type RedisScripts } from 'redis';
 import { ApiError } from './errors.js';
-import { log } from './log.js';
+import { log, repeatingLog } from './log.js';
+import { withDeadline } from './deadline.js';
 import { backoffDelay } from './backoff.js';
 import { errorText } from './error-text.js';
 import { clusterClient, isCluster, primaryClients, sendCluster, topologyMoved } from './redis-cluster.js';
@@ -172,7 +173,9 @@ export function redisClient<S extends RedisScripts = Record<string, never>>(
         ? sentinelClient(t, role, opts)
         : // The three clients share the commands a caller uses (node-redis types them alike).
           (clusterClient(t, role, opts, socketOptions(t)) as unknown as ReturnType<typeof standaloneClient<S>>);
-  client.on('error', (err: unknown) => log('warn', 'redis connection error', { role, error: errorText(err) }));
+  // Logged as the outage starts, then every 30 s (each reconnect attempt would be a line).
+  const errorLog = repeatingLog();
+  client.on('error', (err: unknown) => errorLog('warn', 'redis connection error', { role, error: errorText(err) }));
   return client;
 }
 
@@ -209,11 +212,22 @@ export function send(
   client: { sendCommand(...a: never[]): Promise<unknown> },
   args: string[],
   key?: string,
+  options?: SendOptions,
 ): Promise<unknown> {
-  if (isCluster(client)) return sendCluster(client, args, key);
-  if ('acquire' in client) return (client as unknown as SentinelLike).sendCommand(false, args);
-  return (client as unknown as PlainLike).sendCommand(args);
+  if (isCluster(client)) return sendCluster(client, args, key, options);
+  if ('acquire' in client) return (client as unknown as SentinelLike).sendCommand(false, args, options);
+  return (client as unknown as PlainLike).sendCommand(args, options);
 }
+
+/**
+ * node-redis's command options: `timeout` (ms) bounds the wait of a command not yet written
+ * (in the offline queue while Redis is unreachable): it is then taken out of the queue, never
+ * sent, and rejected with a TimeoutError. Once written it waits for its reply as any other.
+ */
+export type SendOptions = { timeout?: number };
+
+/** True for a command rejected because its `timeout` passed before it was sent (SendOptions). */
+export const leftUnsent = (err: unknown): boolean => err instanceof TimeoutError;
 
 /**
  * Every key matching the glob `match` (SCAN, in pages of 500; of `type` when given), in no
@@ -234,8 +248,8 @@ export async function scanKeys(client: Parameters<typeof send>[0], match: string
   return out;
 }
 
-type SentinelLike = { sendCommand(readonly: boolean, args: string[]): Promise<unknown> };
-type PlainLike = { sendCommand(args: string[]): Promise<unknown> };
+type SentinelLike = { sendCommand(readonly: boolean, args: string[], options?: SendOptions): Promise<unknown> };
+type PlainLike = { sendCommand(args: string[], options?: SendOptions): Promise<unknown> };
 
 /**
  * After a Cluster failover: the sharded subscription to `channel` made again (SUNSUBSCRIBE of
@@ -309,7 +323,27 @@ export async function probeRedis(target: RedisTarget | string): Promise<void> {
 
 /** Closes clients politely, destroying any that does not close. */
 export async function closeClients(...clients: Array<{ isOpen: boolean; close(): Promise<unknown>; destroy(): void }>) {
-  await Promise.all(clients.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+  await Promise.all(clients.map(closeWithin));
+}
+
+/** How long a polite close may take before the client is destroyed. */
+const closeBoundMs = 2000;
+
+/**
+ * A client that cannot reach Redis would wait for it to come back to close (its queued commands
+ * first): it is destroyed after `closeBoundMs`, so a stop while Redis is down ends.
+ */
+async function closeWithin(c: { isOpen: boolean; close(): Promise<unknown>; destroy(): void }): Promise<void> {
+  if (!c.isOpen) return;
+  let closed = false;
+  const closing = c.close().then(() => (closed = true));
+  await withDeadline(closing, closeBoundMs);
+  if (closed || !c.isOpen) return;
+  try {
+    c.destroy();
+  } catch {
+    // Closed meanwhile: nothing left to end.
+  }
 }
 
 /**

@@ -173,6 +173,9 @@ function settingsOrFail(env: NodeJS.ProcessEnv): Settings {
   }
 }
 
+/** The close may take this long past the deliveries' drain before the process exits regardless. */
+const stopSlackMs = 15_000;
+
 /** On SIGTERM/SIGINT: stop accepting, finish in-flight deliveries, release DATA_DIR, exit. */
 function stopper(life: Life): (signal: string) => void {
   return (signal) => {
@@ -182,6 +185,12 @@ function stopper(life: Life): (signal: string) => void {
     life.server?.close();
     life.server?.closeIdleConnections();
     const closing = life.instance ? life.instance.close(drainMs) : Promise.resolve();
+    // Every step of the close is bounded; should one still hang, the process ends anyway
+    // (what was not acknowledged is delivered again after the restart: at-least-once).
+    setTimeout(() => {
+      log('error', 'shutdown did not end in time; exiting', { afterMs: drainMs + stopSlackMs });
+      process.exit(1);
+    }, drainMs + stopSlackMs).unref();
     closing.then(
       () => {
         life.lock?.release();

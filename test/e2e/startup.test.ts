@@ -2,7 +2,9 @@
  * Start-up as a user meets it (the real program, `node --import tsx worker.ts`): a failure is
  * one JSON error line naming the setting and the cause, exit code 1, and nothing happened
  * before it (no password printed, no file written). An unreachable Redis is waited for, one
- * log line per attempt, requests answered 503 with the reason meanwhile.
+ * log line per attempt, requests answered 503 with the reason meanwhile. Redis lost after
+ * start-up: login, writes and produce answer 503 (none is held until Redis is back), and the
+ * connection errors are logged as the outage starts, not at every reconnect attempt.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -155,6 +157,72 @@ test('Redis unreachable at start: a line per retry, 503 with the reason, then se
   } finally {
     p.kill('SIGKILL');
     await redis?.dispose();
+  }
+});
+
+test('Redis lost after start-up: login, a write and produce answer 503, not held; connection errors are not logged at each attempt', async () => {
+  const redis = await startRedis();
+  const port = await freePort();
+  const p = startServe({
+    PORT: String(port),
+    REDIS_URL: redis.url,
+    ADMIN_PASSWORD: 'startup-test-password',
+    STRONGBOX_KEY: Buffer.alloc(32, 7).toString('base64'),
+  });
+  const api = `http://127.0.0.1:${port}`;
+  const json = { 'content-type': 'application/json' };
+  try {
+    assert.is(await p.listening(), port);
+    const login = () =>
+      fetch(`${api}/v1/login`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
+        // Held until Redis came back, before: a bound far above any answer's time.
+        signal: AbortSignal.timeout(20_000),
+      });
+    const token = ((await (await login()).json()) as { token: string }).token;
+    const auth = { ...json, authorization: `Bearer ${token}` };
+    await redis.stop({ hard: true });
+    const calls: Array<[string, () => Promise<Response>]> = [
+      ['login', login],
+      [
+        'PUT',
+        () =>
+          fetch(`${api}/v1/config/sites/x1`, {
+            method: 'PUT',
+            headers: auth,
+            body: JSON.stringify({ name: 'x1' }),
+            signal: AbortSignal.timeout(20_000),
+          }),
+      ],
+      [
+        'produce',
+        () =>
+          fetch(`${api}/v1/state/volga/topics/t/produce`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ payload: 'x' }),
+            signal: AbortSignal.timeout(20_000),
+          }),
+      ],
+    ];
+    for (let round = 0; round < 3; round++)
+      for (const [what, call] of calls) {
+        const res = await call();
+        const body = (await res.json()) as { errors: { 'error-info': string }[] };
+        assert.is(res.status, 503, `${what}: ${JSON.stringify(body)}`);
+        assert.is(body.errors[0]?.['error-info'], 'store-unavailable', what);
+      }
+    const errors = p.lines().filter((l) => l.msg === 'redis connection error');
+    // One line per client as the outage starts (a handful of clients), not one per attempt.
+    const roles = new Set(errors.map((l) => l.role));
+    assert.ok(errors.length <= roles.size, `${errors.length} lines for ${roles.size} clients`);
+    p.kill('SIGTERM');
+    assert.is(await p.exited(), 0);
+  } finally {
+    p.kill('SIGKILL');
+    await redis.dispose();
   }
 });
 

@@ -14,7 +14,7 @@
  */
 import { backoffDelay } from '../../lib/backoff.js';
 import { errorText } from '../../lib/error-text.js';
-import { log } from '../../lib/log.js';
+import { repeatingLog } from '../../lib/log.js';
 
 /** After a pass succeeded following failures: one more full pass this much later. */
 const recoveredPassMs = 2000;
@@ -38,6 +38,8 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
   let wantFull = true;
   /** Passes failed in a row; the pending retry (or the full pass after the recovery). */
   let failures = 0;
+  /** A store that stays unreachable fails a pass every second: logged as it starts, then every 30 s. */
+  const failedLog = repeatingLog();
   let retry: NodeJS.Timeout | undefined;
 
   function later(ms: number): void {
@@ -69,7 +71,7 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
       } catch (err) {
         wantFull = true;
         const wait = backoffDelay(failures++, { baseMs: 100, maxMs: 1000 });
-        log('warn', 'fleet projection failed; retrying', { error: errorText(err), retryInMs: wait, failures });
+        failedLog('warn', 'fleet projection failed; retrying', { error: errorText(err), retryInMs: wait, failures });
         settle(Infinity); // every caller hears of it now; the retry below catches up
         later(wait);
         return;

@@ -1,0 +1,13 @@
+/** Waiting for something that may never end (Redis unreachable) at most so long. */
+
+/** Waits for `p`, at most `ms`: true when it settled in time (resolved or rejected). */
+export async function withDeadline(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = p.then(
+    () => true,
+    () => true,
+  );
+  const ok = await Promise.race([settled, new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)))]);
+  clearTimeout(timer);
+  return ok;
+}
