@@ -113,7 +113,8 @@ export async function runCtl(argv: string[], env: NodeJS.ProcessEnv = process.en
       strict: true,
     });
   } catch (e) {
-    const text = errorText(e);
+    // Node's message without its code (ERR_PARSE_ARGS_UNKNOWN_OPTION: ...), which says nothing to a user.
+    const text = e instanceof Error ? e.message : String(e);
     const message = text.split('. ')[0] ?? text;
     err(`edgeplane ctl: ${message}\n(edgeplane ctl --help lists verbs and flags)\n`);
     return 2;

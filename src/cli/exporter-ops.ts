@@ -62,7 +62,7 @@ export async function deadLetter(v: Verb): Promise<number> {
   );
   if (read.status === 404) {
     // The topic is made by the first message dropped into it: none yet is an empty topic, not a failure.
-    v.err(`dead-letter topic ${topic} of ${name} is empty: nothing dropped yet`);
+    v.err(`dead-letter topic ${topic} of ${name} is empty: nothing dropped yet\n`);
     v.out(render({ name: topic, length: 0 }, outputOf(v.flags.output, 'yaml')));
     return 0;
   }

@@ -7,7 +7,6 @@
 import { parseArgs } from 'node:util';
 import { version } from './version.js';
 import { runCtl } from './ctl.js';
-import { errorText } from '../lib/error-text.js';
 
 export const usage = `edgeplane ${version}: edge management API and webhook exporter
 
@@ -55,7 +54,8 @@ export async function runCli(argv: readonly string[], serve: () => Promise<void>
       strict: true,
     });
   } catch (err) {
-    const text = errorText(err);
+    // Node's message without its code (ERR_PARSE_ARGS_UNKNOWN_OPTION: ...), which says nothing to a user.
+    const text = err instanceof Error ? err.message : String(err);
     const message = text.split('. ')[0] ?? text;
     process.stderr.write(`edgeplane: ${message}\n\n${usage}`);
     return USAGE;

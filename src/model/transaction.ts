@@ -186,6 +186,9 @@ function checkObject(ctx: TxContext, slot: Slot, xPath: string, slots: Map<strin
   const r = slot.resolved;
   const after = slot.after;
   if (!after) {
+    // Never there (a vault a secret names that does not exist): nothing goes, nothing to check
+    // (the secret's own error says the vault is missing).
+    if (!slot.before) return [];
     // An object whose nested objects remain cannot go (a vault that still has secrets).
     for (const child of childListsOf(r)) {
       const prefixKey = configKey(slot.tenant, `${child.listPath}/`);

@@ -107,12 +107,14 @@ function secretSuite(backend: Backend): void {
     assert.equal(res.body, { name: 's', dict: { password: PLAIN, user: 'bob' } });
   });
 
-  t('a secret without a vault → 404 missing-parent; nothing stored', async () => {
+  t('a secret without a vault → 404 missing-parent, the only error; nothing stored', async () => {
     const res = await api.json('PUT', '/v1/config/strongbox/vaults/none/secrets/x', {
       body: { name: 'x', data: { a: 'b' } },
     });
     assert.is(res.status, 404);
     assert.is(codeOf(res.body), 'missing-parent');
+    // Not also 'Cannot delete /v1/config/strongbox/vaults/none: secret x still uses it' (nothing asked for a delete).
+    assert.is(wireErrors(res.body).length, 1, JSON.stringify(res.body));
     assert.is((await api.json('GET', '/v1/config/strongbox/vaults/none/secrets/x')).status, 404);
   });
 
