@@ -1,9 +1,9 @@
 /**
  * The one place a failed request becomes its reply: an ApiError is its error body
  * (`{errors: [{error-message, error-info, error-details?}]}`, lib/errors.ts) in the negotiated
- * encoding, as is the bus's `unavailable` (503 `store-unavailable`); anything else is a fault of ours, logged with its stack and answered 500 without
- * internals. The app (main/app.ts), the guard and the inner app of forwarded site reads
- * (site-reads.ts) all answer through it.
+ * encoding, as is the bus's `unavailable` (503 `store-unavailable`); anything else is a fault
+ * of ours, logged with its stack and answered 500 without internals. The app (main/app.ts),
+ * the guard and the inner app of forwarded site reads (site-reads.ts) all answer through it.
  */
 import type { Context } from 'hono';
 import { BusError } from '../bus/bus.js';

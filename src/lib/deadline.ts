@@ -1,6 +1,7 @@
-/** Waiting for something that may never end (Redis unreachable) at most so long. */
-
-/** Waits for `p`, at most `ms`: true when it settled in time (resolved or rejected). */
+/**
+ * Waits for `p`, at most `ms`: true when it settled in time (resolved or rejected). For what may
+ * never end while Redis is unreachable (a stop's last writes, a client's polite close).
+ */
 export async function withDeadline(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const settled = p.then(
