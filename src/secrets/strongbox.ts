@@ -78,7 +78,15 @@ export class Strongbox {
       const file = join(settings.dataDir, 'strongbox.key');
       source = file;
       if (existsSync(file)) b64 = readFileSync(file, 'utf8');
-      else {
+      else if (await this.initialised()) {
+        // The store (a Redis shared with other processes) is sealed with a key this process
+        // does not have: a key of its own would only keep it sealed, and hide what to do.
+        log('error', 'strongbox: sealed: the store was sealed with a key this process does not have', {
+          file,
+          fix: "give this process the first one's key (STRONGBOX_KEY, or STRONGBOX_KEY_FILE naming its DATA_DIR/strongbox.key), or POST /v1/strongbox/unseal",
+        });
+        return;
+      } else {
         mkdirSync(settings.dataDir, { recursive: true });
         b64 = randomBytes(32).toString('base64');
         writeFileSync(file, b64 + '\n', { mode: 0o600 });

@@ -2,16 +2,19 @@
  * Secret store init, both stores: with STRONGBOX_AUTO_UNSEAL=false and no key, the store is
  * uninitialised; unseal refuses every key (an unseal never chooses the key); init creates
  * the key and answers it once (409 afterwards); the check value stored is not the key; after
- * a restart only that key unseals (400 to any other).
+ * a restart only that key unseals (400 to any other). On Redis, a second process without the key
+ * (its own DATA_DIR) stays sealed and writes no key of its own; the first key unseals it.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { createInstance } from '../../src/main/server.js';
 import { startApi } from '../helpers/api.js';
+import { loadSettings } from '../../src/lib/settings.js';
+import { tempDir } from '../helpers/backends.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { wireErrors } from '../helpers/assert.js';
 
@@ -88,6 +91,44 @@ function initSuite(backend: Backend, db: number): void {
       await api.close();
     }
   });
+
+  if (backend === 'redis')
+    t(
+      'a second process on the same Redis without the key: sealed, no key file of its own; the first key unseals it',
+      async () => {
+        const first = await startApi(backend, { db: db + 1 });
+        const keyFile = join(first.settings.dataDir, 'strongbox.key');
+        const key = readFileSync(keyFile, 'utf8').trim();
+        // Its own DATA_DIR, the same Redis (the store sealed with the first process's key).
+        const second = await createInstance(
+          loadSettings({
+            REDIS_URL: first.settings.redisUrl as string,
+            DATA_DIR: tempDir('edgeplane-second-'),
+            ADMIN_PASSWORD: 'admin-password-1',
+            LOG_LEVEL: 'error',
+            SITE: 'local',
+          }),
+          { runtime: false, announce: () => {} },
+        );
+        try {
+          assert.ok(second.deps.strongbox.sealed);
+          assert.not.ok(existsSync(join(second.deps.settings.dataDir, 'strongbox.key')), 'no key of its own');
+          const login = await second.app.fetch(
+            new Request('http://edgeplane.test/v1/login', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
+            }),
+          );
+          const token = ((await login.json()) as { token: string }).token;
+          assert.is((await call(second, token, '/v1/strongbox/unseal', { key })).status, 204);
+          assert.not.ok(second.deps.strongbox.sealed);
+        } finally {
+          await second.close(1000);
+          await first.close();
+        }
+      },
+    );
 
   t.run();
 }
