@@ -60,14 +60,7 @@ function initSuite(backend: Backend, db: number): void {
       const again2 = await createInstance(settings, { runtime: false, announce: () => {} });
       assert.ok(again2.deps.strongbox.sealed);
       // Embedded: tokens live in memory only, so log in again.
-      const login = await again2.app.fetch(
-        new Request('http://edgeplane.test/v1/login', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
-        }),
-      );
-      const token = ((await login.json()) as { token: string }).token;
+      const token = await adminToken(again2);
       const wrong = await call(again2, token, '/v1/strongbox/unseal', { key: any });
       assert.is(wrong.status, 400);
       assert.is(codeOf(wrong.body), 'wrong-key');
@@ -113,14 +106,7 @@ function initSuite(backend: Backend, db: number): void {
         try {
           assert.ok(second.deps.strongbox.sealed);
           assert.not.ok(existsSync(join(second.deps.settings.dataDir, 'strongbox.key')), 'no key of its own');
-          const login = await second.app.fetch(
-            new Request('http://edgeplane.test/v1/login', {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
-            }),
-          );
-          const token = ((await login.json()) as { token: string }).token;
+          const token = await adminToken(second);
           assert.is((await call(second, token, '/v1/strongbox/unseal', { key })).status, 204);
           assert.not.ok(second.deps.strongbox.sealed);
         } finally {
@@ -131,6 +117,18 @@ function initSuite(backend: Backend, db: number): void {
     );
 
   t.run();
+}
+
+/** A token of admin on an instance made here (its own login: tokens of the embedded store live in memory). */
+async function adminToken(inst: { app: { fetch(r: Request): Response | Promise<Response> } }): Promise<string> {
+  const login = await inst.app.fetch(
+    new Request('http://edgeplane.test/v1/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
+    }),
+  );
+  return ((await login.json()) as { token: string }).token;
 }
 
 async function call(
