@@ -101,11 +101,7 @@ function endExpansion(): void {
   expanding.count = 0;
 }
 
-/**
- * The `ordering-key` of a message: its template expanded with the message's variables. A key
- * that cannot be expanded (a variable without value) is the empty key: such messages keep
- * their topic order among themselves, and deliver() then deals with the variable as usual.
- */
+/** oauth2: one POST with the cached access token, fetched again after one 401. */
 async function postWithToken(
   ctx: DeliverContext,
   oauth: TokenSource,
@@ -127,6 +123,12 @@ async function postWithToken(
   }
 }
 
+/**
+ * The `ordering-key` of a message: its template expanded with the message's variables. A key
+ * that cannot be expanded (a variable without value) is the empty key, only to place the
+ * message: its turn comes in topic order among such messages, and deliver() then ignores it as
+ * any message with a variable without value (README: give the variable a `default`).
+ */
 export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
   const t = ctx.spec.ext.orderingKey;
   if (!t) return '';
