@@ -8,7 +8,7 @@
 import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
-import { log } from '../lib/log.js';
+import { log, repeatingLog } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
@@ -91,6 +91,11 @@ export class Supervisor {
   private readonly forced = new Set<string>();
   private running: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
+  /**
+   * While the store is unreachable every reconcile fails (the safety one every 30 s, and at each
+   * change): logged as that starts, then every 5 minutes (the Redis client logs the outage itself).
+   */
+  private readonly failedLog = repeatingLog(300_000);
   private closed = false;
   private readonly snapshots: SnapshotReader;
   /** The exporters' keys in the last snapshot read (kept from each read's changed keys). */
@@ -115,9 +120,9 @@ export class Supervisor {
     this.queued = this.running
       .then(() => {
         this.queued = undefined;
-        return this.closed ? undefined : this.reconcileNow();
+        return this.closed ? undefined : this.reconcileNow().then(() => this.failedLog.ended());
       })
-      .catch((err: unknown) => log('error', 'supervisor: reconcile failed', { error: errorText(err) }));
+      .catch((err: unknown) => this.failedLog('error', 'supervisor: reconcile failed', { error: errorText(err) }));
     this.running = this.queued;
     return this.queued;
   }

@@ -14,16 +14,23 @@ export function log(level: LogLevel, msg: string, fields?: Record<string, unknow
   process.stdout.write(line + '\n');
 }
 
+/** A log line of a repeating condition (`repeatingLog`); `ended()` when the condition is over. */
+export type RepeatingLog = ((level: LogLevel, msg: string, fields?: Record<string, unknown>) => void) & {
+  /** The condition is over (the connection is back, a pass succeeded): its next occurrence is logged at once. */
+  ended(): void;
+};
+
 /**
  * A log line that repeats while a condition lasts (a connection error at each reconnect
  * attempt, a pass failing at each retry): logged the first time, then at most once every
  * `everyMs`, with `not-logged` counting the calls dropped since the last line. An outage of
- * twenty minutes is then about forty lines a source, not thousands.
+ * twenty minutes is then about forty lines a source, not thousands. After `ended()`, a new
+ * occurrence is a new condition: logged at once, however soon after the last line.
  */
-export function repeatingLog(everyMs = 30_000, now: () => number = Date.now) {
+export function repeatingLog(everyMs = 30_000, now: () => number = Date.now): RepeatingLog {
   let loggedAt = -Infinity;
   let dropped = 0;
-  return (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
+  const say = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     const t = now();
     if (t - loggedAt < everyMs) {
       dropped++;
@@ -33,4 +40,10 @@ export function repeatingLog(everyMs = 30_000, now: () => number = Date.now) {
     loggedAt = t;
     dropped = 0;
   };
+  return Object.assign(say, {
+    ended(): void {
+      loggedAt = -Infinity;
+      dropped = 0;
+    },
+  });
 }

@@ -176,6 +176,8 @@ export function redisClient<S extends RedisScripts = Record<string, never>>(
   // Logged as the outage starts, then every 30 s (each reconnect attempt would be a line).
   const errorLog = repeatingLog();
   client.on('error', (err: unknown) => errorLog('warn', 'redis connection error', { role, error: errorText(err) }));
+  // Connected again: the next outage is logged as it starts, however soon.
+  client.on('ready', () => errorLog.ended());
   return client;
 }
 

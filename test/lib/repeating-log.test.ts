@@ -36,4 +36,26 @@ test('logged at once, then once an interval with how many were not', () => {
   assert.equal([lines[1]?.level, lines[1]?.['not-logged']], ['warn', 50]);
 });
 
+test('after ended(), the next occurrence is a new condition: logged at once', () => {
+  let now = 1_000;
+  const say = repeatingLog(30_000, () => now);
+  const lines = linesOf(() => {
+    say('warn', 'redis connection error', { role: 'store' });
+    now += 1_000;
+    say('warn', 'redis connection error', { role: 'store' }); // not logged: the same outage
+    now += 1_000;
+    say.ended(); // connected again
+    now += 5_000; // a new outage 7 s after the first line
+    say('warn', 'redis connection error', { role: 'store' });
+    now += 1_000;
+    say('warn', 'redis connection error', { role: 'store' }); // not logged: the new outage goes on
+  });
+  assert.is(lines.length, 2);
+  // The call dropped in the first outage is no part of the second's line.
+  assert.equal(
+    lines.map((l) => l['not-logged']),
+    [undefined, undefined],
+  );
+});
+
 test.run();

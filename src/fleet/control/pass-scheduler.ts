@@ -78,6 +78,7 @@ export function createPassScheduler(pass: (full: boolean) => Promise<PassOutcome
       }
       if (failures > 0) {
         failures = 0;
+        failedLog.ended();
         later(recoveredPassMs);
       }
       if (outcome === 'again-full') wantFull = true;
