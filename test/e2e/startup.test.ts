@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { startServe, type ServeProc } from '../helpers/serve-proc.js';
+import { eventually } from '../helpers/wait.js';
 import { waitForRedis } from '../../src/main/serve.js';
 
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `edgeplane-startup-${name}-`));
@@ -160,7 +161,7 @@ test('Redis unreachable at start: a line per retry, 503 with the reason, then se
   }
 });
 
-test('Redis lost after start-up: login, a write and produce answer 503, not held; connection errors are not logged at each attempt', async () => {
+test('Redis lost after start-up: login, a write and produce answer 503, not held; connection errors are not logged at each attempt, and a second outage is logged as it starts', async () => {
   const redis = await startRedis();
   const port = await freePort();
   const p = startServe({
@@ -218,6 +219,19 @@ test('Redis lost after start-up: login, a write and produce answer 503, not held
     // One line per client as the outage starts (a handful of clients), not one per attempt.
     const roles = new Set(errors.map((l) => l.role));
     assert.ok(errors.length <= roles.size, `${errors.length} lines for ${roles.size} clients`);
+    // Back, then lost again within seconds: the new outage is logged as it starts, not 30 s later.
+    await redis.restart();
+    await eventually(async () => (await fetch(`${api}/readyz`)).status === 200, 'ready again', {
+      timeoutMs: 20_000,
+      retryErrors: true,
+    });
+    await redis.stop({ hard: true });
+    // Well within the 30 s that kept a second outage's line back before.
+    await eventually(
+      () => p.lines().filter((l) => l.msg === 'redis connection error').length > errors.length,
+      'a line for the second outage',
+      10_000,
+    );
     p.kill('SIGTERM');
     assert.is(await p.exited(), 0);
   } finally {
