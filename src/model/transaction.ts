@@ -227,6 +227,29 @@ function checkObject(ctx: TxContext, slot: Slot, xPath: string, slots: Map<strin
   return errors;
 }
 
+/**
+ * A tenant that still holds objects cannot go (as a vault that still has secrets): they would
+ * stay in the store, out of every tenant's reach, their exporters running, and the name could
+ * not be used again. Objects deleted by the same transaction do not count.
+ */
+async function tenantStillHolds(ctx: TxContext, slot: Slot, slots: Map<string, Slot>): Promise<ApiError[]> {
+  const name = slot.resolved.name as string;
+  const held = (await ctx.store.list(name)).filter((e) => {
+    const s = slots.get(e.key);
+    return !(s && s.lastOp !== undefined && !s.after);
+  });
+  if (held.length === 0) return [];
+  const shown = held.slice(0, 3).map((e) => xPathOf(e.key.slice(name.length + 1)));
+  const more = held.length > shown.length ? ` and ${held.length - shown.length} more` : '';
+  return [
+    new ApiError(
+      'conflict',
+      `Cannot delete ${xPathOf(slot.resolved.path)}: tenant ${name} still holds ${held.length} object${held.length === 1 ? '' : 's'} (${shown.join(', ')}${more}); delete them first (x-tenant: ${name})`,
+      { code: 'in-use', 'x-path': xPathOf(slot.resolved.path) },
+    ),
+  ];
+}
+
 async function runOnce(
   ctx: TxContext,
   changes: Change[],
@@ -262,6 +285,8 @@ async function runOnce(
   for (const slot of slots.values()) {
     if (slot.lastOp === undefined && childListsOf(slot.resolved).length === 0) continue;
     errors.push(...checkObject(ctx, slot, xPathOf(slot.resolved.path), slots));
+    if (slot.lastOp !== undefined && slot.before && !slot.after && slot.resolved.def.id === 'tenant')
+      errors.push(...(await tenantStillHolds(ctx, slot, slots)));
     // Only resources with checks against the tenant tree (subtenants, vault sharing) have any.
     if (slot.lastOp !== undefined && slot.after && ctx.tenants && slot.resolved.def.checkInTenant) {
       const rootTenant = ctx.rootTenant ?? ctx.tenant;

@@ -241,5 +241,20 @@ forEachBackend((backend) => {
     assert.is((await api.json('GET', '/v1/config/applications/shop', { headers: eve })).status, 404, 'nothing changed');
   });
 
+  t('a rollback that would delete a tenant still holding objects is a 409 in-use; nothing changes', async () => {
+    const before = ((await api.json('GET', '/v1/state/config-revisions')).body as Rev[])[0]!.revision;
+    assert.is((await api.json('PUT', '/v1/config/system/tenants/beta', { body: { name: 'beta' } })).status, 201);
+    const own = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': '/v1/config/applications/b1', 'x-tenant': 'beta', version: '1' }],
+    });
+    assert.is(own.status, 204, JSON.stringify(own.body));
+    // beta's own objects are not in the root tenant's history: the rollback would remove the
+    // tenant only, and leave b1 behind, out of every tenant's reach.
+    const refused = await api.json('POST', '/v1/config/rollback', { body: { to: before } });
+    assert.is(refused.status, 409, JSON.stringify(refused.body));
+    assert.is(codeOf(refused.body), 'in-use');
+    assert.is((await api.json('GET', '/v1/config/system/tenants/beta')).status, 200, 'nothing changed');
+  });
+
   t.run();
 });

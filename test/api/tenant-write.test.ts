@@ -70,6 +70,31 @@ function tenantSuite(backend: Backend): void {
     assert.is((r.body as { errors: Array<{ 'error-info': string }> }).errors[0]?.['error-info'], 'bad-x-tenant');
   });
 
+  t(
+    'a tenant that holds objects cannot be deleted (409 in-use, nothing changes); with them in one transaction it can, and the name is free again',
+    async () => {
+      const del = await api.json('DELETE', '/v1/config/system/tenants/acme');
+      assert.is(del.status, 409, JSON.stringify(del.body));
+      const err = (del.body as { errors: Array<Record<string, string>> }).errors[0]!;
+      assert.is(err['error-info'], 'in-use');
+      assert.match(err['error-message']!, /tenant acme still holds 2 objects \(\/v1\/config\/applications\/shop, /);
+      assert.is((await api.json('GET', '/v1/config/system/tenants/acme')).status, 200, 'still there');
+
+      const gone = await api.json('PATCH', '/v1/config', {
+        body: [
+          { 'x-path': '/v1/config/applications/shop', 'x-tenant': 'acme', 'x-operation': 'delete' },
+          { 'x-path': '/v1/config/system/users/eve', 'x-tenant': 'acme', 'x-operation': 'delete' },
+          { 'x-path': '/v1/config/system/tenants/acme', 'x-operation': 'delete' },
+        ],
+      });
+      assert.is(gone.status, 204, JSON.stringify(gone.body));
+      const again = await api.json('PUT', '/v1/config/system/tenants/acme', { body: { name: 'acme' } });
+      assert.is(again.status, 201, JSON.stringify(again.body));
+      const all = await api.json('GET', '/v1/config?include-tenant-config=true&match-path=/v1/config/applications/*');
+      assert.equal(all.body, [], 'nothing of the old acme');
+    },
+  );
+
   t.run();
 }
 
