@@ -24,7 +24,23 @@ export function settingDurationMs(text: string): number | undefined {
   return m ? Number(m[1]) * units[m[2] as keyof typeof units] : undefined;
 }
 
-/** Milliseconds; a text that is not a duration is a 400 naming the field. */
+/**
+ * The longest duration in configuration: 576h (24 days). Node's timers wait at most 2^31 − 1 ms
+ * (about 24.8 days) and fire a longer wait at once: a longer retry-interval retried in a loop.
+ */
+export const maxDurationMs = 576 * units.h;
+
+/** The 400 of a duration above maxDurationMs, naming the field; undefined when within it (or not a duration). */
+export function durationTooLong(text: string, field: string): ApiError | undefined {
+  const ms = durationMs(text);
+  if (ms === undefined || ms <= maxDurationMs) return undefined;
+  return new ApiError('invalid-value', `Cannot use ${JSON.stringify(text)} as ${field}: at most 576h (24 days)`, {
+    code: 'invalid-duration',
+    path: field,
+  });
+}
+
+/** Milliseconds; a text that is not a duration, or one above maxDurationMs, is a 400 naming the field. */
 export function parseDuration(text: string, field: string): number {
   const ms = durationMs(text);
   if (ms === undefined) {
@@ -34,5 +50,7 @@ export function parseDuration(text: string, field: string): number {
       { code: 'invalid-duration', path: field, position: 0 },
     );
   }
+  const long = durationTooLong(text, field);
+  if (long) throw long;
   return ms;
 }

@@ -8,7 +8,7 @@
  * The control plane runs it (fleet/control/rollouts.ts).
  */
 import { ApiError } from '../lib/errors.js';
-import { durationMs } from '../lib/duration.js';
+import { durationMs, durationTooLong } from '../lib/duration.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { compileLabelExpr } from '../query/labels.js';
 import { attempt } from './problems.js';
@@ -67,5 +67,17 @@ export function rolloutErrors(obj: JsonObject, xPath: string): ApiError[] {
       );
     lastPercent = Math.max(lastPercent, percent);
   });
+  for (const field of ['wait', 'healthy-for'] as const) {
+    const v = r[field];
+    const long = typeof v === 'string' ? durationTooLong(v, `rollout/${field}`) : undefined;
+    if (long)
+      out.push(
+        new ApiError('invalid-value', `${long.message} (${xPath})`, {
+          code: 'invalid-duration',
+          path: `rollout/${field}`,
+          'x-path': xPath,
+        }),
+      );
+  }
   return out;
 }

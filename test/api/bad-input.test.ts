@@ -260,6 +260,73 @@ const cases: Case[] = [
     at: { path: 'max-retry-interval' },
   },
   {
+    // Node's timers fire a wait above ~24.8 days at once: 1000h was retried ~750 times a second.
+    name: 'a duration above 576h (24 days)',
+    body: { ...hook, 'retry-interval': '1000h', 'max-retry-interval': '1000h' },
+    status: 400,
+    code: 'invalid-duration',
+    at: { path: 'retry-interval' },
+    message: `Cannot use "1000h" as retry-interval: at most 576h (24 days) (${HOOK})`,
+  },
+  {
+    name: 'a max-retry-interval above 576h',
+    body: { ...hook, 'max-retry-interval': '577h' },
+    status: 400,
+    code: 'invalid-duration',
+    at: { path: 'max-retry-interval' },
+  },
+  {
+    name: 'a batch max-wait above 576h',
+    body: { ...hook, batch: { 'max-messages': 10, 'max-wait': '2073600001ms' } },
+    status: 400,
+    code: 'invalid-duration',
+    at: { path: 'batch/max-wait' },
+  },
+  {
+    name: 'a rollout wait above 576h',
+    body: { ...hook, rollout: { waves: [{ percent: 50 }, { percent: 100 }], wait: '1000h' } },
+    status: 400,
+    code: 'invalid-duration',
+    at: { path: 'rollout/wait' },
+  },
+  {
+    // undici refuses it at every attempt: with tries 0 the first message was retried forever.
+    name: 'a header the HTTP client frames the request with',
+    body: { ...hook, headers: [{ name: 'Content-Length', value: '5' }] },
+    status: 400,
+    code: 'invalid-config',
+    at: { path: 'headers[0]/name' },
+    message: `Cannot send header Content-Length (headers[0]/name): the body sets it (${HOOK})`,
+  },
+  {
+    name: 'connection other than close or keep-alive',
+    body: {
+      ...hook,
+      headers: [
+        { name: 'x-a', value: '1' },
+        { name: 'connection', value: 'upgrade' },
+      ],
+    },
+    status: 400,
+    code: 'invalid-config',
+    at: { path: 'headers[1]/name' },
+  },
+  {
+    name: 'authorization beside oauth2 (it would silently replace the token)',
+    body: {
+      ...hook,
+      headers: [{ name: 'Authorization', value: 'Basic Zm9vOmJhcg==' }],
+      oauth2: {
+        'token-url': 'https://auth.example.test/token',
+        'client-id': 'c',
+        'client-secret': { vault: 'v', secret: 's', key: 'k' },
+      },
+    },
+    status: 400,
+    code: 'invalid-config',
+    at: { path: 'headers[0]/name' },
+  },
+  {
     name: 'schema: ~ in a JSON pointer is only ~0 or ~1',
     body: {
       ...hook,

@@ -8,7 +8,7 @@ import { compileRegex } from '../../lib/regex.js';
 import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { jsonSyntaxError } from '../../lib/json.js';
 import { compileLabelExpr } from '../../query/labels.js';
-import { durationMs } from '../../lib/duration.js';
+import { durationMs, durationTooLong } from '../../lib/duration.js';
 import { retryDefaults } from '../schemas.js';
 import { attempt } from '../problems.js';
 import { controlProblems } from './control-checks.js';
@@ -139,10 +139,30 @@ function templateProblems(
   }
 }
 
-/** retry-interval at least minRetryMs, and not above max-retry-interval. */
+/**
+ * retry-interval at least minRetryMs, and not above max-retry-interval; it, max-retry-interval
+ * and batch/max-wait at most 576h (a longer timer fires at once: a retry loop).
+ */
 function retryProblems(obj: JsonObject, xPath: string, out: ApiError[]): void {
   const ri = String(obj['retry-interval'] ?? retryDefaults['retry-interval']);
   const mri = String(obj['max-retry-interval'] ?? retryDefaults['max-retry-interval']);
+  const batch = obj.batch;
+  const wait = typeof batch === 'object' && batch !== null && !Array.isArray(batch) ? batch['max-wait'] : undefined;
+  for (const [text, field] of [
+    [ri, 'retry-interval'],
+    [mri, 'max-retry-interval'],
+    [typeof wait === 'string' ? wait : '', 'batch/max-wait'],
+  ] as const) {
+    const long = durationTooLong(text, field);
+    if (long)
+      out.push(
+        new ApiError('invalid-value', `${long.message} (${xPath})`, {
+          code: 'invalid-duration',
+          path: field,
+          'x-path': xPath,
+        }),
+      );
+  }
   if ((durationMs(ri) ?? Infinity) < minRetryMs) {
     out.push(
       new ApiError('invalid-value', `Cannot use retry-interval ${ri}: it must be at least ${minRetryMs}ms (${xPath})`, {

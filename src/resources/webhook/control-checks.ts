@@ -1,7 +1,7 @@
 /**
  * Write-time checks of the delivery controls that a JSON Schema cannot express, so a bad
- * value is a 400 when written: `retry-on` items, and a dead-letter topic the exporter
- * itself reads (a failing message would come back forever).
+ * value is a 400 when written: `retry-on` items, a dead-letter topic the exporter itself reads
+ * (a failing message would come back forever), and headers no POST could carry.
  */
 import { ApiError } from '../../lib/errors.js';
 import type { JsonObject } from '../../lib/json.js';
@@ -25,5 +25,45 @@ export function controlProblems(cfg: JsonObject, xPath: string): ApiError[] {
         { code: 'invalid-config', path: 'dead-letter-topic', 'x-path': xPath },
       ),
     );
+  out.push(...headerNameProblems(cfg, xPath));
+  return out;
+}
+
+/** Headers the HTTP client frames the request with: undici refuses each of these, at every attempt. */
+const framing: Record<string, string> = {
+  'content-length': 'the body sets it',
+  'transfer-encoding': 'the body sets it',
+  'keep-alive': 'connections are kept alive by the exporter',
+  upgrade: 'a webhook POST cannot upgrade its connection',
+  expect: 'a webhook POST does not wait for 100-continue',
+};
+
+/**
+ * Headers that would fail every attempt (the message retried forever with the default
+ * `tries: 0`, its topic blocked), or that a delivery control sets and a fixed value would
+ * silently replace (oauth2's authorization, signing's webhook-* headers).
+ */
+function headerNameProblems(cfg: JsonObject, xPath: string): ApiError[] {
+  const out: ApiError[] = [];
+  const refuse = (i: number, name: string, why: string) =>
+    out.push(
+      new ApiError('invalid-value', `Cannot send header ${name} (headers[${i}]/name): ${why} (${xPath})`, {
+        code: 'invalid-config',
+        path: `headers[${i}]/name`,
+        'x-path': xPath,
+      }),
+    );
+  (Array.isArray(cfg.headers) ? cfg.headers : []).forEach((h, i) => {
+    if (typeof h !== 'object' || h === null || Array.isArray(h) || typeof h.name !== 'string') return;
+    const name = h.name.toLowerCase();
+    const value = typeof h.value === 'string' ? h.value.trim().toLowerCase() : '';
+    if (framing[name] !== undefined) refuse(i, h.name, framing[name]);
+    else if (name === 'connection' && value !== 'close' && value !== 'keep-alive')
+      refuse(i, h.name, 'its value can only be close or keep-alive');
+    else if (name === 'authorization' && cfg.oauth2 !== undefined)
+      refuse(i, h.name, 'with oauth2 the exporter sends the access token as authorization');
+    else if (cfg.signing !== undefined && name.startsWith('webhook-'))
+      refuse(i, h.name, 'with signing the exporter sends webhook-id, webhook-timestamp and webhook-signature');
+  });
   return out;
 }
