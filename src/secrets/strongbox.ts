@@ -196,7 +196,13 @@ export class Strongbox {
         `Cannot open ${storeKey}: it is sealed for this edge site, whose key is not loaded yet (unseal the secret store)`,
         { code: 'sealed' },
       );
-    return openSealedWith(this.siteKey.key, sealed, sealedContext(this.siteKey.site, storeKey, member));
+    try {
+      return openSealedWith(this.siteKey.key, sealed, sealedContext(this.siteKey.site, storeKey, member));
+    } catch (err) {
+      // Not for this site's key (yet: another process of the site presented a new one), or
+      // altered: the value cannot be read now; a 503 naming why, never a 500.
+      throw new ApiError('sealed', `Cannot open ${storeKey}: ${(err as Error).message}`, { code: 'sealed' });
+    }
   }
 }
 

@@ -142,6 +142,40 @@ forEachBackend((backend) => {
       await api.close();
     }
   });
+  test(`${backend}: a stream of the site opened with another key ends the one before (its site reconnects with its own key)`, async () => {
+    const api = await startApi(backend, { env: { FLEET_KEEPALIVE: '200ms' } });
+    try {
+      const tokens = await setUp(api);
+      const open = (key: string) =>
+        api.req('GET', '/v1/fleet/sites/site-a/sync', {
+          headers: { authorization: `Bearer ${tokens.a}`, 'x-edgeplane-site-key': key },
+        });
+      // Reads a stream until it ends (true) or `ms` pass (false).
+      const endsWithin = async (res: Response, ms: number) => {
+        const reader = res.body!.getReader();
+        const deadline = Date.now() + ms;
+        for (let i = 0; i < 1000 && Date.now() < deadline; i++) {
+          const next = await Promise.race([
+            reader.read(),
+            new Promise<'later'>((r) => setTimeout(() => r('later'), Math.max(1, deadline - Date.now()))),
+          ]);
+          if (next === 'later') break;
+          if (next.done) return true;
+        }
+        await reader.cancel();
+        return false;
+      };
+      const first = await open(generateSiteKey().publicKey);
+      assert.is(first.status, 200);
+      // A second process with the same token and a key of its own (its secrets are sealed for that key now).
+      const second = await open(generateSiteKey().publicKey);
+      assert.is(second.status, 200);
+      assert.ok(await endsWithin(first, 10_000), 'the stream opened with the older key ends');
+      assert.not.ok(await endsWithin(second, 1_000), 'the stream of the key recorded last goes on');
+    } finally {
+      await api.close();
+    }
+  });
 });
 
 test.run();

@@ -13,6 +13,12 @@ import {
   seal,
   sealedFingerprint,
 } from '../../src/secrets/sealed.js';
+import { Strongbox } from '../../src/secrets/strongbox.js';
+import { ApiError } from '../../src/lib/errors.js';
+import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const site = generateSiteKey();
 const key = loadSitePrivateKey(site.privateDer);
@@ -45,6 +51,37 @@ test('another context (site, object, member), another key or an altered value do
   assert.throws(() => open(key, 'enc:v1:x', ctx), /not a sealed value/);
   assert.not.ok(isPublicKeyText('short'));
   assert.not.ok(isPublicKeyText('A'.repeat(44)));
+});
+
+test("the store's openSealed: a value sealed for another key of the site is a 503 sealed naming why (it was a 500 on a secret's state read)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-sealed-'));
+  const store = await openEmbeddedStore(dir);
+  try {
+    const box = new Strongbox(store);
+    await box.init();
+    box.holdSiteKey('edge-1', key);
+    const storeKey = 'default/strongbox/vaults/v/secrets/s';
+    const other = generateSiteKey();
+    const sealed = seal(other.publicKey, 'hunter2', 'edgeplane-fleet:edge-1:' + storeKey + '#token', 'tag0');
+    const err = (() => {
+      try {
+        box.openSealed(sealed, storeKey, 'token');
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    assert.ok(err instanceof ApiError, String(err));
+    assert.is(err.code, 'sealed');
+    assert.match(
+      err.message,
+      /^Cannot open default\/strongbox\/vaults\/v\/secrets\/s: it is sealed for another key of this site/,
+    );
+    assert.not.ok(err.message.includes('hunter2'));
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

@@ -58,6 +58,7 @@ import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
 import { site } from '../../resources/site.js';
 import { bearerToken } from '../../lib/bearer.js';
+import { log } from '../../lib/log.js';
 
 /**
  * Routes that run inside the app's guard (user tokens and policies). `reseal`: projects a site
@@ -248,6 +249,8 @@ type StreamOf = {
   ttl: number;
   /** The id of the token it was opened with (checkedTokenId). */
   tokenId: string;
+  /** The site's public key presented with it: what its secrets are sealed for. */
+  publicKey: string;
 };
 
 /** A `change` event; an entry from a notification carries its changes' JSON text, sent as it is. */
@@ -342,6 +345,17 @@ async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, sta
       try {
         // A new token revokes this one: the stream ends, and no change reaches its holder.
         if (!(await isIdOfToken(s.store, site, s.tokenId))) return;
+        // Another stream of the site presented another key (a second process with its token,
+        // a reinstall): its secrets are now sealed for that key. This one ends, so its site
+        // reconnects with its own key and has them sealed for it again, rather than holding
+        // values it cannot open for as long as its stream lasts.
+        if ((await s.store.kvGet(recordedKeyOf(site))) !== s.publicKey) {
+          log('warn', 'fleet: site presented another key on another stream; this stream ends', {
+            site,
+            note: 'two processes with one site token take turns: give each its own site',
+          });
+          return;
+        }
         const next = await serveStep(s, inbox, at);
         // The stream's presence is refreshed every keepAliveMs, quiet or busy.
         if (Date.now() - lastAlive >= o.keepAliveMs) {
@@ -455,7 +469,10 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       stream.onClose(() => void gone());
       // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
       const tokenId = checkedTokenId(bearer);
-      return serve({ o, store: deps.store, batch, stream, site, id, ttl, tokenId }, inboxOf, start).then(gone, gone);
+      return serve({ o, store: deps.store, batch, stream, site, id, ttl, tokenId, publicKey }, inboxOf, start).then(
+        gone,
+        gone,
+      );
     });
   };
   on(app, routes.sync, sync(false));
