@@ -17,6 +17,10 @@ export async function get(v: Verb): Promise<number> {
   const path = withQuery(p.path, { where: v.flags.where, fields: v.flags.fields, site: v.flags.site });
   const res = await ok(await v.client.request('GET', path), `get ${p.path}`);
   const body: unknown = await res.json();
+  // A site not connected: the control plane answered from its last report (stdout stays the data).
+  const age = res.headers.get('x-state-age');
+  if (age !== null)
+    v.err(`site ${v.flags.site ?? '?'} is not connected: this is its last report, ${age} s old (x-state-age)\n`);
   v.out(render(body, outputOf(v.flags.output, Array.isArray(body) ? 'table' : 'yaml')));
   return 0;
 }

@@ -15,7 +15,7 @@ import type { Verb } from './verb.js';
 import { table } from './output.js';
 import { withQuery } from './paths.js';
 import { webhook } from '../resources/webhook/index.js';
-import { lastErrorWords, retryWords, rolloutWords } from '../lib/exporter-words.js';
+import { lastErrorWords, retryWords, rolloutWords, siteReportWords } from '../lib/exporter-words.js';
 import { errorText } from '../lib/error-text.js';
 
 type Row = Record<string, unknown>;
@@ -86,7 +86,8 @@ export function frame(
         'in-flight': '',
         failed: num(site['failed-attempts']) ?? '-',
         dropped: num(site.dropped) ?? '-',
-        retry: '',
+        // A site cut off: its row is its last report, not what it does now.
+        retry: site.connection === 'disconnected' ? siteReportWords(site, now) : '',
         'last error': lastErrorWords(site, now),
       });
     }
@@ -178,14 +179,16 @@ export async function top(v: Verb): Promise<number> {
     let body: string;
     try {
       const res = await v.client.request('GET', path);
-      if (res.status === 401 || res.status === 403) {
+      // A refusal (a login needed, no right, an unknown site) will not pass by redrawing:
+      // top ends with it, as `ctl get` does. Busy or unavailable (429, 5xx) is redrawn.
+      if (res.status >= 400 && res.status < 500 && res.status !== 429) {
         failedWith = await failure(res, 'top');
         return stop(1);
       }
       if (res.status !== 200) body = `${(await failure(res, 'top')).message}\n`;
       else {
         const rows = (await res.json()) as Row[];
-        const f = frame(Array.isArray(rows) ? rows : [], previous, Date.now(), process.stdout.columns ?? 160);
+        const f = frame(Array.isArray(rows) ? rows : [], previous, Date.now(), process.stdout.columns || 160);
         previous = f.samples;
         body = f.text;
         if (!v.flags.site) {

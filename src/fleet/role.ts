@@ -182,6 +182,7 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       root: settings.tenant,
       ownSite: settings.site,
       lastReport: (site) => presence.lastReport(site),
+      isConnected: (site) => presence.isConnected(site),
     }),
     reads: {
       ask: async (site, read) =>

@@ -36,6 +36,20 @@ export function retryWords(s: State, now: number): string {
   return parts.join(', ');
 }
 
+/**
+ * A fleet view's site row (`sites` of an exporter at a control plane): `disconnected, reported
+ * HH:MM:SS (span ago)` while the site is cut off (the row is its last report, not live), else
+ * `reported HH:MM:SS`, or `not reported`.
+ */
+export function siteReportWords(site: State, now: number): string {
+  const at = timeOf(site['reported-at']);
+  if (site.connection === 'disconnected')
+    return at === undefined
+      ? 'disconnected, not reported'
+      : `disconnected, reported ${clockWords(at)} (${spanWords(now - at)} ago)`;
+  return at === undefined ? 'not reported' : `reported ${clockWords(at)}`;
+}
+
 /** The last error as the current problem (`retrying`, `error`), or as history with its time. */
 export function lastErrorWords(s: State, now: number): string {
   const text = s['last-error'];

@@ -371,6 +371,12 @@ test('top under tmux: the exporter with its numbers; q quits', async () => {
   }
 });
 
+test('top on an unknown site ends with the refusal (exit 1), as get does; it redrew it every second before', async () => {
+  const r = await ctl(['top', '--site', 'nope']);
+  assert.is(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stderr, /unknown-site/);
+});
+
 test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter', async () => {
   // An exporter of its own (h1 is top's); each verb is one API call.
   const hook = file(

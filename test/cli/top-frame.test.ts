@@ -38,6 +38,16 @@ test('each site of a fleet exporter has its line, with its own delivered/s', () 
   assert.ok(lines.findIndex((l) => l.startsWith('eu-hook')) < lines.findIndex((l) => l.includes('@edge-1')));
 });
 
+test("a site cut off: its line says so, with its last report's time (the line is not live)", () => {
+  const t0 = Date.parse('2026-01-01T00:01:00.000Z');
+  const e = exporter([1, 0]);
+  e.sites[0] = { ...e.sites[0]!, connection: 'disconnected', 'reported-at': '2026-01-01T00:00:30.000Z' } as never;
+  const lines = frame([e], new Map(), t0, 500).text.split('\n');
+  const e1 = lines.find((l) => l.includes('@edge-1')) ?? '';
+  assert.match(e1, /ready .*disconnected, reported 00:00:30 \(30 s ago\)/);
+  assert.not.match(lines.find((l) => l.includes('@edge-2')) ?? '', /disconnected/);
+});
+
 test('the sites section: connection, in-sync and the exporters each site runs', () => {
   const text = sitesFrame(
     [

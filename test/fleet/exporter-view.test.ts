@@ -119,6 +119,7 @@ test('counters are summed, topic-lag per topic, the latest error wins, each site
       'last-error': 'old',
       'last-error-time': '2026-01-01T00:00:00.000Z',
       'reported-at': '2026-01-01T00:00:00.000Z',
+      connection: 'connected',
     },
     {
       site: 'edge-2',
@@ -132,6 +133,7 @@ test('counters are summed, topic-lag per topic, the latest error wins, each site
       'last-error': 'HTTP 500',
       'last-error-time': '2026-01-02T00:00:00.000Z',
       'reported-at': '2026-01-01T00:00:00.000Z',
+      connection: 'connected',
     },
   ]);
 });

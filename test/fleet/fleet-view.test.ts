@@ -123,6 +123,7 @@ test('one site failing: the fleet is retrying, counters summed, a row per site f
   assert.match(String(e2['last-error']), /500/);
   assert.ok(typeof e2['last-error-time'] === 'string');
   assert.ok(Date.parse(String(e1['reported-at'])) > 0, 'each row has its report time');
+  assert.equal([e1.connection, e2.connection], ['connected', 'connected']);
   assert.is(e2.lag, 1, 'the failing message is edge-2 lag');
   assert.is(st.delivered, e1.delivered + e2.delivered);
   assert.is(st['failed-attempts'], e1['failed-attempts'] + e2['failed-attempts']);
@@ -192,6 +193,22 @@ test('/metrics at the control plane: sites by connection, change lag and last-se
     const check = promtoolCheck(bodies[i]!);
     assert.is(check.status, 0, `promtool check metrics on ${url}/metrics: ${check.output}`);
   });
+});
+
+test('a site that stops: its row is its last report, marked disconnected (not shown as live)', async () => {
+  await sites[1]!.stop();
+  let st: Exporter = {};
+  await eventually(
+    async () => {
+      st = await fleetState();
+      return (st.sites ?? []).find((r) => r.site === 'edge-2')?.connection === 'disconnected';
+    },
+    () => `edge-2's row says disconnected: ${JSON.stringify(st)}`,
+    SITE_WAIT,
+  );
+  const e2 = (st.sites ?? []).find((r) => r.site === 'edge-2')!;
+  assert.is(e2.status, 'ready', 'its status is the one it last reported');
+  assert.is((st.sites ?? []).find((r) => r.site === 'edge-1')?.connection, 'connected');
 });
 
 test('placed on this site only: its own view; placed nowhere: stopped', async () => {

@@ -5,7 +5,10 @@
  * answers. A write on B reaches the site; a `site=` read on B travels down A's stream and comes
  * back live; cut off, the site's last report (in Redis) answers with `x-state-age`.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createClient } from 'redis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -251,6 +254,20 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
     (all.body as Array<{ 'x-path': string }>).some((o) => o['x-path'] === '/v1/state/volga/webhooks/to-sink'),
     all.text,
   );
+  // ctl says so on stderr (stdout stays the data): the last report is not what the site does now.
+  const creds = join(tmp(), 'credentials');
+  writeFileSync(creds, JSON.stringify({ [cpB.url]: { token: await adminB.token() } }));
+  const got = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) =>
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'worker.ts', 'ctl', 'get', 'state/volga/webhooks/to-sink', '--site', 'edge-1'],
+      { env: { ...process.env, EDGEPLANE_URL: cpB.url, EDGEPLANE_CREDENTIALS: creds }, timeout: 60_000 },
+      (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    ),
+  );
+  assert.is(got.code, 0, got.stderr);
+  assert.match(got.stderr, /^site edge-1 is not connected: this is its last report, \d+ s old \(x-state-age\)$/m);
+  assert.match(got.stdout, /^delivered: 2$/m);
   const topics = await adminB.call('GET', '/v1/state/volga/topics?site=edge-1');
   assert.is(topics.status, 503);
   assert.is(codeOf(topics.body), 'site-unreachable');

@@ -9,8 +9,10 @@
  *   counters  the sums over those sites (delivered, dropped, ignored, filtered,
  *             failed-attempts, in-flight; topic-lag per topic)
  *   sites     [{site, status, delivered, dropped, ignored, filtered, failed-attempts, lag,
- *             last-error, last-error-time, reported-at}], from each site's last report
- *             (control/presence.ts); the control plane's own site from its own runtime
+ *             last-error, last-error-time, reported-at, connection}], from each site's last
+ *             report (control/presence.ts); the control plane's own site from its own runtime.
+ *             `connection` (an extension) is `disconnected` while no control-plane process
+ *             holds the site's sync stream: the row is then its last report, not live
  *
  * A site that has not reported the exporter yet (never connected, or not yet synced: it says
  * `stopped` or has no such object) counts as `starting`: the fleet does not run it there yet.
@@ -38,6 +40,8 @@ export type ExporterViewOptions = {
   root: string;
   ownSite: string;
   lastReport(site: string): Promise<SiteReport | undefined>;
+  /** True while some control-plane process holds the site's sync stream. */
+  isConnected(site: string): Promise<boolean>;
   now?: () => number;
   /** How long a parsed report is reused by the reads that follow (a list reads each site once). */
   reportTtlMs?: number;
@@ -62,13 +66,19 @@ function lagOf(state: JsonObject | undefined): number {
 }
 
 /** One site's row of `sites` from its state of the exporter (undefined: not reported yet). */
-export function siteRow(site: string, state: JsonObject | undefined, reportedAt: string | undefined): JsonObject {
+export function siteRow(
+  site: string,
+  state: JsonObject | undefined,
+  reportedAt: string | undefined,
+  connected = true,
+): JsonObject {
   const row: JsonObject = { site, status: statusOf(state?.status) };
   for (const c of counters) row[c] = num(state?.[c]);
   row.lag = lagOf(state);
   if (typeof state?.['last-error'] === 'string') row['last-error'] = state['last-error'];
   if (typeof state?.['last-error-time'] === 'string') row['last-error-time'] = state['last-error-time'];
   if (reportedAt !== undefined) row['reported-at'] = reportedAt;
+  row.connection = connected ? 'connected' : 'disconnected';
   return row;
 }
 
@@ -150,15 +160,18 @@ function reportedState(report: SiteReport | undefined, tenant: string, name: str
 export function createExporterView(o: ExporterViewOptions): ExporterView {
   const now = o.now ?? Date.now;
   const ttl = o.reportTtlMs ?? 500;
-  const reports = new Map<string, { at: number; report: Promise<SiteReport | undefined> }>();
+  type Seen = { report: SiteReport | undefined; connected: boolean };
+  const reports = new Map<string, { at: number; seen: Promise<Seen> }>();
   const reportOf = (site: string) => {
     const hit = reports.get(site);
-    if (hit && now() - hit.at < ttl) return hit.report;
-    const report = o.lastReport(site).catch(() => undefined);
-    reports.set(site, { at: now(), report });
+    if (hit && now() - hit.at < ttl) return hit.seen;
+    const seen = Promise.all([o.lastReport(site).catch(() => undefined), o.isConnected(site).catch(() => false)]).then(
+      ([report, connected]) => ({ report, connected }),
+    );
+    reports.set(site, { at: now(), seen });
     // Bounded by the number of sites; entries of deleted sites go at the next expiry sweep.
     if (reports.size > 4 * 1024) for (const [k, v] of reports) if (now() - v.at >= ttl) reports.delete(k);
-    return report;
+    return seen;
   };
   // The site and deployment lists, read once for the exporters of a list read (not once each),
   // and again after any configuration change.
@@ -185,11 +198,11 @@ export function createExporterView(o: ExporterViewOptions): ExporterView {
         rows.push({ row: siteRow(site, local, new Date(now()).toISOString()), state: local });
         continue;
       }
-      const report = await reportOf(site);
+      const { report, connected } = await reportOf(site);
       const state = reportedState(report, tenant, name);
       // A site that says `stopped` has not applied the placement yet: not running there yet.
       const known = state && state.status !== 'stopped' ? state : undefined;
-      rows.push({ row: siteRow(site, known, report?.time), state: known });
+      rows.push({ row: siteRow(site, known, report?.time, connected), state: known });
     }
     return aggregate(rows);
   };

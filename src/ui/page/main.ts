@@ -8,7 +8,7 @@
  * (src/ui/assets.ts); no framework.
  */
 import uPlot from 'uplot';
-import { lastErrorWords, retryWords, rolloutWords } from '../../lib/exporter-words.js';
+import { lastErrorWords, retryWords, rolloutWords, siteReportWords } from '../../lib/exporter-words.js';
 import { errorText } from '../../lib/error-text.js';
 import { robustTop } from './plot-scale.js';
 
@@ -177,12 +177,8 @@ function siteRows(exporter: string, s: State, now: number): HTMLTableRowElement[
       cell(show(num(site.dropped)), 'num'),
       cell(show(num(site.filtered)), 'num'),
       cell(show(num(site.ignored)), 'num'),
-      cell(
-        typeof site['reported-at'] === 'string'
-          ? `reported ${new Date(site['reported-at']).toLocaleTimeString()}`
-          : 'not reported',
-        'muted',
-      ),
+      // Under Retry: when the site reported, and whether it is cut off (the row is then its last report).
+      cell(siteReportWords(site, now), site.connection === 'disconnected' ? 'error-text' : 'muted'),
       cell(siteErrorWords(site), failing ? 'error-text' : 'muted'),
     );
     return tr;
