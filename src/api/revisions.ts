@@ -168,6 +168,9 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
           path: k,
         });
     const to = parseRevision(doc.to, 'field to', 'to');
+    // A rollback is built from the history: who may not read it may not use it (nor learn from
+    // its answers which revisions exist or which objects they changed).
+    deps.auth.authorize(p, listPath, 'read');
     const changes = await restoreChanges(deps, p, to);
     const ctx = configTxContext(deps, c);
     if (changes.length === 0) {
@@ -213,6 +216,15 @@ async function restoreChanges(deps: AppDeps, p: Principal, to: number): Promise<
       at.set(ch.key, { change, last: rev });
     }
   }
+  // Objects the caller may not read are not named (their paths would be in the errors of the
+  // write): the whole rollback is refused, with their number only.
+  const hidden = [...at.values()].filter(({ change }) => !deps.auth.allows(p, change.xPath, 'read')).length;
+  if (hidden > 0)
+    throw new ApiError(
+      'forbidden',
+      `Cannot roll back to revision ${to}: it would change ${hidden} object${hidden === 1 ? '' : 's'} your policies do not let you read`,
+      { code: 'forbidden' },
+    );
   const restores: Change[] = [];
   const removes: Change[] = [];
   for (const { change, last } of at.values()) {

@@ -241,6 +241,60 @@ forEachBackend((backend) => {
     assert.is((await api.json('GET', '/v1/config/applications/shop', { headers: eve })).status, 404, 'nothing changed');
   });
 
+  t(
+    'a user may roll back only with the history and every changed object readable; a refusal names no object',
+    async () => {
+      const before = (await newest()).revision;
+      // A change a reader of exporters only cannot see: a user.
+      const bob = await api.json('PUT', '/v1/config/system/users/bob', {
+        body: { name: 'bob', password: 'bob-password-1', policies: ['admin'] },
+      });
+      assert.is(bob.status, 201, JSON.stringify(bob.body));
+      const rules = (paths: string[]) =>
+        paths.map((path) => ({ path, operations: ['read', 'create', 'update', 'delete'], effect: 'allow' }));
+      const users: Array<[string, string[]]> = [
+        ['erin', ['/v1/config/volga/**', '/v1/state/volga/**']],
+        ['fred', ['/v1/config/volga/**', '/v1/state/volga/**', '/v1/state/config-revisions']],
+      ];
+      const auth: Record<string, string> = {};
+      for (const [name, paths] of users) {
+        const pol = await api.json('PUT', `/v1/config/system/policies/p-${name}`, { body: { rules: rules(paths) } });
+        assert.is(pol.status, 201, JSON.stringify(pol.body));
+        const u = await api.json('PUT', `/v1/config/system/users/${name}`, {
+          body: { password: `${name}-password-1`, policies: [`p-${name}`] },
+        });
+        assert.is(u.status, 201, JSON.stringify(u.body));
+        const login = await api.json('POST', '/v1/login', {
+          body: { username: name, password: `${name}-password-1` },
+          headers: { authorization: '' },
+        });
+        auth[name] = `Bearer ${(login.body as { token: string }).token}`;
+      }
+      for (const name of ['erin', 'fred']) {
+        for (const to of [before, 999_999]) {
+          const r = await api.json('POST', '/v1/config/rollback?dry-run', {
+            body: { to },
+            headers: { authorization: auth[name]! },
+          });
+          assert.is(
+            r.status,
+            name === 'fred' && to === 999_999 ? 404 : 403,
+            `${name} to ${to}: ${JSON.stringify(r.body)}`,
+          );
+          assert.not.match(JSON.stringify(r.body), /system\/users|bob/, 'no object it may not read is named');
+        }
+      }
+      const fred = await api.json('POST', '/v1/config/rollback?dry-run', {
+        body: { to: before },
+        headers: { authorization: auth.fred! },
+      });
+      assert.match(
+        JSON.stringify(fred.body),
+        /"Cannot roll back to revision \d+: it would change \d+ objects? your policies do not let you read"/,
+      );
+    },
+  );
+
   t('a rollback that would delete a tenant still holding objects is a 409 in-use; nothing changes', async () => {
     const before = ((await api.json('GET', '/v1/state/config-revisions')).body as Rev[])[0]!.revision;
     assert.is((await api.json('PUT', '/v1/config/system/tenants/beta', { body: { name: 'beta' } })).status, 201);
