@@ -89,8 +89,43 @@ async function txReply(
   return success(result.created[0] ?? false, first ? result.etags[first.path] : undefined);
 }
 
+/**
+ * If-Match / If-None-Match on a POST to a list: evaluated against the list's ETag (the one a GET
+ * of the list answers), as on one object; a failed condition is 412 and nothing is written.
+ */
+async function listConditions(deps: AppDeps, c: Ctx, r: Resolved): Promise<void> {
+  const im = header(c, 'if-match');
+  const inm = header(c, 'if-none-match');
+  if (!im && !inm) return;
+  const base = configKey(principalOf(c).tenant, r.path);
+  const etag = directMembers(await deps.store.list(base), base).etag;
+  if ((im && !listsEtag(im, etag)) || (inm && listsEtagWeakly(inm, etag)))
+    throw new ApiError(
+      'precondition-failed',
+      `Cannot create in ${c.req.path}: ${im && !listsEtag(im, etag) ? 'If-Match does not name' : 'If-None-Match names'} the list's ETag (GET ${c.req.path} answers it)`,
+      { code: 'etag-mismatch' },
+    );
+}
+
+/**
+ * If-Match / If-None-Match on /v1/config itself, which has no ETag (each object has one: give
+ * `x-etag` per object): only `If-Match: *` holds (the configuration exists); anything else is a
+ * condition that cannot hold, 412, and nothing is written.
+ */
+function wholeTreeConditions(c: Ctx): void {
+  const im = header(c, 'if-match');
+  const inm = header(c, 'if-none-match');
+  if ((im && im.trim() !== '*') || inm?.trim() === '*')
+    throw new ApiError(
+      'precondition-failed',
+      `Cannot write ${PREFIX}: it has no ETag for ${im ? 'If-Match' : 'If-None-Match'} to compare; give x-etag on each object`,
+      { code: 'etag-mismatch' },
+    );
+}
+
 /** POST or PATCH /v1/config: a multi-object body, one transaction. */
 async function multiWrite(deps: AppDeps, c: Ctx): Promise<Response> {
+  wholeTreeConditions(c);
   const q = parseQuery(searchParams(c), resourceQuery.multiWrite);
   const body = await readBody(c, deps.settings.maxBodyBytes);
   const changes = multiObjectChanges(body.docs, q.defaultOperation ?? 'replace');
@@ -138,6 +173,7 @@ async function writeObject(
   const body = await readBody(c, deps.settings.maxBodyBytes);
   const doc = singleDoc(body.docs);
   if (method === 'POST') {
+    await listConditions(deps, c, r);
     const value = objectBody(doc);
     if (typeof value.name !== 'string')
       throw new ApiError(

@@ -73,6 +73,31 @@ function run(backend: Backend): void {
     assert.is((await api.req('GET', LIST, { headers: { 'if-match': list, 'if-none-match': list } })).status, 304);
   });
 
+  t(
+    'If-Match on a POST to a list: 412 when stale (nothing created), 201 when current; on /v1/config itself only If-Match: * holds',
+    async () => {
+      const current = await etagOf();
+      const stale = await api.json('POST', LIST, { body: app('p1'), headers: { 'if-match': '"not-it"' } });
+      assert.is(stale.status, 412, JSON.stringify(stale.body));
+      assert.is(firstProblem(stale.body).code, 'etag-mismatch');
+      assert.is((await api.json('GET', `${LIST}/p1`)).status, 404, 'nothing created');
+      assert.is((await api.json('POST', LIST, { body: app('p1'), headers: { 'if-match': current } })).status, 201);
+      const exists = await api.json('POST', LIST, { body: app('p2'), headers: { 'if-none-match': '*' } });
+      assert.is(exists.status, 412, 'If-None-Match: * on a list that exists');
+      const multi = (headers: Record<string, string>) =>
+        api.json('PATCH', '/v1/config', {
+          body: [{ 'x-path': `${LIST}/p3`, version: '1' }],
+          headers,
+        });
+      const tagged = await multi({ 'if-match': current });
+      assert.is(tagged.status, 412, JSON.stringify(tagged.body));
+      assert.match(JSON.stringify(tagged.body), /give x-etag on each object/);
+      assert.is((await api.json('GET', `${LIST}/p3`)).status, 404, 'nothing written');
+      assert.is((await multi({ 'if-none-match': '*' })).status, 412);
+      assert.is((await multi({ 'if-match': '*' })).status, 204);
+    },
+  );
+
   t("validate on a list GET: every stored object checked against today's schemas and checks", async () => {
     const ok = await api.json('GET', `${LIST}?validate`);
     assert.is(ok.status, 200);
