@@ -49,14 +49,17 @@ export async function prepareUserForStore(obj: JsonObject, previous?: JsonObject
 }
 
 /**
- * The password rule of a write that names a password: when it is the user's current one
- * (it verifies against the stored hash), the object keeps that hash instead, so writing the
- * same user again (EDGEPLANE_CONFIG at every start, `ctl apply` of the same file) changes
- * nothing, ETag included; any other password is hashed anew when stored (`prepareUserForStore`).
+ * The password rule of a write: when it names the user's current password (it verifies
+ * against the stored hash), or names none (a saved export written back: reads never show the
+ * hash), the object keeps that hash, so writing the same user again (EDGEPLANE_CONFIG at every
+ * start, `ctl apply` of the same file or of an export) changes nothing, ETag and history
+ * included; any other password is hashed anew when stored (`prepareUserForStore`).
  */
 export async function settleUser(after: JsonObject, before: JsonObject | undefined): Promise<JsonObject> {
   const password = after.password;
   const hash = before?.[passwordHashField];
+  if (password === undefined && after[passwordHashField] === undefined && isPasswordHash(hash))
+    return { ...after, [passwordHashField]: hash };
   if (typeof password !== 'string' || typeof hash !== 'string' || !(await verifyPassword(password, hash))) return after;
   const { password: _omit, ...rest } = after;
   return { ...rest, [passwordHashField]: hash };

@@ -295,6 +295,21 @@ forEachBackend((backend) => {
     },
   );
 
+  t('an export written back unchanged: no impact in its dry-run, no revision, users keep their passwords', async () => {
+    const exported = (await api.json('GET', '/v1/config')).body;
+    const before = (await newest()).revision;
+    const dry = await api.json('PATCH', '/v1/config?dry-run', { body: exported });
+    assert.equal(dry.body, { 'impacted-resources': [] });
+    const w = await api.json('PATCH', '/v1/config', { body: exported });
+    assert.is(w.status, 204, JSON.stringify(w.body));
+    assert.is((await newest()).revision, before, 'no revision (users were "replaced" with themselves)');
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'bob', password: 'bob-password-1' },
+      headers: { authorization: '' },
+    });
+    assert.is(login.status, 200, 'the password is kept');
+  });
+
   t('a rollback that would delete a tenant still holding objects is a 409 in-use; nothing changes', async () => {
     const before = ((await api.json('GET', '/v1/state/config-revisions')).body as Rev[])[0]!.revision;
     assert.is((await api.json('PUT', '/v1/config/system/tenants/beta', { body: { name: 'beta' } })).status, 201);
