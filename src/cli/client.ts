@@ -36,13 +36,34 @@ export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(config, 'edgeplane', 'credentials');
 }
 
+/**
+ * The stored tokens; none when the file does not exist. A file that is there but cannot be
+ * read as credentials is said on stderr (once a run) and treated as empty: `ctl login` writes
+ * it anew.
+ */
 export function readCredentials(path = credentialsPath()): Credentials {
+  let text: string;
   try {
-    const v: unknown = JSON.parse(readFileSync(path, 'utf8'));
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Credentials) : {};
-  } catch {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') warnUnreadable(path, (err as Error).message);
     return {};
   }
+  try {
+    const v: unknown = JSON.parse(text);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Credentials;
+  } catch {
+    // reported below
+  }
+  warnUnreadable(path, 'not a credentials file (JSON written by ctl login)');
+  return {};
+}
+
+const warned = new Set<string>();
+function warnUnreadable(path: string, why: string): void {
+  if (warned.has(path)) return;
+  warned.add(path);
+  process.stderr.write(`edgeplane: ignoring ${path}: ${why}\n`);
 }
 
 /** Writes the file readable by its owner only (created 0600, and chmod for an older file). */
@@ -100,7 +121,8 @@ export async function failure(res: Response, what: string): Promise<CliError> {
   } catch {
     if (text.trim()) messages = [text.trim().split('\n')[0] ?? ''];
   }
-  const hint = res.status === 401 ? '\n(run: edgeplane ctl login)' : '';
+  // Logging in again helps a missing or expired token, not a login that was just refused.
+  const hint = res.status === 401 && what !== 'login' ? '\n(run: edgeplane ctl login)' : '';
   return new CliError(`${what}: ${res.status} ${messages.join('; ') || res.statusText}${hint}`);
 }
 

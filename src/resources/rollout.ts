@@ -56,7 +56,8 @@ export function rolloutErrors(obj: JsonObject, xPath: string): ApiError[] {
     if (typeof expr === 'string')
       attempt(out, xPath, `rollout/waves[${i}]/match-site-labels`, () => compileLabelExpr(expr));
     const percent = w.percent;
-    if (typeof percent !== 'number') return;
+    // Out of 1..100: the schema's error says so; no second one about the order.
+    if (typeof percent !== 'number' || percent < 1 || percent > 100) return;
     if (percent <= lastPercent)
       out.push(
         new ApiError(

@@ -283,6 +283,15 @@ const cases: Case[] = [
     at: { path: 'batch/max-wait' },
   },
   {
+    // One error (the schema's), not a second about wave 1 coming 'after 0 in an earlier wave'.
+    name: 'a rollout percent of 0',
+    body: { ...hook, rollout: { waves: [{ percent: 0 }] } },
+    status: 400,
+    code: 'schema-minimum',
+    at: { path: 'rollout/waves[0]/percent' },
+    errors: 1,
+  },
+  {
     name: 'a rollout wait above 576h',
     body: { ...hook, rollout: { waves: [{ percent: 50 }, { percent: 100 }], wait: '1000h' } },
     status: 400,

@@ -168,11 +168,18 @@ test('without login: 401 with a hint, exit 1; a server that is down: exit 1', as
   const down = await ctl(['get', 'sites'], { env: { EDGEPLANE_URL: 'http://127.0.0.1:1' } });
   assert.is(down.code, 1);
   assert.match(down.stderr, /cannot reach edgeplane at http:\/\/127.0.0.1:1/);
+  // A credentials file that is not one is said, not silently taken for no login.
+  const garbage = file('garbage-credentials', 'garbage\n');
+  const ignored = await ctl(['get', 'sites'], { env: { EDGEPLANE_CREDENTIALS: garbage } });
+  assert.is(ignored.code, 1);
+  assert.match(ignored.stderr, new RegExp(`^edgeplane: ignoring ${garbage}: not a credentials file`, 'm'));
 });
 
 test('login: a wrong password fails; the right one writes the token to a 0600 file', async () => {
   const bad = await ctl(['login'], { env: { EDGEPLANE_PASSWORD: 'wrong' } });
   assert.is(bad.code, 1);
+  assert.match(bad.stderr, /login: 401/);
+  assert.not.match(bad.stderr, /run: edgeplane ctl login/, 'no advice to do what just failed');
   const r = await ctl(['login', '-u', 'admin', '--password-stdin'], { input: 'cli-admin-password\n' });
   assert.is(r.code, 0, r.stderr);
   assert.match(r.stderr, /logged in/);

@@ -94,6 +94,8 @@ test.before(async () => {
     DATA_DIR: tmp(),
     FLEET_REPORT_INTERVAL: '100ms',
     API_PROC_RUNTIME: '1',
+    // Its link's log lines are checked (the failures while cut off, and their end).
+    LOG_LEVEL: 'info',
   });
   siteAdmin = client(site.url, password);
 });
@@ -281,6 +283,13 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
       return r.headers.get('x-state-age') === null && (r.body as Exporter).delivered === 3;
     },
     'back online: live again, with the delivery made while cut off',
+    SITE_WAIT,
+  );
+  // The site's log says the link is back (it logged each failed attempt while cut off).
+  await eventually(
+    () =>
+      /"msg":"fleet: connected to the control plane again","site":"edge-1","failed-attempts":\d+/.test(site.output()),
+    () => `the site logs its reconnection: ${site.output().slice(-2000)}`,
     SITE_WAIT,
   );
 });

@@ -384,6 +384,9 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   /** Acknowledgements in the sync request's body (FLEET_ACKS=stream), until a control plane lacks the route. */
   const mode = { duplex: (o.acks ?? 'stream') === 'stream' };
 
+  /** Attempts failed in a row (each logged); told when the link is back. */
+  let failedAttempts = 0;
+
   async function once(): Promise<boolean> {
     const version = await o.target.load();
     const publicKey = await o.publicKey();
@@ -392,6 +395,10 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     try {
       const body = await openSync(o, agent, publicKey, version, abort.signal, acks, mode);
       connected = true;
+      // The failures were logged one by one: the end of them is said too.
+      if (failedAttempts > 0)
+        log('info', 'fleet: connected to the control plane again', { site: o.site, 'failed-attempts': failedAttempts });
+      failedAttempts = 0;
       // The control plane records the Last-Event-ID a stream resumes from as applied.
       if (version) acks.setAcked(version);
       reporter?.connected();
@@ -418,6 +425,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         if (!stopped) log('info', 'fleet: the control plane closed the sync stream; reconnecting', { site: o.site });
       } catch (err) {
         if (stopped) break;
+        failedAttempts++;
         log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
           site: o.site,
           error: errorChainText(err),
