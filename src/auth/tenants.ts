@@ -113,16 +113,13 @@ export function createTenantTree(store: Store, root: string, now: () => number =
       const nodes = await tree();
       const node = nodes.get(name);
       const taken = name === root || (node !== undefined && node.parent !== parent);
-      const left = node === undefined ? await store.list(name) : [];
-      if (taken || left.length > 0) {
+      const left = node === undefined ? (await store.list(name)).length : 0;
+      if (taken || left > 0) {
         // Objects left by a tenant of that name deleted while it still held them (before deletes
-        // of such tenants were refused): a new tenant must not inherit them.
+        // of such tenants were refused): a new tenant must not inherit them, nor learn their names.
         const why = taken
           ? 'the name is already used by another tenant'
-          : `the store still holds objects of an earlier tenant of that name (${left
-              .slice(0, 3)
-              .map((e) => e.key.slice(name.length + 1))
-              .join(', ')}${left.length > 3 ? ` and ${left.length - 3} more` : ''})`;
+          : `the store still holds ${left} object${left === 1 ? '' : 's'} of an earlier tenant of that name`;
         throw new ApiError('exists', `Cannot create tenant ${JSON.stringify(name)}: ${why}; choose another name`, {
           code: 'tenant-exists',
           path: `/v1/config/${tenantsPath}/${name}`,
