@@ -29,6 +29,7 @@ import { createEmbeddedFleetLog, openRedisFleetLog, type FleetLog } from './cont
 import { ManagedKeys, readOnlySynced, syncRecordKey } from './site/managed.js';
 import { startProjector, type Projector } from './control/projector.js';
 import { createPresence, type Presence } from './control/presence.js';
+import { withDeadline } from '../lib/deadline.js';
 import { fleetSiteRoutes, fleetUserRoutes } from './control/routes.js';
 import { startSiteSync, storeTarget, type SiteHooks, type SiteSync } from './site/sync-loop.js';
 import { createEmbeddedRelay, openRedisRelay, type FleetRelay } from './control/relay.js';
@@ -207,6 +208,8 @@ export async function openFleet(settings: Settings, store: Store, opts: FleetOpt
       });
     },
     async close() {
+      // Its sites are shown disconnected at once, not connected until their presence expires.
+      await withDeadline(presence.releaseAll(), 1000);
       await projector?.stop();
       await relay.close();
       await fleetLog.close();

@@ -187,6 +187,16 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
     assert.is(ctx.events.at(-1)?.event, 'bookmark');
   });
 
+  test("presence: a control plane's stop disconnects the streams it holds at once, and a late refresh does not connect them again", async (ctx) => {
+    const presence = createPresence(ctx.store, ctx.log);
+    await presence.connected('s', 'stream-1', 60_000);
+    assert.ok(await presence.isConnected('s'));
+    await presence.releaseAll();
+    assert.not.ok(await presence.isConnected('s'), 'not connected for the presence TTL (60 s) more');
+    await presence.connected('s', 'stream-1', 60_000); // the stream's keep-alive refresh, before its socket closes
+    assert.not.ok(await presence.isConnected('s'));
+  });
+
   test.run();
 }
 

@@ -48,6 +48,13 @@ export type Presence = {
   /** Keeps the site's report (replacing the previous one) with the time it arrived. */
   reported(site: string, tenants: Record<string, unknown[]>): Promise<void>;
   lastReport(site: string): Promise<SiteReport | undefined>;
+  /**
+   * At this process's stop, before its store closes: every stream it holds is disconnected now
+   * (the streams themselves end later, when the server closes their sockets, and their store
+   * may be gone by then). A site is otherwise shown connected until its presence expires
+   * (3 keep-alives), also to a control plane restarted meanwhile.
+   */
+  releaseAll(): Promise<void>;
 };
 
 /**
@@ -69,14 +76,26 @@ export function createPresence(store: Store, fleetLog: FleetLog, now: () => numb
     pending = undefined; // what comes now waits for the next write
     await store.kvSetMany([...versions].map(([site, version]) => [applied + site, version] as const));
   };
+  /** The streams this process holds: id → site. */
+  const held = new Map<string, string>();
+  /** Set by releaseAll: a stream's refresh after it does not mark the site connected again. */
+  let released = false;
+  const disconnected = async (site: string, id: string) => {
+    held.delete(id);
+    // Another stream of the same site (a reconnection that overtook this one) stays connected.
+    if ((await store.kvGet(conn + site)) === id) await store.kvDel(conn + site);
+    await touch(site);
+  };
   return {
     async connected(site, id, ttlMs) {
+      if (released) return;
+      held.set(id, site);
       await Promise.all([store.kvSet(conn + site, id, ttlMs), touch(site)]);
     },
-    async disconnected(site, id) {
-      // Another stream of the same site (a reconnection that overtook this one) stays connected.
-      if ((await store.kvGet(conn + site)) === id) await store.kvDel(conn + site);
-      await touch(site);
+    disconnected,
+    async releaseAll() {
+      released = true;
+      await Promise.all([...held].map(([id, site]) => disconnected(site, id).catch(() => undefined)));
     },
     applied(site, version) {
       if (!pending) {
