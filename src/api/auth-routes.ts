@@ -6,6 +6,7 @@
  */
 import { Hono, type Context } from 'hono';
 import { parseBody } from './body.js';
+import { noBody } from './http.js';
 import { contentTypeOf, encode, negotiate } from './reply.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
@@ -94,6 +95,7 @@ export function authRoutes(auth: Auth): Hono<{ Variables: AuthVariables }> {
     // The principal is set by the guard (middleware.ts); authenticate here when mounted without it.
     const principal = c.get('principal') ?? (await auth.authenticate(c.req.header('authorization')));
     auth.authorize(principal, refreshPath, 'execute');
+    await noBody(c, 'refresh the token');
     return tokenReply(c, await auth.refresh(principal));
   });
   // Both are operations: OPTIONS lists POST, any other method is a 405 (not a 404).

@@ -29,6 +29,25 @@ export async function readBody(c: Ctx, maxBytes: number): Promise<ParsedBody> {
   return parseBody(await readBodyText(c, maxBytes), header(c, 'content-type'));
 }
 
+/**
+ * An operation that takes no body: none (whatever Content-Type says, or none: `curl -X POST`
+ * sends neither), or an empty object; anything else is a 400 `no-body` naming the operation.
+ */
+export async function noBody(c: Ctx, what: string): Promise<void> {
+  const text = await readBodyText(c, 16 * 1024);
+  if (text.trim() === '') return;
+  const body = parseBody(text, header(c, 'content-type'));
+  const doc = body.docs[0];
+  if (
+    body.docs.length !== 1 ||
+    doc === null ||
+    typeof doc !== 'object' ||
+    Array.isArray(doc) ||
+    Object.keys(doc).length > 0
+  )
+    throw new ApiError('invalid-value', `Cannot ${what}: this operation takes no body (or {})`, { code: 'no-body' });
+}
+
 /** The body as text ('' when there is none), without parsing it; 413 above maxBytes. */
 export async function readBodyText(c: Ctx, maxBytes: number): Promise<string> {
   const declared = Number(header(c, 'content-length') ?? NaN);

@@ -7,8 +7,7 @@ import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
-import { principalOf, readBody, readBodyText, reply, searchParams, type Ctx } from './http.js';
-import { parseBody } from './body.js';
+import { noBody, principalOf, readBody, reply, searchParams, type Ctx } from './http.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 
@@ -41,14 +40,7 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
   const init = routes.init.path;
   on(app, routes.init, async (c) => {
     admit(c, init);
-    // No body (whatever Content-Type says, or none: `curl -X POST` sends neither), or an empty object.
-    const text = await readBodyText(c, 16 * 1024);
-    if (text.trim() !== '') {
-      const body = parseBody(text, c.req.header('content-type'));
-      const doc = body.docs[0];
-      if (body.docs.length !== 1 || !isObject(doc) || Object.keys(doc).length > 0)
-        throw new ApiError('invalid-value', 'Cannot init: this operation takes no body (or {})', { code: 'no-body' });
-    }
+    await noBody(c, 'init');
     const key = await deps.strongbox.init();
     return reply(c, 200, { key }, { headers: { 'cache-control': 'no-store' } });
   });

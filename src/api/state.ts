@@ -15,6 +15,7 @@ import {
   checkSite,
   listReply,
   methodNotAllowed,
+  noBody,
   options,
   principalOf,
   reply,
@@ -241,6 +242,7 @@ async function restartExporter(deps: AppDeps, c: Ctx, name: string): Promise<Res
   const p = principalOf(c);
   parseQuery(searchParams(c), routes.restart.query);
   deps.auth.authorize(p, c.req.path, 'execute');
+  await noBody(c, 'restart');
   if (deps.strongbox.sealed)
     throw new ApiError('sealed', 'Cannot restart an exporter: the secret store is sealed', { code: 'sealed' });
   if (!(await deps.store.get(webhook.keyOf(p.tenant, name))))

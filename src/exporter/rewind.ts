@@ -12,6 +12,14 @@ import { compileSpec } from '../resources/webhook/spec.js';
 
 const isoTime = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
+const maxU64 = 2n ** 64n - 1n;
+
+/** True when the date `text` starts with (YYYY-MM-DD) is a day of the calendar (not 2026-02-30). */
+function realDay(text: string): boolean {
+  const [y, m, d] = [Number(text.slice(0, 4)), Number(text.slice(5, 7)), Number(text.slice(8, 10))];
+  return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
+}
+
 export function parseRewindTo(body: unknown): StartAt {
   const to = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as JsonObject).to : undefined;
   const bad = (why: string) =>
@@ -30,9 +38,15 @@ export function parseRewindTo(body: unknown): StartAt {
     throw bad('to must be "beginning", "end", a seqno such as 1732230000000-0, or an ISO 8601 time');
   if (to === 'beginning') return { at: 'beginning' };
   if (to === 'end') return { at: 'end' };
-  if (/^\d{1,20}(-\d{1,20})?$/.test(to)) return { at: 'after', id: idBefore(to.includes('-') ? to : `${to}-0`) };
+  if (/^\d{1,20}(-\d{1,20})?$/.test(to)) {
+    // Each part of a stream id is an unsigned 64-bit number.
+    if (to.split('-').some((part) => BigInt(part) > maxU64)) throw bad('each part of a seqno is at most 2^64 - 1');
+    return { at: 'after', id: idBefore(to.includes('-') ? to : `${to}-0`) };
+  }
   if (isoTime.test(to)) {
     const ms = Date.parse(to);
+    // Date.parse rolls a day past the month's end over (2026-02-30 is March 2): refused instead.
+    if (!realDay(to)) throw bad(`${to.slice(0, 10)} is not a day of the calendar`);
     if (!Number.isNaN(ms) && ms >= 0) return { at: 'after', id: idBefore(`${ms}-0`) };
   }
   throw bad('to must be "beginning", "end", a seqno such as 1732230000000-0, or an ISO 8601 time');

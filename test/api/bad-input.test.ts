@@ -283,6 +283,22 @@ const cases: Case[] = [
     at: { path: 'batch/max-wait' },
   },
   {
+    name: 'a body on restart, an operation that takes none',
+    method: 'POST',
+    path: '/v1/state/volga/webhooks/b1/restart',
+    body: { to: 'beginning' },
+    status: 400,
+    code: 'no-body',
+  },
+  {
+    name: 'a body on token refresh, an operation that takes none',
+    method: 'POST',
+    path: '/v1/state/strongbox/token/refresh',
+    body: { x: 1 },
+    status: 400,
+    code: 'no-body',
+  },
+  {
     // One error (the schema's), not a second about wave 1 coming 'after 0 in an earlier wave'.
     name: 'a rollout percent of 0',
     body: { ...hook, rollout: { waves: [{ percent: 0 }] } },

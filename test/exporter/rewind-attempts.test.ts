@@ -85,11 +85,22 @@ function run(backend: Backend): void {
 
   t('rewind: a bad "to" is a 400 naming it; an unknown exporter a 404; GET is 405', async () => {
     await create('rw2', 'rw2-topic');
-    for (const to of ['yesterday', '12-ab', '', 5, null]) {
+    // A day past the month's end (Date.parse would roll it over to March 2), a seqno part above 2^64 - 1.
+    for (const to of [
+      'yesterday',
+      '12-ab',
+      '',
+      5,
+      null,
+      '2026-02-30',
+      '2026-02-30T10:00:00Z',
+      '18446744073709551616-0',
+    ]) {
       const r = await rewind('rw2', to);
       assert.is(r.status, 400, String(to));
       assert.is((r.body as Errors).errors[0]!['error-details']?.path, 'to');
     }
+    assert.is((await rewind('rw2', '2024-02-29T10:00:00+02:00')).status, 204, 'a leap day is a day');
     const extra = await api.json('POST', '/v1/state/volga/webhooks/rw2/rewind', { body: { to: 'end', at: 1 } });
     assert.is(extra.status, 400);
     assert.is((await rewind('nope', 'end')).status, 404);
