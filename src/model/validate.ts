@@ -205,11 +205,13 @@ function describe(unit: OutputUnit, root: Schema, value: unknown): Described | u
     case 'uniqueItems':
       return { field, message: `Cannot use ${shown} as ${where}: entries must be unique` };
     case 'minProperties':
-    case 'maxProperties':
-      return {
-        field,
-        message: `Cannot use ${shown} as ${where}: give exactly one of ${Object.keys((schema.properties as object | undefined) ?? {}).join(', ')}`,
-      };
+    case 'maxProperties': {
+      // The members to choose from are those not required (a variable's name goes with its one source).
+      const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+      const choices = Object.keys((schema.properties as object | undefined) ?? {}).filter((k) => !required.has(k));
+      const beside = required.size > 0 ? ` beside ${[...required].join(', ')}` : '';
+      return { field, message: `Cannot use ${shown} as ${where}: give exactly one of ${choices.join(', ')}${beside}` };
+    }
     default:
       if (chainKeywords.has(unit.keyword)) return undefined;
       return { field, message: `Cannot use ${shown} as ${where}: ${unit.error}` };

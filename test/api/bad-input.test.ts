@@ -283,6 +283,15 @@ const cases: Case[] = [
     at: { path: 'batch/max-wait' },
   },
   {
+    // name goes with the source: it is not one of the choices.
+    name: 'a variable without a source',
+    body: { ...hook, variables: [{ name: 'A' }] },
+    status: 400,
+    code: 'schema-minProperties',
+    at: { path: 'variables[0]' },
+    message: `Cannot use {"name":"A"} as variables[0]: give exactly one of value-from-vault-secret, value-from-message beside name (${HOOK})`,
+  },
+  {
     name: 'a body on restart, an operation that takes none',
     method: 'POST',
     path: '/v1/state/volga/webhooks/b1/restart',
