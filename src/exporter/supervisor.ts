@@ -27,6 +27,7 @@ import { vault } from '../resources/vault.js';
 import { anyKeyOf } from '../resources/paths.js';
 import { webhook } from '../resources/webhook/index.js';
 import { readSecretVars, type SecretReader } from './secret-vars.js';
+import { attemptsKey } from './attempts.js';
 import type { Agent } from 'undici';
 import type { AgentPool } from './send.js';
 import { clientCertAgent } from './client-cert.js';
@@ -384,6 +385,8 @@ export class Supervisor {
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
+    // Its attempt log goes with it: an exporter created again under its name starts a new one.
+    await this.o.store.kvDel(attemptsKey(slot.tenant, slot.name)).catch(() => undefined);
     log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
   }
 

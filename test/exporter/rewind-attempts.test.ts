@@ -159,6 +159,17 @@ function run(backend: Backend): void {
     assert.is((await api.json('GET', '/v1/state/volga/webhooks/none/attempts')).status, 404);
   });
 
+  t('an exporter deleted and created again under its name starts a new attempt log', async () => {
+    assert.is((await api.json('DELETE', '/v1/config/volga/webhooks/at')).status, 204);
+    await eventually(
+      async () => (await readAttempts(api.instance.deps.store, 'default', 'at')).length === 0,
+      "the deleted exporter's log is removed",
+    );
+    await create('at', 'at-topic-2');
+    const l = (await api.json('GET', '/v1/state/volga/webhooks/at/attempts')).body as unknown[];
+    assert.equal(l, [], 'nothing of the old one');
+  });
+
   t.run();
 }
 
