@@ -351,6 +351,24 @@ function sitePost(o: SiteSyncOptions, agent: Agent) {
     });
 }
 
+/** The link's log lines: each failed attempt (warn), and the end of a run of them (info). */
+function linkLog(site: string) {
+  let failed = 0;
+  return {
+    failed(err: unknown): void {
+      failed++;
+      log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
+        site,
+        error: errorChainText(err),
+      });
+    },
+    connected(): void {
+      if (failed > 0) log('info', 'fleet: connected to the control plane again', { site, 'failed-attempts': failed });
+      failed = 0;
+    },
+  };
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -384,8 +402,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   /** Acknowledgements in the sync request's body (FLEET_ACKS=stream), until a control plane lacks the route. */
   const mode = { duplex: (o.acks ?? 'stream') === 'stream' };
 
-  /** Attempts failed in a row (each logged); told when the link is back. */
-  let failedAttempts = 0;
+  const link = linkLog(o.site);
 
   async function once(): Promise<boolean> {
     const version = await o.target.load();
@@ -395,10 +412,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     try {
       const body = await openSync(o, agent, publicKey, version, abort.signal, acks, mode);
       connected = true;
-      // The failures were logged one by one: the end of them is said too.
-      if (failedAttempts > 0)
-        log('info', 'fleet: connected to the control plane again', { site: o.site, 'failed-attempts': failedAttempts });
-      failedAttempts = 0;
+      link.connected();
       // The control plane records the Last-Event-ID a stream resumes from as applied.
       if (version) acks.setAcked(version);
       reporter?.connected();
@@ -425,11 +439,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
         if (!stopped) log('info', 'fleet: the control plane closed the sync stream; reconnecting', { site: o.site });
       } catch (err) {
         if (stopped) break;
-        failedAttempts++;
-        log('warn', 'fleet: sync with the control plane failed; keeping the last applied configuration', {
-          site: o.site,
-          error: errorChainText(err),
-        });
+        link.failed(err);
       }
       connected = false;
       if (stopped) break;
