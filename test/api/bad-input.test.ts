@@ -292,6 +292,25 @@ const cases: Case[] = [
     message: `Cannot use {"name":"A"} as variables[0]: give exactly one of value-from-vault-secret, value-from-message beside name (${HOOK})`,
   },
   {
+    // Once, by the schema (not a second time as invalid-policy, with another path notation).
+    name: 'a policy rule with a bad effect',
+    path: '/v1/config/system/policies/p1',
+    body: { rules: [{ path: '/v1/config/x', operations: ['read'], effect: 'maybe' }] },
+    status: 400,
+    code: 'schema-enum',
+    at: { path: 'rules[0]/effect' },
+    errors: 1,
+  },
+  {
+    name: 'a policy rule path that is not a pattern',
+    path: '/v1/config/system/policies/p1',
+    body: { rules: [{ path: '/v1/config/volga/web*', operations: ['read'], effect: 'allow' }] },
+    status: 400,
+    code: 'bad-pattern',
+    at: { path: '/rules/0/path' },
+    errors: 1,
+  },
+  {
     name: 'a body on restart, an operation that takes none',
     method: 'POST',
     path: '/v1/state/volga/webhooks/b1/restart',

@@ -14,5 +14,10 @@ export const policy: ResourceModule = resource({
   schema: policySchema,
   ordered: new Set(['rules']),
   needsUnsealed: false,
-  check: (obj, xPath) => policyProblems(obj).map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath })),
+  // What the schema cannot see: a path pattern that does not parse (the schema's own errors,
+  // a bad operation or effect, are not reported a second time).
+  check: (obj, xPath) =>
+    policyProblems(obj)
+      .filter((e) => e.info?.code === 'bad-pattern')
+      .map((e) => e.rewrap(`${e.message} (${xPath})`, { 'x-path': xPath })),
 });
