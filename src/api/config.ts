@@ -26,6 +26,7 @@ import { resourceQuery, routes } from './route-table.js';
 import { allowRoutes, on, resourceAllow } from './routing.js';
 import { knownIn, redact, shape } from './present.js';
 import { directMembers } from './list-members.js';
+import { checkRoot } from '../query/matchpath.js';
 import { listEtagOf, listsEtag, listsEtagWeakly } from '../store/etag.js';
 import { objectProblems } from '../model/checks.js';
 import type { Entry } from '../store/store.js';
@@ -413,6 +414,7 @@ export function noWatchWith(q: ParsedQuery): void {
 
 async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
   const q = parseQuery(searchParams(c), resourceQuery.configAll);
+  if (q.matchPath) checkRoot(q.matchPath, PREFIX);
   const p = principalOf(c);
   const tenants = q.includeTenantConfig
     ? [...p.tenants].sort((a, b) => (a === p.tenant ? -1 : b === p.tenant ? 1 : a.localeCompare(b)))

@@ -3,6 +3,7 @@
  * committed) plus system fields: exporter status and counters, the sites a deployment
  * selects, the default DNS zone, topics of the bus.
  */
+import { checkRoot } from '../query/matchpath.js';
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
 import { isObject, type Json, type JsonObject } from '../lib/json.js';
@@ -258,6 +259,7 @@ async function restartExporter(deps: AppDeps, c: Ctx, name: string): Promise<Res
 /** GET /v1/state: every state object of the caller's tenant it may read. */
 async function readAllState(deps: AppDeps, c: Ctx, pick: SourceOf): Promise<Response> {
   const q = parseQuery(searchParams(c), resourceQuery.stateAll);
+  if (q.matchPath) checkRoot(q.matchPath, PREFIX);
   checkSite(deps, q.site);
   const p = principalOf(c);
   const source = pick(q.site);

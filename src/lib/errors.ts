@@ -121,6 +121,8 @@ export const errorDetails = {
   'not-replicated': 503,
   'not-running': 404,
   'other-site': 403,
+  'outside-root': 400,
+  'partial-wildcard': 400,
   'regex-syntax': 400,
   'regex-unsupported': 400,
   'request-timeout': 408,

@@ -38,6 +38,14 @@ export function compileMatchPath(text: string): MatchPath {
       throw queryError('match-path', 'empty-component', c.pos, 'a path component is empty (two slashes in a row)');
     if (c.text === '**' && i !== parts.length - 1)
       throw queryError('match-path', 'descendant-not-last', c.pos, "'**' may only be the last component");
+    const star = c.text.indexOf('*');
+    if (star >= 0 && c.text !== '*' && c.text !== '**')
+      throw queryError(
+        'match-path',
+        'partial-wildcard',
+        c.pos + star,
+        `'*' and '**' are whole components (${JSON.stringify(c.text)} matches nothing)`,
+      );
   });
   const pattern = parts.map((c) => c.text);
   const last = pattern[pattern.length - 1];
@@ -56,4 +64,26 @@ export function compileMatchPath(text: string): MatchPath {
     return true;
   };
   return Object.assign(test, { prefix: '/' + literal.join('/'), source: text });
+}
+
+/**
+ * A read answers objects under one root (`/v1/config` or `/v1/state`): a path whose leading
+ * literal components name another (`volga/webhooks/*` without its root, `/v1/state/...` on
+ * /v1/config) could match nothing, and is a 400 rather than an empty answer.
+ */
+export function checkRoot(m: MatchPath, root: string): void {
+  const want = split(root);
+  const got = components(m.source);
+  for (let i = 0; i < want.length && i < got.length; i++) {
+    const c = got[i]!;
+    if (c.text === '*') continue;
+    if (c.text === '**') return;
+    if (c.text !== want[i])
+      throw queryError(
+        'match-path',
+        'outside-root',
+        c.pos,
+        `the path must start with ${root}: this read answers objects under it`,
+      );
+  }
 }

@@ -227,6 +227,18 @@ function whereSuite(backend: Backend): void {
     await rejected(api, '/v1/config?match-path=', 'match-path', 'empty', 0);
     await rejected(api, '/v1/config?match-path=/', 'match-path', 'empty', 0);
     await rejected(api, `/v1/config/sites?match-path=${q('/v1/config/sites/*')}`, 'match-path', 'unknown-parameter');
+    // Paths that could match nothing: outside the read's root, or a wildcard inside a component.
+    await rejected(api, `/v1/config?match-path=${q('volga/webhooks/*')}`, 'match-path', 'outside-root', 0);
+    await rejected(api, `/v1/config?match-path=${q('/v1/state/volga/*')}`, 'match-path', 'outside-root', 4);
+    await rejected(api, `/v1/state?match-path=${q('/v1/config/sites/*')}`, 'match-path', 'outside-root', 4);
+    await rejected(api, `/v1/config?match-path=${q('/v1/config/sites/s*')}`, 'match-path', 'partial-wildcard', 18);
+    // A leading wildcard, or no leading slash, stays allowed.
+    assert.equal(await ok(api, `/v1/config?fields=name&match-path=${q('*/config/sites/xeno')}`), [
+      { 'x-path': '/v1/config/sites/xeno', name: 'xeno' },
+    ]);
+    assert.equal(await ok(api, `/v1/config?fields=name&match-path=${q('v1/config/sites/xeno')}`), [
+      { 'x-path': '/v1/config/sites/xeno', name: 'xeno' },
+    ]);
   });
 
   t('keys and count: no value, true, false; on config and state lists and topics', async () => {
