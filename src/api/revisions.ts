@@ -31,7 +31,7 @@ import { principalOf, readBody, reply, searchParams } from './http.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
-import { redact, shape } from './present.js';
+import { knownIn, redact, shape } from './present.js';
 import { configTxContext } from './config.js';
 
 const listPath = '/v1/state/config-revisions';
@@ -61,6 +61,21 @@ function visibleChanges(deps: AppDeps, p: Principal, rev: StoredRevision): ViewC
   }
   return out;
 }
+
+/** The members of a revision in the list, for `fields` (an unknown name is 400 unknown-field). */
+const summarySchema = {
+  type: 'object',
+  properties: {
+    revision: { type: 'integer' },
+    time: { type: 'string' },
+    user: { type: 'string' },
+    tenant: { type: 'string' },
+    changes: {
+      type: 'array',
+      items: { type: 'object', properties: { 'x-path': { type: 'string' }, 'x-operation': { type: 'string' } } },
+    },
+  },
+};
 
 const operationOf = (c: ViewChange) => (!c.before ? 'create' : !c.after ? 'delete' : 'replace');
 
@@ -100,7 +115,7 @@ export function revisionRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   on(app, routes.configRevisions, async (c) => {
-    const q = parseQuery(searchParams(c), routes.configRevisions.query);
+    const q = parseQuery(searchParams(c), routes.configRevisions.query, { knownField: knownIn(summarySchema) });
     const p = principalOf(c);
     deps.auth.authorize(p, listPath, 'read');
     const out: JsonObject[] = [];

@@ -97,6 +97,12 @@ forEachBackend((backend) => {
     assert.equal(fields.body, [{ revision: revs.a, user: 'admin' }]);
     const bad = await api.json('GET', '/v1/state/config-revisions?limit=3');
     assert.is(bad.status, 400);
+    // A field a revision does not have is a 400 naming it (it gave [{}, {}, ...]).
+    const unknown = await api.json('GET', '/v1/state/config-revisions?fields=bogus');
+    assert.is(unknown.status, 400, JSON.stringify(unknown.body));
+    assert.is(codeOf(unknown.body), 'unknown-field');
+    const nested = await api.json('GET', '/v1/state/config-revisions?fields=changes/x-path&count');
+    assert.is(nested.status, 200, JSON.stringify(nested.body));
   });
 
   t('a revision: before and after per object, secret values redacted and never stored in clear', async () => {
