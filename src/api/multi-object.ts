@@ -77,7 +77,9 @@ export function multiObjectChanges(docs: Json[], defaultOp: Op): Change[] {
     }
     const path = xPath.slice(PREFIX.length + 1).replace(/\/+$/, '');
     const change: Change = { path, op };
-    if (etag !== undefined) change.ifMatch = etag;
+    // An ETag is a quoted string ("abc", as GET answers it); the bare value (abc) is taken as it.
+    if (etag !== undefined)
+      change.ifMatch = /^(W\/)?"/.test(etag.trim()) || etag.trim() === '*' ? etag : `"${etag.trim()}"`;
     if (typeof tenant === 'string') change.tenant = tenant;
     if (item['x-json-patch'] !== undefined) {
       if (op !== 'update')

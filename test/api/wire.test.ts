@@ -181,6 +181,19 @@ function wireSuite(backend: Backend): void {
     assert.is(await etagOf(APP), etag);
   });
 
+  t('x-etag without its quotes (the bare value, as a user copies it) is taken as the ETag', async () => {
+    const etag = await etagOf(APP);
+    const bare = etag!.replace(/^"|"$/g, '');
+    const res = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': APP, 'x-operation': 'update', 'x-etag': bare, version: '8' }],
+    });
+    assert.is(res.status, 204, JSON.stringify(res.body));
+    const stale = await api.json('PATCH', '/v1/config', {
+      body: [{ 'x-path': APP, 'x-operation': 'update', 'x-etag': bare, version: '9' }],
+    });
+    assert.is(stale.status, 412, 'the old value no longer matches');
+  });
+
   t('strict JSON: duplicate keys → 400 duplicate-key at the second key (also nested, also YAML)', async () => {
     const cases: Array<[string, string, number]> = [
       ['{"name":"w1","name":"w1"}', 'application/json', 13],
