@@ -141,6 +141,27 @@ test('an edge site that never synced is not ready, and /readyz says why', async 
   }
 });
 
+test('a CONTROL_PLANE_URL with a path: the failure says to name the base URL (not only the 401 of a user route)', async () => {
+  assert.is((await admin.call('PUT', '/v1/config/sites/pathy', { name: 'pathy', type: 'edge' })).status, 201);
+  const token = ((await admin.call('POST', '/v1/state/sites/pathy/issue-token')).body as { token: string }).token;
+  const pathy = await spawnApiProc({
+    SITE: 'pathy',
+    CONTROL_PLANE_URL: `${cp.url}/v1`,
+    SITE_TOKEN: token,
+    DATA_DIR: tmp(),
+    LOG_LEVEL: 'warn',
+  });
+  try {
+    await eventually(
+      () => /CONTROL_PLANE_URL has the path \/v1: name the control plane's base URL/.test(pathy.output()),
+      () => `the hint in the site's log: ${pathy.output().slice(-1500)}`,
+      SITE_WAIT,
+    );
+  } finally {
+    await pathy.stop();
+  }
+});
+
 test('an exporter placed by label reaches the site, delivers there, and is read-only there', async () => {
   const hook = {
     name: 'to-sink',

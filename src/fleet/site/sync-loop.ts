@@ -279,7 +279,13 @@ async function openStream(
   }
   if (res.statusCode !== 200) {
     const text = await res.body.text().catch(() => '');
-    throw new Error(`control plane answered ${res.statusCode}: ${text.slice(0, 300)}`);
+    // A URL with a path (…/v1) reaches a route of the user API, whose refusal would send the
+    // operator after a good token.
+    const hint =
+      new URL(o.url).pathname.replace(/\/+$/, '') !== '' && (res.statusCode === 401 || res.statusCode === 404)
+        ? ` (CONTROL_PLANE_URL has the path ${new URL(o.url).pathname}: name the control plane's base URL, scheme, host and port, e.g. https://cp.example:4646)`
+        : '';
+    throw new Error(`control plane answered ${res.statusCode}: ${text.slice(0, 300)}${hint}`);
   }
   return res.body;
 }
