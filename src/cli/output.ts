@@ -17,19 +17,24 @@ export function render(value: unknown, output: Output): string {
     const text = encode(value, 'yaml', Array.isArray(value));
     return text.endsWith('\n') ? text : text + '\n';
   }
-  return table(Array.isArray(value) ? value : [value]);
+  // A long text (a PEM certificate, a template) is cut, so every row stays one readable line;
+  // -o yaml or json shows it whole.
+  return table(Array.isArray(value) ? value : [value], undefined, 60);
 }
 
-function cell(v: unknown): string {
+function cell(v: unknown, maxText = Infinity): string {
   if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return v.length > maxText ? v.slice(0, maxText - 3) + '...' : v;
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   const text = JSON.stringify(v);
   return text.length > 48 ? text.slice(0, 45) + '...' : text;
 }
 
-/** Columns: name (or x-path) first, then every field in the order first seen, at most 10. */
-export function table(rows: unknown[], columns?: string[]): string {
+/**
+ * Columns: name (or x-path) first, then every field in the order first seen, at most 10; a text
+ * longer than `maxText` is cut with '...'.
+ */
+export function table(rows: unknown[], columns?: string[], maxText = Infinity): string {
   const objects = rows.map((r) =>
     r && typeof r === 'object' && !Array.isArray(r) ? (r as Record<string, unknown>) : { value: r },
   );
@@ -42,7 +47,7 @@ export function table(rows: unknown[], columns?: string[]): string {
     cols = [...first, ...seen.filter((k) => !first.includes(k))].slice(0, 10);
   }
   const head = cols.map((c) => c.toUpperCase());
-  const body = objects.map((o) => cols.map((c) => cell(o[c]).replace(/\s+/g, ' ')));
+  const body = objects.map((o) => cols.map((c) => cell(o[c], maxText).replace(/\s+/g, ' ')));
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) =>
     r
