@@ -311,6 +311,24 @@ const cases: Case[] = [
     errors: 1,
   },
   {
+    // The same code as text and as number: one entry (the schema's uniqueness sees two values).
+    name: 'retry-on with a code twice',
+    body: { ...hook, 'retry-on': ['429', 429, '5xx'] },
+    status: 400,
+    code: 'invalid-config',
+    at: { path: 'retry-on[1]' },
+    errors: 1,
+  },
+  {
+    // Reported once, by the schema (it was reported a second time by the write check).
+    name: 'retry-on with an entry that is not a class, a code or connection',
+    body: { ...hook, 'retry-on': ['6xx'] },
+    status: 400,
+    code: 'schema-invalid',
+    at: { path: 'retry-on[0]' },
+    errors: 1,
+  },
+  {
     name: 'a body on restart, an operation that takes none',
     method: 'POST',
     path: '/v1/state/volga/webhooks/b1/restart',

@@ -30,3 +30,28 @@ export function compileRetryOn(v: unknown): RetryOn | undefined {
   });
   return (status) => (status === undefined ? connection : codes.has(status) || classes.has(Math.floor(status / 100)));
 }
+
+/**
+ * The write-time check the schema cannot make: an entry listed twice, once as text and once as
+ * a number (`"429"` and `429`; the schema's uniqueness sees two values). Entries that are not
+ * codes are the schema's to report.
+ */
+export function retryOnDuplicates(v: unknown): ApiError[] {
+  if (!Array.isArray(v)) return [];
+  const seen = new Map<string, number>();
+  const out: ApiError[] = [];
+  v.forEach((item, i) => {
+    const text = typeof item === 'number' ? String(item) : typeof item === 'string' ? item : undefined;
+    if (text === undefined) return;
+    const first = seen.get(text);
+    if (first === undefined) seen.set(text, i);
+    else if (v[first] !== item)
+      out.push(
+        bad(
+          `retry-on[${i}]`,
+          `Cannot use ${JSON.stringify(item)} in retry-on[${i}]: retry-on[${first}] lists it already (${JSON.stringify(v[first])}); a code is one entry, as text or number`,
+        ),
+      );
+  });
+  return out;
+}
