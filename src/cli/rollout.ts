@@ -28,7 +28,13 @@ export async function rollout(v: Verb): Promise<number> {
   const target = second ?? first;
   const path = statePathOf(target);
   if (action) {
-    await ok(await v.client.request('POST', `${path}/rollout/${action}`), `rollout ${action} ${target}`);
+    const res = await v.client.request('POST', `${path}/rollout/${action}`);
+    if (res.status === 404 && (await res.clone().text()).includes('"unknown-path"'))
+      // Only a control plane serves the rollout operations (an edge site, or a process of its own, does not).
+      throw new CliError(
+        `rollout ${action} ${target}: ${v.client.url} serves no rollouts: staged rollouts run at a control plane (set EDGEPLANE_URL to it)`,
+      );
+    await ok(res, `rollout ${action} ${target}`);
     const done: Record<Action, string> = {
       resume: 'resumed',
       abort: 'aborted: every site gets the previous content back',
