@@ -28,7 +28,7 @@ import { resolvePath } from '../model/resources.js';
 import { runTransaction, type Change, type TxMode } from '../model/transaction.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { principalOf, readBody, reply, searchParams } from './http.js';
-import { routes } from './route-table.js';
+import { revisionSchema, routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
 import { parseQuery } from '../query/params.js';
 import { knownIn, redact, shape } from './present.js';
@@ -63,19 +63,7 @@ function visibleChanges(deps: AppDeps, p: Principal, rev: StoredRevision): ViewC
 }
 
 /** The members of a revision in the list, for `fields` (an unknown name is 400 unknown-field). */
-const summarySchema = {
-  type: 'object',
-  properties: {
-    revision: { type: 'integer' },
-    time: { type: 'string' },
-    user: { type: 'string' },
-    tenant: { type: 'string' },
-    changes: {
-      type: 'array',
-      items: { type: 'object', properties: { 'x-path': { type: 'string' }, 'x-operation': { type: 'string' } } },
-    },
-  },
-};
+const summarySchema = revisionSchema(false);
 
 const operationOf = (c: ViewChange) => (!c.before ? 'create' : !c.after ? 'delete' : 'replace');
 

@@ -554,7 +554,7 @@ export const routes = {
 } as const satisfies Record<string, Route>;
 
 /** A revision of the configuration history (api/revisions.ts); `detail`: with before and after. */
-function revisionSchema(detail: boolean): Obj {
+export function revisionSchema(detail: boolean): Obj {
   const change: Obj = {
     type: 'object',
     properties: {
