@@ -5,6 +5,7 @@
  * `cmd`, and a blocking one per slot of watched streams, `slot-notifiers.ts`). Commands issued while Redis is down
  * wait in node-redis's offline queue and run after the reconnect.
  */
+import { answerWithin, redisAnswerMs } from '../lib/deadline.js';
 import { hostname } from 'node:os';
 import { log } from '../lib/log.js';
 import {
@@ -189,7 +190,14 @@ function topicMethods(cmd: BusCommand, replicated: Confirm): Pick<Bus, 'produce'
       let id: string;
       try {
         const args = ['XADD', streamPrefix + topic, '*', ...produceFields(msg)];
-        id = asString(await send(cmd, args, undefined, { timeout: produceQueueMs }));
+        // Unsent after produceQueueMs (Redis unreachable), or unanswered after redisAnswerMs (stopped).
+        id = asString(
+          await answerWithin(
+            send(cmd, args, undefined, { timeout: produceQueueMs }),
+            redisAnswerMs,
+            'no answer to the XADD',
+          ),
+        );
       } catch (err) {
         throw new BusError('unavailable', `Redis did not take the message: ${unsentText(err)}`);
       }

@@ -5,6 +5,7 @@
  * 'error' listener that logs, node-redis reconnects on its own, and commands issued while
  * disconnected fail at once instead of queueing without bound.
  */
+import { answerWithin, redisAnswerMs } from '../lib/deadline.js';
 import { ApiError } from '../lib/errors.js';
 import { isObject } from '../lib/json.js';
 import { log } from '../lib/log.js';
@@ -46,9 +47,10 @@ function unavailable(err: unknown): never {
   throw new ApiError('unavailable', `The Redis store is unavailable: ${message}`, { code: 'store-unavailable' });
 }
 
+/** A store operation: Redis's failure, or no answer within redisAnswerMs, is 503 store-unavailable. */
 async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    return await fn();
+    return await answerWithin(fn(), redisAnswerMs, 'no answer from Redis');
   } catch (err) {
     return unavailable(err);
   }

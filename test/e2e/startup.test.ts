@@ -240,6 +240,59 @@ test('Redis lost after start-up: login, a write and produce answer 503, not held
   }
 });
 
+test('a Redis that takes commands and never answers (stopped, a partition): 503 store-unavailable after 10 s, not held; it recovers', async () => {
+  const redis = await startRedis();
+  const port = await freePort();
+  const p = startServe({
+    PORT: String(port),
+    REDIS_URL: redis.url,
+    ADMIN_PASSWORD: 'startup-test-password',
+    STRONGBOX_KEY: Buffer.alloc(32, 7).toString('base64'),
+  });
+  const api = `http://127.0.0.1:${port}`;
+  const json = { 'content-type': 'application/json' };
+  try {
+    assert.is(await p.listening(), port);
+    const login = await fetch(`${api}/v1/login`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
+    });
+    const auth = { ...json, authorization: `Bearer ${((await login.json()) as { token: string }).token}` };
+    redis.signal('SIGSTOP');
+    try {
+      // Held until TCP gave up (minutes) before: a bound far above the 10 s.
+      const calls = await Promise.all([
+        fetch(`${api}/v1/config/sites?fields=name`, { headers: auth, signal: AbortSignal.timeout(30_000) }),
+        fetch(`${api}/v1/state/volga/topics/t/produce`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ payload: 'x' }),
+          signal: AbortSignal.timeout(30_000),
+        }),
+      ]);
+      for (const res of calls) {
+        const body = (await res.json()) as { errors: { 'error-info': string; 'error-message': string }[] };
+        assert.is(res.status, 503, JSON.stringify(body));
+        assert.is(body.errors[0]?.['error-info'], 'store-unavailable');
+        assert.match(body.errors[0]?.['error-message'] ?? '', /within 10 s/);
+      }
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    await eventually(
+      async () => (await fetch(`${api}/v1/config/sites?fields=name`, { headers: auth })).status === 200,
+      'answers again once Redis does',
+      { timeoutMs: 20_000, retryErrors: true },
+    );
+    p.kill('SIGTERM');
+    assert.is(await p.exited(), 0);
+  } finally {
+    p.kill('SIGKILL');
+    await redis.dispose();
+  }
+});
+
 test('waitForRedis: one warn line per attempt with a doubling, capped delay; the reason is exposed', async () => {
   const port = await freePort();
   const startup = { ready: false, reason: undefined as string | undefined };

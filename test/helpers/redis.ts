@@ -88,6 +88,8 @@ export type RedisServer = {
   restart(): Promise<void>;
   /** Kill it and remove its directory. */
   dispose(): Promise<void>;
+  /** Sends a signal: SIGSTOP freezes it (it keeps its connections and answers nothing), SIGCONT thaws it. */
+  signal(sig: NodeJS.Signals): void;
 };
 
 /** Servers still running, killed (and their directories removed) when this process exits. */
@@ -148,6 +150,9 @@ export async function startRedis(
     async restart() {
       await server.stop();
       await launch();
+    },
+    signal(sig) {
+      child?.kill(sig);
     },
     async dispose() {
       await server.stop({ hard: true });
