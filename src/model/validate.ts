@@ -138,11 +138,11 @@ function anyOfError(
   };
 }
 
-function describe(unit: OutputUnit, root: Schema, value: unknown): Described | undefined {
+function describe(unit: OutputUnit, root: Schema, value: unknown, secret: boolean): Described | undefined {
   const field = fieldPath(unit.instanceLocation);
   const where = field || 'the object';
   const schema = schemaAt(root, unit.keywordLocation) ?? {};
-  const shown = JSON.stringify(value)?.slice(0, 80) ?? 'undefined';
+  const shown = secret ? '(secret)' : (JSON.stringify(value)?.slice(0, 80) ?? 'undefined');
   switch (unit.keyword) {
     case 'false': {
       const parent = field.includes('/') ? field.slice(0, field.lastIndexOf('/')) : '';
@@ -227,6 +227,17 @@ function valueAt(obj: unknown, instanceLocation: string): unknown {
   return node;
 }
 
+/**
+ * The members of `obj` that reads never show as written (a user's password, a secret's data:
+ * what the resource's `redact` changes or drops): an error about them says `(secret)`, never the
+ * value, so it cannot reach a reply, a log line or an audit record in clear.
+ */
+function secretMembers(def: ResourceDef, obj: JsonObject): Set<string> {
+  if (!def.redact) return new Set();
+  const shown = def.redact(obj);
+  return new Set(Object.keys(obj).filter((k) => JSON.stringify(obj[k]) !== JSON.stringify(shown[k])));
+}
+
 /** Every schema problem of `obj`, each naming its field (empty when valid). */
 export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): ApiError[] {
   const result = validatorOf(def).validate(obj);
@@ -234,10 +245,14 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
   const seen = new Set<string>();
   const covered: string[] = [];
   const out: ApiError[] = [];
+  const secret = secretMembers(def, obj);
   // An anyOf error comes before those of its branches (the validator puts it first).
   for (const unit of result.errors) {
     if (covered.some((prefix) => unit.keywordLocation.startsWith(prefix))) continue;
-    const d = describe(unit, def.schema, valueAt(obj, unit.instanceLocation));
+    const top = decodeURIComponent(unit.instanceLocation.split('/')[1] ?? '')
+      .replace(/~1/g, '/')
+      .replace(/~0/g, '~');
+    const d = describe(unit, def.schema, valueAt(obj, unit.instanceLocation), secret.has(top));
     if (d?.covers) covered.push(d.covers);
     if (!d || seen.has(d.message)) continue;
     seen.add(d.message);

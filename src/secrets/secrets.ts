@@ -57,7 +57,8 @@ export function unredact(next: JsonObject, previous: JsonObject | undefined): Js
 
 /** What a config read shows: keys with REDACTED values. */
 export function redactSecret(obj: JsonObject): JsonObject {
-  if (!isObject(obj.data)) return obj;
+  // Not an object (refused when written, but shown in that error): the whole value is hidden.
+  if (!isObject(obj.data)) return obj.data === undefined ? obj : { ...obj, data: REDACTED };
   const data: JsonObject = {};
   for (const k of Object.keys(obj.data)) data[k] = REDACTED;
   return { ...obj, data };

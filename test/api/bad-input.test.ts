@@ -329,6 +329,32 @@ const cases: Case[] = [
     errors: 1,
   },
   {
+    // A password or a secret value is never echoed in an error (a reply, a log line of EDGEPLANE_CONFIG).
+    name: 'a password too short: said, not shown',
+    path: '/v1/config/system/users/u1',
+    body: { password: 'hunter2', policies: ['admin'] },
+    status: 400,
+    code: 'schema-minLength',
+    at: { path: 'password' },
+    message: 'Cannot use (secret) as password: it must not be shorter than 8 (/v1/config/system/users/u1)',
+  },
+  {
+    name: 'secret data that is not an object: said, not shown',
+    path: '/v1/config/strongbox/vaults/v1/secrets/s1',
+    body: { data: 'hunter2' },
+    status: 400,
+    code: 'schema-type',
+    at: { path: 'data' },
+  },
+  {
+    name: 'a secret value that is not a string: said, not shown',
+    path: '/v1/config/strongbox/vaults/v1/secrets/s1',
+    body: { data: { k: ['hunter2'] } },
+    status: 400,
+    code: 'schema-type',
+    at: { path: 'data/k' },
+  },
+  {
     name: 'a body on restart, an operation that takes none',
     method: 'POST',
     path: '/v1/state/volga/webhooks/b1/restart',
