@@ -387,7 +387,7 @@ export function evalScript(
  * CONTRACT §10: a write answered 2xx survives the loss of the primary when the deployment has
  * replicas. `confirm(key)`, called after a write of `key` on the same client (so on the same connection:
  * WAIT counts the writes of its connection), runs `WAIT 1 <REDIS_REPLICA_TIMEOUT>` when the
- * primary has a connected replica (INFO replication, asked at most once a second) and throws
+ * primary has a replica online (INFO replication, asked at most once a second) and throws
  * 503 `not-replicated` when none confirms in time. Without replicas it returns at once.
  */
 export function replicaConfirmation(client: Parameters<typeof send>[0], target: RedisTarget | string) {
@@ -404,7 +404,10 @@ export function replicaConfirmation(client: Parameters<typeof send>[0], target: 
     }
     if (Date.now() - node.checkedAt > 1000) {
       const info = String(await send(client, ['INFO', 'replication'], key));
-      node.replicas = /^connected_slaves:[1-9]/m.test(info);
+      // A replica still in its first sync (state wait_bgsave or send_bulk: Redis 7 delays a new
+      // replica's diskless sync by 5 s) acknowledges nothing yet, and will receive the whole
+      // dataset when it is done: only replicas online are waited for.
+      node.replicas = /^slave\d+:.*\bstate=online\b/m.test(info);
       node.checkedAt = Date.now();
     }
     if (!node.replicas) return;

@@ -98,6 +98,26 @@ test('without a replica nothing waits', async () => {
   }
 });
 
+test('a replica still in its first sync is not waited for (it receives the whole dataset when done)', async () => {
+  // The primary delays a new replica's diskless sync by 5 s (Redis 7's default): meanwhile the
+  // replica is connected (connected_slaves:1) but acknowledges nothing.
+  const primary = await startRedis({ args: ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '5'] });
+  const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  const store = await openRedisStore({ kind: 'standalone', url: primary.url, replicaTimeoutMs: 1000 });
+  try {
+    const info = await eventually(async () => {
+      const text = String(await ask(primary.port, ['INFO', 'replication']));
+      return /^slave0:.*state=(wait_bgsave|send_bulk)/m.test(text) ? text : undefined;
+    }, 'the replica connected, in its first sync');
+    assert.match(info, /connected_slaves:1/);
+    assert.ok((await store.commit([{ op: 'put', key: 't/a', value: { n: 1 } }])).ok, 'answered, not not-replicated');
+  } finally {
+    await store.close();
+    await replica.dispose();
+    await primary.dispose();
+  }
+});
+
 test('Cluster: WAIT on the primary of the written key; its replica frozen → not-replicated, other slots confirmed', async () => {
   const c = await startRedisCluster({ debug: true });
   const target: RedisTarget = { kind: 'cluster', nodes: c.nodes, replicaTimeoutMs: 2000 };
