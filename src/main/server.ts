@@ -19,7 +19,7 @@ import { decryptSecret } from '../secrets/secrets.js';
 import { Strongbox } from '../secrets/strongbox.js';
 import type { Runtime } from '../exporter/runtime.js';
 import { createMetrics } from '../ops/metrics.js';
-import { applyConfigFile } from '../ops/config-file.js';
+import { applyConfigFile, checkConfigFile, readConfigFile } from '../ops/config-file.js';
 import { closeWatches } from '../api/watch.js';
 import { DeliveredHistory } from '../api/history.js';
 import { openFleet, type Fleet } from '../fleet/role.js';
@@ -39,6 +39,9 @@ export async function createInstance(
   opts: { runtime?: boolean; announce?: (line: string) => void } = {},
 ): Promise<Instance> {
   setLogLevel(settings.logLevel);
+  // EDGEPLANE_CONFIG read and parsed, then checked, before anything is written that a failed
+  // start would leave behind (the admin user, whose generated password only that start prints).
+  const configFile = settings.configFile ? readConfigFile(settings.configFile) : undefined;
   const rawStore = await openStore(settings);
   // Fleet hook: at an edge site the rest of the process sees synced objects as read-only.
   const fleet = await openFleet(settings, rawStore);
@@ -52,12 +55,13 @@ export async function createInstance(
   const strongbox = new Strongbox(store);
   await strongbox.open(settings);
   await fleet.attachStrongbox(strongbox);
+  if (configFile) await checkConfigFile(configFile, { settings, store, strongbox });
   const auth = await openAuth(settings, fleet, bus, opts.announce);
   const metrics = createMetrics({ enabled: settings.metricsEnabled });
   if (fleet.metrics) metrics.fleet(fleet.metrics);
-  if (settings.configFile) {
+  if (configFile) {
     // Before the runtime starts, so exporters start from the file's configuration.
-    const r = await applyConfigFile(settings.configFile, { settings, store, strongbox, auth, bus });
+    const r = await applyConfigFile(configFile, { settings, store, strongbox, auth, bus });
     log('info', `EDGEPLANE_CONFIG ${settings.configFile}: applied, ${r.changed} of ${r.objects} objects changed`, r);
   }
   let runtime: Runtime | undefined;

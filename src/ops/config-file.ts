@@ -39,8 +39,14 @@ function contentType(file: string, text: string): string {
   return /^\s*[[{]/.test(text) ? 'application/json' : 'application/yaml';
 }
 
-/** Applies the file; resolves to how many objects it changed (0 when all were as in the file). */
-export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ changed: number; objects: number }> {
+/** The file read and parsed into its changes. */
+export type ConfigFile = { file: string; changes: ReturnType<typeof multiObjectChanges> };
+
+/**
+ * Reads and parses the file: its problems (unreadable, bad syntax, not objects with x-path)
+ * are found before the process writes anything (the secret store's key, the admin user).
+ */
+export function readConfigFile(file: string): ConfigFile {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -48,32 +54,64 @@ export async function applyConfigFile(file: string, deps: AppDeps): Promise<{ ch
     throw new ConfigFileError(`EDGEPLANE_CONFIG ${file}: cannot read the file: ${errorText(err)}`);
   }
   try {
-    const body = parseBody(text, contentType(file, text));
-    const changes = multiObjectChanges(body.docs, 'replace');
+    return { file, changes: multiObjectChanges(parseBody(text, contentType(file, text)).docs, 'replace') };
+  } catch (err) {
+    if (err instanceof ApiError) throw new ConfigFileError(`EDGEPLANE_CONFIG ${file}: ${describe(err)}`);
+    throw err;
+  }
+}
+
+type TxDeps = Pick<AppDeps, 'store' | 'strongbox' | 'settings'> & { auth?: AppDeps['auth'] };
+
+function run(cfg: ConfigFile, deps: TxDeps, mode: 'validate' | 'commit') {
+  return runTransaction(
+    {
+      store: deps.store,
+      strongbox: deps.strongbox,
+      tenant: deps.settings.tenant,
+      rootTenant: deps.settings.tenant,
+      // A revision of the history like any other change, made by the file.
+      actor: 'EDGEPLANE_CONFIG',
+      ...(deps.auth ? { tenants: deps.auth.tenants, committed: (keys: string[]) => deps.auth!.invalidate(keys) } : {}),
+    },
+    cfg.changes,
+    mode,
+  );
+}
+
+/**
+ * The file's objects checked as the write would check them, without writing: run before the
+ * admin user is made, so that a file with a mistake stops the first start before it makes an
+ * account whose generated password only that start prints.
+ */
+export async function checkConfigFile(cfg: ConfigFile, deps: TxDeps): Promise<void> {
+  try {
+    await run(cfg, deps, 'validate');
+  } catch (err) {
+    if (err instanceof ApiError) throw new ConfigFileError(`EDGEPLANE_CONFIG ${cfg.file}: ${describe(err)}`);
+    throw err;
+  }
+}
+
+/** Applies the file; resolves to how many objects it changed (0 when all were as in the file). */
+export async function applyConfigFile(
+  file: string | ConfigFile,
+  deps: AppDeps,
+): Promise<{ changed: number; objects: number }> {
+  const cfg = typeof file === 'string' ? readConfigFile(file) : file;
+  try {
+    const { changes } = cfg;
     const before = new Map<string, string>();
     for (const c of changes) {
       const e = await deps.store.get(configKey(c.tenant ?? deps.settings.tenant, c.path));
       if (!e) continue;
       before.set(c.path, e.etag);
     }
-    const result = await runTransaction(
-      {
-        store: deps.store,
-        strongbox: deps.strongbox,
-        tenant: deps.settings.tenant,
-        rootTenant: deps.settings.tenant,
-        // A revision of the history like any other change, made by the file.
-        actor: 'EDGEPLANE_CONFIG',
-        tenants: deps.auth.tenants,
-        committed: (keys) => deps.auth.invalidate(keys),
-      },
-      changes,
-      'commit',
-    );
+    const result = await run(cfg, deps, 'commit');
     const changed = changes.filter((c) => result.etags[c.path] !== before.get(c.path)).length;
     return { changed, objects: changes.length };
   } catch (err) {
-    if (err instanceof ApiError) throw new ConfigFileError(`EDGEPLANE_CONFIG ${file}: ${describe(err)}`);
+    if (err instanceof ApiError) throw new ConfigFileError(`EDGEPLANE_CONFIG ${cfg.file}: ${describe(err)}`);
     throw err;
   }
 }

@@ -7,7 +7,7 @@
  * nothing of it is applied.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -242,6 +242,10 @@ for (const [name, content, what, problem] of bad) {
       run.lines.some((l) => /listening/.test(String(l.msg))),
       'never served',
     );
+    // Checked before the admin user is made: a first start that fails leaves no account whose
+    // generated password only that start would have printed.
+    const aof = join(dir, 'store.aof');
+    assert.not.ok(existsSync(aof) && readFileSync(aof, 'utf8').includes('system/users/admin'), 'no admin user written');
     const after = await start({ DATA_DIR: dir });
     try {
       const paths = (await getConfig(after)).map((o) => String(o['x-path']));
