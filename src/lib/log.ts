@@ -4,6 +4,11 @@ export type LogLevel = keyof typeof levels;
 
 let threshold: number = levels.info;
 
+// A log sink that goes away (a closed pipe: `| head`, a log shipper restarting) loses the lines
+// written meanwhile, not the process: without a listener the stream's EPIPE was an uncaught
+// 'error' that ended it with a stack trace.
+process.stdout.on('error', () => undefined);
+
 export function setLogLevel(level: LogLevel): void {
   threshold = levels[level];
 }

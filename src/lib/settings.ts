@@ -148,8 +148,29 @@ function loadFleet(env: NodeJS.ProcessEnv): FleetSettings {
       'SITE_TOKEN',
       'CONTROL_PLANE_URL is set: SITE_TOKEN or SITE_TOKEN_FILE must give the site token (issue-token)',
     );
+  if (/\s/.test(token))
+    throw new SettingsError('SITE_TOKEN', 'The site token must not contain whitespace (it is sent as Bearer <token>)');
   const ca = env.CONTROL_PLANE_CA ? readSettingFile('CONTROL_PLANE_CA', env.CONTROL_PLANE_CA) : undefined;
   return { controlPlaneUrl: url.replace(/\/+$/, ''), siteToken: token, controlPlaneCa: ca, ...timing };
+}
+
+/**
+ * The secret store's key and the first admin password, checked before anything is written: a
+ * mistake there is one line and exit 1, not a process that starts sealed, or an administrator
+ * whose password the API would refuse.
+ */
+function checkSecretSettings(env: NodeJS.ProcessEnv): void {
+  if (env.STRONGBOX_KEY && env.STRONGBOX_KEY_FILE)
+    throw new SettingsError('STRONGBOX_KEY', 'Set STRONGBOX_KEY or STRONGBOX_KEY_FILE, not both');
+  if (env.STRONGBOX_KEY) {
+    const bytes = Buffer.from(env.STRONGBOX_KEY.trim(), 'base64').length;
+    if (bytes !== 32)
+      throw new SettingsError('STRONGBOX_KEY', `STRONGBOX_KEY must be 32 bytes in base64 (got ${bytes} bytes)`);
+  }
+  // The user schema's bounds for a password (resources/schemas.ts), for the first administrator too.
+  const pw = env.ADMIN_PASSWORD;
+  if (pw !== undefined && pw !== '' && (pw.length < 8 || pw.length > 1024))
+    throw new SettingsError('ADMIN_PASSWORD', 'ADMIN_PASSWORD must be 8 to 1024 characters, as every password');
 }
 
 const logLevels = ['debug', 'info', 'warn', 'error'] as const;
@@ -178,6 +199,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       'METRICS_TOKEN',
       'METRICS_TOKEN must not contain whitespace (it is sent as Bearer <token>)',
     );
+  checkSecretSettings(env);
   return {
     port: int(env, 'PORT', 4646, 0, 65535),
     host: env.HOST || '0.0.0.0',

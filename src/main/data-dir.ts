@@ -9,8 +9,18 @@
  * next start. An owner that still runs is waited for a few seconds (one that is stopping lets
  * go of the lock meanwhile) before the start is refused. The lock file is removed at a normal exit.
  */
-import { accessSync, constants, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { errorText } from '../lib/error-text.js';
 
 /** Why DATA_DIR cannot be used, in words for the start-up line. */
@@ -76,10 +86,25 @@ function readOwner(path: string): Owner | undefined {
   }
 }
 
+/**
+ * `mkdir -p`, one level at a time: Node's recursive mkdirSync loops forever where a parent
+ * exists but refuses children with ENOENT (/proc/nope: 100 % CPU, deaf to SIGTERM).
+ */
+function makeDirs(dir: string): void {
+  if (existsSync(dir)) return;
+  const parent = dirname(dir);
+  if (parent !== dir) makeDirs(parent);
+  try {
+    mkdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
 /** Creates DATA_DIR when missing and checks this process may write there; throws DataDirError. */
 export function prepareDataDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(resolve(dir));
   } catch (err) {
     throw new DataDirError(`cannot create ${dir} (${errorText(err)})`);
   }

@@ -224,7 +224,16 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
     // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
     fetch: (request: Request, env: unknown) => {
       const inst = instance();
-      return inst ? inst.app.fetch(request, env) : notReady(request);
+      if (inst) return inst.app.fetch(request, env);
+      // Liveness: the process answers while it waits for Redis (a 503 here would have an
+      // orchestrator restart it in a loop while Redis is down); readiness says it is not ready.
+      if (request.method === 'GET' && new URL(request.url).pathname === '/healthz')
+        return Response.json({
+          status: 'ok',
+          checks: [{ name: 'process', ok: true }],
+          starting: startup.reason ?? 'starting',
+        });
+      return notReady(request);
     },
     serverOptions: {
       ...serverOptions,

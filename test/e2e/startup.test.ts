@@ -293,6 +293,68 @@ test('a Redis that takes commands and never answers (stopped, a partition): 503 
   }
 });
 
+test('its log pipe closed (| head, a log shipper gone): the process goes on serving, no stack trace', async () => {
+  const port = await freePort();
+  const p = startServe({
+    PORT: String(port),
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'edgeplane-epipe-')),
+    ADMIN_PASSWORD: 'startup-test-password',
+  });
+  try {
+    assert.is(await p.listening(), port);
+    p.child.stdout?.destroy(); // the reading end goes away: the next log line meets EPIPE
+    // Lines are logged (a refused login) after the pipe is gone; the process stays.
+    for (let i = 0; i < 3; i++)
+      await fetch(`http://127.0.0.1:${port}/v1/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: 'wrong-password' }),
+      });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, p.output());
+    assert.is(p.child.exitCode, null, 'still running');
+    // Its stop logs several lines into the closed pipe, and ends cleanly.
+    p.kill('SIGTERM');
+    assert.is(await p.exited(), 0, p.output());
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
+test('while waiting for Redis: /healthz 200 (alive, with the reason), /readyz and the API 503', async () => {
+  const port = await freePort();
+  const p = startServe({
+    PORT: String(port),
+    REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    ADMIN_PASSWORD: 'startup-test-password',
+  });
+  try {
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 503,
+      'answering, not ready',
+      { timeoutMs: 20_000 },
+    );
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.is(health.status, 200);
+    const body = (await health.json()) as { status: string; starting?: string };
+    assert.is(body.status, 'ok');
+    assert.match(body.starting ?? '', /not reachable yet/);
+    assert.is((await fetch(`http://127.0.0.1:${port}/v1/config`)).status, 503);
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
+test('DATA_DIR under /proc: exit 1 with the reason at once (it looped at 100 % CPU, deaf to SIGTERM)', async () => {
+  const p = startServe({ PORT: '0', DATA_DIR: '/proc/edgeplane-nope', ADMIN_PASSWORD: 'startup-test-password' });
+  try {
+    assert.is(await p.exited(), 1, p.output());
+    assert.match(p.output(), /DATA_DIR/);
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
 test('waitForRedis: one warn line per attempt with a doubling, capped delay; the reason is exposed', async () => {
   const port = await freePort();
   const startup = { ready: false, reason: undefined as string | undefined };
