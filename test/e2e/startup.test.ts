@@ -161,7 +161,8 @@ test('Redis unreachable at start: a line per retry, 503 with the reason, then se
   }
 });
 
-test('Redis lost after start-up: login, a write and produce answer 503, not held; connection errors are not logged at each attempt, and a second outage is logged as it starts', async () => {
+/** A process on a real Redis of its own, logged in as admin: where the Redis-outage tests start. */
+async function loggedInOnRedis() {
   const redis = await startRedis();
   const port = await freePort();
   const p = startServe({
@@ -172,18 +173,28 @@ test('Redis lost after start-up: login, a write and produce answer 503, not held
   });
   const api = `http://127.0.0.1:${port}`;
   const json = { 'content-type': 'application/json' };
+  const login = () =>
+    fetch(`${api}/v1/login`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
+      // Held until Redis came back, before: a bound far above any answer's time.
+      signal: AbortSignal.timeout(20_000),
+    });
   try {
     assert.is(await p.listening(), port);
-    const login = () =>
-      fetch(`${api}/v1/login`, {
-        method: 'POST',
-        headers: json,
-        body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
-        // Held until Redis came back, before: a bound far above any answer's time.
-        signal: AbortSignal.timeout(20_000),
-      });
     const token = ((await (await login()).json()) as { token: string }).token;
-    const auth = { ...json, authorization: `Bearer ${token}` };
+    return { redis, p, api, json, login, auth: { ...json, authorization: `Bearer ${token}` } };
+  } catch (err) {
+    p.kill('SIGKILL');
+    await redis.dispose();
+    throw err;
+  }
+}
+
+test('Redis lost after start-up: login, a write and produce answer 503, not held; connection errors are not logged at each attempt, and a second outage is logged as it starts', async () => {
+  const { redis, p, api, login, auth } = await loggedInOnRedis();
+  try {
     await redis.stop({ hard: true });
     const calls: Array<[string, () => Promise<Response>]> = [
       ['login', login],
@@ -241,24 +252,8 @@ test('Redis lost after start-up: login, a write and produce answer 503, not held
 });
 
 test('a Redis that takes commands and never answers (stopped, a partition): 503 store-unavailable after 10 s, not held; it recovers', async () => {
-  const redis = await startRedis();
-  const port = await freePort();
-  const p = startServe({
-    PORT: String(port),
-    REDIS_URL: redis.url,
-    ADMIN_PASSWORD: 'startup-test-password',
-    STRONGBOX_KEY: Buffer.alloc(32, 7).toString('base64'),
-  });
-  const api = `http://127.0.0.1:${port}`;
-  const json = { 'content-type': 'application/json' };
+  const { redis, p, api, auth } = await loggedInOnRedis();
   try {
-    assert.is(await p.listening(), port);
-    const login = await fetch(`${api}/v1/login`, {
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ username: 'admin', password: 'startup-test-password' }),
-    });
-    const auth = { ...json, authorization: `Bearer ${((await login.json()) as { token: string }).token}` };
     redis.signal('SIGSTOP');
     try {
       // Held until TCP gave up (minutes) before: a bound far above the 10 s.
