@@ -345,20 +345,21 @@ async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, sta
       try {
         // A new token revokes this one: the stream ends, and no change reaches its holder.
         if (!(await isIdOfToken(s.store, site, s.tokenId))) return;
-        // Another stream of the site presented another key (a second process with its token,
-        // a reinstall): its secrets are now sealed for that key. This one ends, so its site
-        // reconnects with its own key and has them sealed for it again, rather than holding
-        // values it cannot open for as long as its stream lasts.
-        if ((await s.store.kvGet(recordedKeyOf(site))) !== s.publicKey) {
-          log('warn', 'fleet: site presented another key on another stream; this stream ends', {
-            site,
-            note: 'two processes with one site token take turns: give each its own site',
-          });
-          return;
-        }
         const next = await serveStep(s, inbox, at);
         // The stream's presence is refreshed every keepAliveMs, quiet or busy.
         if (Date.now() - lastAlive >= o.keepAliveMs) {
+          // Checked at the same pace (one read a stream a keep-alive, not one a step: a change
+          // placed everywhere wakes every site's stream): another stream of the site presented
+          // another key (a second process with its token, a reinstall), so its secrets are now
+          // sealed for that key. This one ends; its site reconnects with its own key and has
+          // them sealed for it again, rather than holding values it cannot open.
+          if ((await s.store.kvGet(recordedKeyOf(site))) !== s.publicKey) {
+            log('warn', 'fleet: site presented another key on another stream; this stream ends', {
+              site,
+              note: 'two processes with one site token take turns: give each its own site',
+            });
+            return;
+          }
           await o.presence.connected(site, s.id, s.ttl);
           lastAlive = Date.now();
         }
