@@ -71,14 +71,7 @@ export function rolloutErrors(obj: JsonObject, xPath: string): ApiError[] {
   for (const field of ['wait', 'healthy-for'] as const) {
     const v = r[field];
     const long = typeof v === 'string' ? durationTooLong(v, `rollout/${field}`) : undefined;
-    if (long)
-      out.push(
-        new ApiError('invalid-value', `${long.message} (${xPath})`, {
-          code: 'invalid-duration',
-          path: `rollout/${field}`,
-          'x-path': xPath,
-        }),
-      );
+    if (long) out.push(long.rewrap(`${long.message} (${xPath})`, { 'x-path': xPath }));
   }
   return out;
 }

@@ -154,14 +154,7 @@ function retryProblems(obj: JsonObject, xPath: string, out: ApiError[]): void {
     [typeof wait === 'string' ? wait : '', 'batch/max-wait'],
   ] as const) {
     const long = durationTooLong(text, field);
-    if (long)
-      out.push(
-        new ApiError('invalid-value', `${long.message} (${xPath})`, {
-          code: 'invalid-duration',
-          path: field,
-          'x-path': xPath,
-        }),
-      );
+    if (long) out.push(long.rewrap(`${long.message} (${xPath})`, { 'x-path': xPath }));
   }
   if ((durationMs(ri) ?? Infinity) < minRetryMs) {
     out.push(
