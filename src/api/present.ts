@@ -21,12 +21,10 @@ export function shape(def: ResourceDef | undefined, value: JsonObject, q: Parsed
 }
 
 /**
- * `fields` checking for a state read of `def`; undefined when every name is accepted. The
- * members /v1/state adds to an object's configuration are the resource's `stateMembers`.
+ * `fields` checking for a state read of `def`. The members /v1/state adds to an object's configuration are the resource's `stateMembers`.
  */
 export function knownInState(def: ResourceDef): ((path: string[]) => boolean) | undefined {
   const extra = def.stateMembers;
-  if (extra === 'any') return undefined;
   if (!extra) return knownIn(def.schema);
   const props = (def.schema.properties ?? {}) as Record<string, Schema>;
   return knownIn({ ...def.schema, properties: { ...props, ...extra } });

@@ -102,7 +102,7 @@ const replySchema = (def: ResourceDef): Obj => partial(publicSchema(def)) as Obj
 function stateSchema(def: ResourceDef): Obj {
   const reply = replySchema(def);
   const extra = def.stateMembers;
-  const props = { ...(reply.properties as Obj), ...(extra && extra !== 'any' ? (partial(extra) as Obj) : {}) };
+  const props = { ...(reply.properties as Obj), ...(extra ? (partial(extra) as Obj) : {}) };
   // At a control plane a staged rollout's progress joins its spec (CONTRACT §11).
   const rollout = props.rollout as Obj | undefined;
   if (rollout)

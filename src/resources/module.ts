@@ -117,8 +117,8 @@ export type ResourceSpec = {
   stateItems?(items: StateItem[], addressed: { kind: string; name?: string }, ctx: StateContext): Promise<StateItem[]>;
   /** /v1/state of one item, shown as is (no fields, no defaults): a secret in clear. */
   itemState?(stored: JsonObject, ctx: { strongbox: Strongbox; key: string; name: string }): JsonObject;
-  /** /v1/state members `fields` may name besides the schema's; 'any' when state is open-ended. */
-  readonly stateMembers?: Readonly<Record<string, Schema>> | 'any';
+  /** /v1/state members `fields` may name besides the schema's (and the OpenAPI document shows). */
+  readonly stateMembers?: Readonly<Record<string, Schema>>;
 
   /** OpenAPI: the schema clients see (write-only and server-set members marked). */
   publicSchema?(schema: Schema): Schema;

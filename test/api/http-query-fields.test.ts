@@ -84,6 +84,16 @@ function fieldsSuite(backend: Backend): void {
       status: 'starting',
     });
     assert.equal(await names(api, `/v1/state/volga/webhooks?fields=${q('name,status')}`), ['hook-a', 'hook-b']);
+    // The exporter's own members: counters, topic-lag's members, the fleet's rows.
+    assert.equal(
+      await ok(api, `/v1/state/volga/webhooks/hook-b?fields=${q('name,delivered,topic-lag/lag,sites/site')}`),
+      {
+        name: 'hook-b',
+        delivered: 0,
+        'topic-lag': [],
+        sites: [{ site: 'site-a' }, { site: 'tower' }],
+      },
+    );
   });
 
   t('GET /v1/config: fields per object of mixed types, x-path always kept', async () => {
@@ -156,6 +166,8 @@ function fieldsSuite(backend: Backend): void {
     await rejected(api, `/v1/state/sites/site-a?fields=${q('name,colour')}`, 'fields', 'unknown-field', 5);
     await rejected(api, `/v1/state/sites?fields=${q('name,colour')}`, 'fields', 'unknown-field', 5);
     await rejected(api, `/v1/state/application-deployments/dep1?fields=${q('status/x')}`, 'fields', 'unknown-field', 7);
+    await rejected(api, `/v1/state/volga/webhooks/hook-b?fields=${q('name,deliverd')}`, 'fields', 'unknown-field', 5);
+    await rejected(api, `/v1/state/volga/webhooks?fields=${q('topic-lag/lagg')}`, 'fields', 'unknown-field', 10);
     await rejected(
       api,
       `/v1/state/application-deployments?fields=${q('status/selected-sites,')}`,

@@ -10,6 +10,7 @@ import { webhookSchema } from '../schemas.js';
 import { resource, type ResourceModule } from '../module.js';
 import { collectProblems } from '../problems.js';
 import { checkWebhook } from './check.js';
+import { webhookStateMembers } from './state-members.js';
 import { keepSpec } from './compiled.js';
 import { compileSpec, type ExporterSpec } from './spec.js';
 
@@ -83,5 +84,5 @@ export const webhook: ResourceModule = resource({
     if (typeof value.name !== 'string') return {};
     return (await ctx.exporterState(value.name)) ?? { status: 'starting' };
   },
-  stateMembers: 'any',
+  stateMembers: webhookStateMembers,
 });
