@@ -39,6 +39,8 @@ export type RuntimeOptions = {
   pollMs?: number;
   /** How often changed states are written to the kv area (default 500 ms). */
   publishMs?: number;
+  /** How often exporters in `error` for a secret (sealed store, missing secret) start again (default 5 s). */
+  secretRetryMs?: number;
   /** Per exporter, what to tell of each delivered message's latency in seconds (metrics). */
   deliveryObserver?: (tenant: string, name: string) => (seconds: number) => void;
   /** This process's consumer name in the exporters' groups (default `<SITE>:<host>:<pid>`). */
@@ -171,7 +173,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
   const liveness = livenessLoop(opts.bus, consumer, supervisor);
-  const secretRetry = setInterval(() => supervisor.retrySecretErrors(), 5000);
+  const secretRetry = setInterval(() => supervisor.retrySecretErrors(), opts.secretRetryMs ?? 5000);
   // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
   const safety = setInterval(() => void supervisor.reconcile(), 30_000);
   publisher.unref();

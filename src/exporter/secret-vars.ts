@@ -27,7 +27,11 @@ export async function readSecretVars(
   const values = new Map<string, string>();
   if (vars.length === 0) return { ok: true, values };
   if (!reader) return { ok: false, error: 'no secret store is available for value-from-vault-secret variables' };
-  if (reader.sealed()) return { ok: false, error: 'the secret store is sealed: unseal it, then restart the exporter' };
+  if (reader.sealed())
+    return {
+      ok: false,
+      error: 'the secret store is sealed: POST /v1/strongbox/unseal (the exporter tries again every 5 s)',
+    };
   const cache = new Map<string, Promise<Record<string, string>>>();
   for (const v of vars) {
     const id = `${v.tenant}\0${v.fromTenant ?? ''}\0${v.vault}\0${v.secret}`;

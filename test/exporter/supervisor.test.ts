@@ -34,7 +34,7 @@ test.before(async () => {
   await redis.connect();
   hook = await startWebhookServer();
   await env.put('sites/edge1', { name: 'edge1', type: 'edge', labels: { env: 'prod' }, hosts: [] });
-  rt = await env.start({ site: 'edge1', secrets: staticSecrets(secretData, () => sealed) });
+  rt = await env.start({ site: 'edge1', secrets: staticSecrets(secretData, () => sealed), secretRetryMs: 200 });
 });
 test.after(async () => {
   await env.close();
@@ -148,8 +148,8 @@ test('secrets: sealed store → error; restart after unseal re-reads them', asyn
   const s = await env.state(rt, 'sec', (x) => x.status === 'error', 'error while sealed');
   assert.match(String(s['last-error']), /sealed/);
   sealed = false;
-  assert.is(await rt.restart('default', 'sec'), true);
-  await env.state(rt, 'sec', (x) => x.status === 'ready', 'ready after restart');
+  // Secret errors are tried again (every 5 s; 200 ms here): unsealed, it starts by itself.
+  await env.state(rt, 'sec', (x) => x.status === 'ready', 'ready once unsealed, without a restart');
   await env.produce('sec-topic', 'x');
   await hook.waitFor(() => got('sec').length === 1, 'delivered');
   secretData['default/v/s'] = { k: 'two' };
