@@ -230,7 +230,9 @@ test('placed on this site only: its own view; placed nowhere: stopped', async ()
     data: '${MSG_PAYLOAD}',
   });
   assert.is(r.status, 204, r.text);
-  assert.is((await fleetState()).status, 'stopped');
+  const nowhere = await fleetState();
+  assert.is(nowhere.status, 'stopped');
+  assert.equal(nowhere.sites, [], 'placed on no site: an empty list of sites says so');
 });
 
 test.run();

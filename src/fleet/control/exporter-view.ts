@@ -5,7 +5,7 @@
  *
  *   status    `ready` when every site where it is placed reports `ready`, else the worst of
  *             the sites' statuses (error > retrying > starting > paused > ready); `stopped`
- *             only when it is placed nowhere
+ *             only when it is placed nowhere (`sites` then empty)
  *   counters  the sums over those sites (delivered, dropped, ignored, filtered,
  *             failed-attempts, in-flight; topic-lag per topic)
  *   sites     [{site, status, delivered, dropped, ignored, filtered, failed-attempts, lag,
@@ -190,7 +190,8 @@ export function createExporterView(o: ExporterViewOptions): ExporterView {
   return async (tenant, name, local) => {
     const sites = await placedSites(o.store, o.root, o.ownSite, tenant, name, list);
     if (sites === undefined) return local;
-    if (sites.length === 0) return { ...(local ?? {}), status: 'stopped' };
+    // Placed on no site: `sites: []` says where it runs.
+    if (sites.length === 0) return { ...(local ?? {}), status: 'stopped', sites: [] };
     if (sites.length === 1 && sites[0] === o.ownSite) return local;
     const rows: Array<{ row: JsonObject; state: JsonObject | undefined }> = [];
     for (const site of sites) {
