@@ -180,6 +180,26 @@ function e2e(backend: Backend): void {
     });
     assert.is(named.status, 403, JSON.stringify(named.body));
     assert.is((named.body as Errors).errors[0]?.['error-info'], 'reserved-topic');
+    // Nor write to one as its dead-letter topic.
+    const dead = await api.json('PATCH', '/v1/config', {
+      body: [
+        {
+          'x-path': '/v1/config/volga/webhooks/spy',
+          'x-tenant': 'acme',
+          topics: ['acme-t'],
+          'dead-letter-topic': 'system:audit-trail-log',
+          'site-placement': { 'all-sites': true },
+          url: `${sink.url}/spy`,
+          data: '${MSG}',
+        },
+      ],
+    });
+    assert.is(dead.status, 403, JSON.stringify(dead.body));
+    assert.equal((dead.body as Errors).errors[0]?.['error-details'], {
+      path: 'dead-letter-topic',
+      'x-path': '/v1/config/volga/webhooks/spy',
+    });
+    assert.is((dead.body as Errors).errors[0]?.['error-info'], 'reserved-topic');
     const byPattern = await api.json('PATCH', '/v1/config', {
       body: [
         {

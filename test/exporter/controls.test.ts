@@ -403,6 +403,11 @@ test('writes validate each control: bad values are 400s naming the field', async
       [{ enabled: 'no' }, 'enabled'],
       [{ 'dead-letter-topic': 'bad/topic' }, 'dead-letter-topic'],
       [{ 'dead-letter-topic': 't1' }, 'dead-letter-topic'],
+      // A pattern that finds the dead-letter topic would read its failures back forever.
+      [
+        { topics: [], 'topic-patterns': ['^dl'], 'dead-letter-topic': 'dl-dead' },
+        'topic-patterns[0] \\"^dl\\" matches it',
+      ],
       [{ 'retry-on': ['6xx'] }, 'retry-on'],
       [{ 'retry-on': ['timeout'] }, 'retry-on'],
       [{ signing: { vault: 'v1' } }, 'signing'],

@@ -1,10 +1,11 @@
 /**
  * Write-time checks of the delivery controls that a JSON Schema cannot express, so a bad
  * value is a 400 when written: `retry-on` items, a dead-letter topic the exporter itself reads
- * (a failing message would come back forever), and headers no POST could carry.
+ * (named in `topics` or matched by a `topic-patterns` entry: a failing message would come back forever), and headers no POST could carry.
  */
 import { ApiError } from '../../lib/errors.js';
 import type { JsonObject } from '../../lib/json.js';
+import { compileRegex } from '../../lib/regex.js';
 import { retryOnDuplicates } from './retry-on.js';
 
 export function controlProblems(cfg: JsonObject, xPath: string): ApiError[] {
@@ -14,17 +15,35 @@ export function controlProblems(cfg: JsonObject, xPath: string): ApiError[] {
     err.rewrap(`${err.message} (${xPath})`, { 'x-path': xPath }),
   );
   const dlt = cfg['dead-letter-topic'];
-  const topics = [...(Array.isArray(cfg.topics) ? cfg.topics : []), cfg.topic];
-  if (typeof dlt === 'string' && topics.includes(dlt))
+  const reads = typeof dlt === 'string' ? readsTopic(cfg, dlt) : undefined;
+  if (reads !== undefined)
     out.push(
       new ApiError(
         'invalid-value',
-        `Cannot use ${dlt} as dead-letter-topic: the exporter reads that topic, so a failing message would come back forever (${xPath})`,
+        `Cannot use ${dlt} as dead-letter-topic: the exporter reads that topic (${reads}), so a failing message would come back forever (${xPath})`,
         { code: 'invalid-config', path: 'dead-letter-topic', 'x-path': xPath },
       ),
     );
   out.push(...headerNameProblems(cfg, xPath));
   return out;
+}
+
+/** Why the exporter would read `topic` (one of its topics, or a topic-pattern matching it), or undefined. */
+function readsTopic(cfg: JsonObject, topic: string): string | undefined {
+  const topics = [...(Array.isArray(cfg.topics) ? cfg.topics : []), cfg.topic];
+  if (topics.includes(topic)) return 'it is one of its topics';
+  const patterns = Array.isArray(cfg['topic-patterns']) ? cfg['topic-patterns'] : [];
+  for (const [i, p] of patterns.entries()) {
+    if (typeof p !== 'string') continue;
+    let matches = false;
+    try {
+      matches = compileRegex(p, `topic-patterns[${i}]`).test(topic);
+    } catch {
+      // A pattern that does not compile is reported with its own field.
+    }
+    if (matches) return `topic-patterns[${i}] ${JSON.stringify(p)} matches it`;
+  }
+  return undefined;
 }
 
 /** Headers the HTTP client frames the request with: undici refuses each of these, at every attempt. */

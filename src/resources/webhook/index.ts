@@ -53,6 +53,15 @@ export const webhook: ResourceModule = resource({
         );
       }
     }
+    const dlt = after['dead-letter-topic'];
+    if (typeof dlt === 'string' && !topicAllowed(dlt, ctx.tenant, ctx.rootTenant))
+      out.push(
+        new ApiError(
+          'forbidden',
+          `Cannot use ${dlt} as dead-letter-topic: ${reservedTopicPrefix} topics are written by the root tenant only`,
+          { code: 'reserved-topic', path: 'dead-letter-topic' },
+        ),
+      );
     if (Array.isArray(after.variables)) {
       for (const [i, v] of after.variables.entries()) {
         const src = isObject(v) ? v['value-from-vault-secret'] : undefined;
