@@ -129,7 +129,10 @@ export class Breakers {
     o.until = this.clock.now() + cooldownMs;
     this.events.onChange(
       o.until,
-      `circuit open for ${origin} after ${o.failures} failed attempts in a row: ${reason ?? ''}`,
+      // The reason names the origin as error texts show it (a host made from a vault value hidden).
+      reason === undefined
+        ? `circuit open for ${origin} after ${o.failures} failed attempts in a row`
+        : `circuit open after ${o.failures} failed attempts in a row: ${reason}`,
     );
     void this.clock.sleep(cooldownMs, this.closed.signal).then(() => {
       if (o.state !== 'open' || this.closed.signal.aborted) return;

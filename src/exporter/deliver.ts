@@ -177,6 +177,16 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
 }
 
 /** examine's expansion of a message that passed the filters (`lookup` reads it). */
+/** The target with its host marked hidden when a vault value the URL uses appears in it (case aside). */
+function hideSecretHost(target: Target, names: readonly string[], secrets: ReadonlyMap<string, string>): Target {
+  const host = target.origin.slice(target.origin.indexOf('//') + 2).toLowerCase();
+  for (const name of names) {
+    const value = secrets.get(name)?.toLowerCase();
+    if (value && host.includes(value)) return { ...target, hidden: host };
+  }
+  return target;
+}
+
 function expand(ctx: DeliverContext, msg: Message): Prepared | Ignore {
   const { spec } = ctx;
   // Message variables are resolved once per message, before any template asks for them.
@@ -193,6 +203,7 @@ function expand(ctx: DeliverContext, msg: Message): Prepared | Ignore {
     if (!url.ok) return { ignore: `url: ${url.reason}` };
     target = parseTarget(url.value);
     if (!target) return { ignore: 'url: the expanded value is not an absolute http or https URL' };
+    if (spec.urlSecrets.length > 0) target = hideSecretHost(target, spec.urlSecrets, ctx.secrets);
   }
   // Without header templates every message has the same headers: one array, never changed
   // (attempts add theirs, signing or a token, to a copy).

@@ -111,9 +111,14 @@ class PostHandler implements Dispatcher.DispatchHandler {
   private total = 0;
   private settled = false;
 
+  /**
+   * `origin` as error texts show it; `hidden`: a host made from a vault value, never shown
+   * (`origin` is then `<scheme>://(secret)`).
+   */
   constructor(
     private readonly origin: string,
     private readonly resolve: (outcome: PostOutcome) => void,
+    private readonly hidden?: string,
   ) {}
 
   /** Required: a handler without it is taken for one of undici's older interface. */
@@ -163,8 +168,21 @@ class PostHandler implements Dispatcher.DispatchHandler {
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
     if (this.settled) return;
     this.settled = true;
-    this.resolve({ ok: false, error: `POST to ${this.origin} failed: ${errorChainText(err)}`, retryAfter: undefined });
+    const why = this.hidden === undefined ? errorChainText(err) : hideText(errorChainText(err), this.hidden);
+    this.resolve({ ok: false, error: `POST to ${this.origin} failed: ${why}`, retryAfter: undefined });
   }
+}
+
+/** `text` with every occurrence of `secret` (case aside: hosts are lower-cased) made `(secret)`. */
+function hideText(text: string, secret: string): string {
+  const lower = text.toLowerCase();
+  let out = '';
+  let from = 0;
+  for (let at = lower.indexOf(secret); at >= 0; at = lower.indexOf(secret, from)) {
+    out += text.slice(from, at) + '(secret)';
+    from = at + secret.length;
+  }
+  return out + text.slice(from);
 }
 
 /**
@@ -172,9 +190,12 @@ class PostHandler implements Dispatcher.DispatchHandler {
  * origin goes into error texts: paths and queries may carry expanded secrets.
  */
 export function postOnce(req: PostRequest): Promise<PostOutcome> {
-  const origin = req.target.origin;
+  const { origin, hidden } = req.target;
   return new Promise((resolve) => {
-    const handler = new PostHandler(origin, resolve);
+    const handler =
+      hidden === undefined
+        ? new PostHandler(origin, resolve)
+        : new PostHandler(`${origin.slice(0, origin.indexOf('//') + 2)}(secret)`, resolve, hidden);
     try {
       req.agent.dispatch(
         { origin, path: req.target.path, method: 'POST', headers: req.headers, body: req.body },

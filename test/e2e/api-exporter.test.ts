@@ -12,7 +12,7 @@ import { tenantBus } from '../../src/bus/tenant-topics.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 import { eventually } from '../helpers/wait.js';
 
-type Errors = { errors: Array<{ 'error-info'?: string }> };
+type Errors = { errors: Array<{ 'error-info'?: string; 'error-details'?: unknown }> };
 
 function e2e(backend: Backend): void {
   const t = suite(`API + exporter end to end (${backend})`);

@@ -160,6 +160,22 @@ test('secrets: sealed store → error; restart after unseal re-reads them', asyn
   assert.equal(got('sec'), ['one', 'two']);
 });
 
+test('a host made from a vault value is never shown: last-error says (secret)', async () => {
+  secretData['default/v/host'] = { h: 'TopSecretHost42' };
+  await env.webhook({
+    ...(base('hidden', 'hidden-topic', { 'all-sites': true }) as object),
+    // Its path shows a host made from a message value: hidden only when a vault value made it.
+    url: 'http://${H}.invalid/x',
+    tries: 1,
+    'start-position': 'beginning',
+    variables: [{ name: 'H', 'value-from-vault-secret': { vault: 'v', secret: 'host', key: 'h' } }],
+  });
+  await env.produce('hidden-topic', 'x');
+  const s = await env.state(rt, 'hidden', (x) => typeof x['last-error'] === 'string', 'failed attempt');
+  assert.match(String(s['last-error']), /^POST to http:\/\/\(secret\) failed: .*\(secret\)/);
+  assert.not.match(JSON.stringify(s), /topsecrethost42/i, 'the vault value nowhere in the state');
+});
+
 test('a missing secret key is an error naming the variable; restart of an unknown exporter is false', async () => {
   await env.webhook({
     ...(base('sec2', 'sec2-topic', { 'all-sites': true }) as object),

@@ -64,6 +64,8 @@ export type ExporterSpec = {
   url: Template;
   /** Set when url has no variables. */
   staticTarget: Target | undefined;
+  /** The vault variables the url uses: a host made from one is hidden in error texts (Target.hidden). */
+  urlSecrets: readonly string[];
   headers: ReadonlyArray<{ name: string; value: Template }>;
   hasContentType: boolean;
   data: Template;
@@ -250,6 +252,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     }),
     url,
     staticTarget,
+    urlSecrets: secretVars.filter((v) => url.variables.has(v.name)).map((v) => v.name),
     headers,
     hasContentType: headers.some((h) => h.name.toLowerCase() === 'content-type'),
     data: compileTemplate(cfg.data, { field: 'data', isDefined, json: format === 'json' }),
@@ -274,8 +277,12 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   };
 }
 
-/** Where a POST goes, split once so undici does not parse the URL again per request. */
-export type Target = { origin: string; path: string };
+/**
+ * Where a POST goes, split once so undici does not parse the URL again per request. `hidden`:
+ * the host, when a vault value made it (a templated URL): error texts then show the origin as
+ * `<scheme>://(secret)` and never that host.
+ */
+export type Target = { origin: string; path: string; hidden?: string };
 
 /** An absolute http(s) URL as a target, or undefined when it is not one. */
 export function parseTarget(text: string): Target | undefined {
