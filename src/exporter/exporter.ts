@@ -47,7 +47,8 @@ export type ExporterDeps = {
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-function startAt(spec: ExporterSpec): StartAt {
+/** Where a new group of the exporter starts (start-position). */
+export function startAt(spec: ExporterSpec): StartAt {
   return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
 }
 

@@ -12,7 +12,7 @@ import { log, repeatingLog } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
-import { countAs, Exporter } from './exporter.js';
+import { countAs, Exporter, startAt } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { deployment } from '../resources/deployment.js';
@@ -280,22 +280,32 @@ export class Supervisor {
     await this.run(slot, spec, ctx);
   }
 
-  /** Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are. */
+  /**
+   * Delivery controls: `enabled: false` pauses; the groups (offsets) are kept as they are. An
+   * exporter created paused gets its groups now, at its start-position: what is produced while
+   * it is paused waits for it (and shows as lag), as for one paused after it ran.
+   */
   private async pause(slot: Slot, spec: ExporterSpec): Promise<void> {
     const { tenant, name, state } = slot;
     state.setStatus('paused');
+    const bus = this.busOf(tenant);
+    const group = groupName(tenant, name);
+    // Topics of its patterns that exist now are held as its named ones (later ones are read whole).
+    const matched =
+      spec.patterns.length === 0
+        ? []
+        : (await bus.listTopics().catch(() => [])).filter(
+            (t) => spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t)),
+          );
     // The topics it consumed keep showing their backlog, which grows while it is paused.
-    const topics = new Set([...state.consumedTopics(), ...spec.topics]);
+    const topics = new Set([...state.consumedTopics(), ...spec.topics, ...matched]);
     for (const t of topics) {
+      // An existing group keeps its position; a failure leaves it to the start (as before).
+      await bus.ensureGroup(t, group, startAt(spec)).catch(() => undefined);
       state.addTopic(t);
-      state.setTopicCounts(
-        t,
-        await this.busOf(tenant)
-          .counts(t, countAs(groupName(tenant, name), this.o.site))
-          .catch(() => noCounts()),
-      );
+      state.setTopicCounts(t, await bus.counts(t, countAs(group, this.o.site)).catch(() => noCounts()));
     }
-    slot.pausedLag = new LagMonitor(this.busOf(tenant), groupName(tenant, name), state, () => topics, true).start();
+    slot.pausedLag = new LagMonitor(bus, group, state, () => topics, true).start();
   }
 
   /** Secrets, controls and the HTTP agent of a placed exporter, then the exporter itself. */

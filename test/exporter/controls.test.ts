@@ -88,6 +88,35 @@ test('enabled false pauses (status paused, offsets kept); true resumes where it 
   await env.state(rt, name, (s) => s.status === 'ready', 'ready again');
 });
 
+test('created paused (start-position end): what is produced meanwhile waits for it and shows as lag', async () => {
+  const name = 'born-paused';
+  const topic = 'born-paused-topic';
+  const cfg = (enabled: boolean) => ({
+    name,
+    topics: [topic],
+    'site-placement': { 'all-sites': true },
+    url: `${hook.url}/${name}`,
+    data: '${MSG_PAYLOAD}',
+    enabled,
+  });
+  await env.produce(topic, 'before');
+  await env.webhook(cfg(false));
+  await env.state(rt, name, (s) => s.status === 'paused', 'paused');
+  for (const p of ['p1', 'p2']) await env.produce(topic, p);
+  await env.state(
+    rt,
+    name,
+    (s) => JSON.stringify(s['topic-lag']) === JSON.stringify([{ topic, lag: 2 }]),
+    'a lag of the two produced while paused',
+  );
+  await env.webhook(cfg(true));
+  await hook.waitFor(() => bodiesOf(name).length === 2, 'the two produced while paused');
+  assert.equal(
+    bodiesOf(name).map((r) => r.body),
+    ['p1', 'p2'],
+  );
+});
+
 test('dead-letter-topic: a dropped and an ignored message land there with their reason', async () => {
   const dlq = uniq('dlq-');
   const { topic, name } = await exporter({ tries: 2, 'dead-letter-topic': dlq, url: '${MSG_PAYLOAD}' });
