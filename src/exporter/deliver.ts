@@ -139,9 +139,12 @@ export function orderingKeyOf(ctx: DeliverContext, msg: Message): string {
   return r.ok ? r.value : '';
 }
 
-/** A message that failed before (attempt > 1) counted as failing: every way out ends that. */
+/**
+ * A message that failed before (attempt > 1) counted as failing: every way out ends that. One
+ * given up at a stop (`aborted`) was not handled: the exporter is not `ready` for it.
+ */
 function finish<T extends Outcome>(ctx: DeliverContext, attempt: number, outcome: T): T {
-  if (attempt > 1) ctx.state.retryEnded(ctx.clock.now());
+  if (attempt > 1) ctx.state.retryEnded(ctx.clock.now(), outcome !== 'aborted');
   return outcome;
 }
 

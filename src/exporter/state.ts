@@ -174,10 +174,13 @@ export class ExporterState {
     }
   }
 
-  /** A message that had failed is handled now (delivered, dropped or given up at a stop). */
-  retryEnded(now?: number): void {
+  /**
+   * A message that had failed is handled now (delivered, dropped: `handled`) or given up at a
+   * stop (not handled: the status stays until the stop sets `stopped`, never `ready` between).
+   */
+  retryEnded(now?: number, handled = true): void {
     if (this.failing > 0) this.failing--;
-    if (this.failing === 0 && this.status === 'retrying') {
+    if (handled && this.failing === 0 && this.status === 'retrying') {
       this.setStatus('ready', now);
       // The next outage's first failure is logged at once.
       this.lastFailureLog = -Infinity;

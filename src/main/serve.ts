@@ -194,6 +194,8 @@ function stopper(life: Life): (signal: string) => void {
     closing.then(
       () => {
         life.lock?.release();
+        // The last line of a clean stop: a log ending without it was cut short (kill -9, a crash).
+        log('info', 'stopped', { signal, exit: 0 });
         process.exit(0);
       },
       (err: unknown) => {

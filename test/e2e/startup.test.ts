@@ -155,6 +155,8 @@ test('Redis unreachable at start: a line per retry, 503 with the reason, then se
     assert.is(login.status, 200);
     p.kill('SIGTERM');
     assert.is(await p.exited(), 0);
+    // A clean stop says so last.
+    assert.equal(p.lines().at(-1)?.msg, 'stopped', p.output());
   } finally {
     p.kill('SIGKILL');
     await redis?.dispose();

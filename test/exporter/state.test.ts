@@ -68,6 +68,18 @@ test('failed attempts: the first logged at once, then one summary line a second;
   assert.is(s.counters['failed-attempts'], 12);
 });
 
+test('a retry given up at a stop is no recovery: retrying goes to stopped, never ready between', async () => {
+  const s = new ExporterState(0, { tenant: 'default', exporter: 'x' });
+  s.setStatus('ready');
+  const lines = await logsOf(() => {
+    s.attemptFailed({ topic: 't', id: '1-0', attempt: 1, error: 'HTTP 500', status: 500 }, 1000, true);
+    s.retryEnded(2000, false);
+    s.setStatus('stopped', 2000);
+  });
+  const changes = lines.filter((l) => l.msg === 'exporter status changed').map((l) => `${l.from}>${l.to}`);
+  assert.equal(changes, ['ready>retrying', 'retrying>stopped']);
+});
+
 test('a failing POST is logged at once with the first 200 bytes of the response body', async () => {
   hook.script((_n, req) => (req.path === '/body' ? { status: 502, body: 'x'.repeat(300) } : {}));
   await env.webhook({
