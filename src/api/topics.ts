@@ -7,6 +7,7 @@ import { ApiError } from '../lib/errors.js';
 import { isObject, type JsonObject } from '../lib/json.js';
 import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
+import { payloadText } from '../bus/payload.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, listReply, principalOf, readBody, reply, searchParams } from './http.js';
@@ -108,7 +109,8 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
         code: 'schema-type',
         path: 'producer-name',
       });
-    const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
+    // Read back as the same JSON value: a string such as "42" stays a string (bus/payload.ts).
+    const text = payloadText(payload);
     const seqno = await busFor(deps, p.tenant).produce(
       topic,
       producer ? { payload: text, 'producer-name': producer } : { payload: text },

@@ -8,27 +8,8 @@ import type { Json, JsonObject } from '../lib/json.js';
 import type { StreamEntry } from '../bus/bus.js';
 import { resolveTokens } from '../lib/json-pointer.js';
 import { canonicalScan, canonicalTop, keyEscaped, valueEscaped } from '../lib/canonical-json.js';
+import { parsePayload } from '../bus/payload.js';
 import { digitsDashDigits, maxPlainMtime, membersTail, needleOf, optionalFields, tailPlanOf } from './msg-pieces.js';
-
-function parsePayload(text: string): Json {
-  // Only text that can start a JSON value is tried, so plain strings skip the exception path.
-  const c = text.charCodeAt(0);
-  const maybe =
-    c === 123 ||
-    c === 91 ||
-    c === 34 ||
-    c === 45 ||
-    (c >= 48 && c <= 57) ||
-    text === 'true' ||
-    text === 'false' ||
-    text === 'null';
-  if (!maybe) return text;
-  try {
-    return JSON.parse(text) as Json;
-  } catch {
-    return text;
-  }
-}
 
 /**
  * The ISO text of the last mtime formatted: messages of a busy stream share their millisecond,

@@ -60,6 +60,30 @@ function e2e(backend: Backend): void {
     await eventually(async () => (await state('h1')).delivered === 1, 'delivered counter');
   });
 
+  t('produce: every payload reads back as the JSON value sent (a string "42" stays a string)', async () => {
+    const created = await api.json('POST', '/v1/config/volga/webhooks', {
+      body: {
+        name: 'types',
+        topics: ['types-t'],
+        'site-placement': { 'all-sites': true },
+        'start-position': 'beginning',
+        url: `${sink.url}/types`,
+        'data-format': 'json',
+        data: '${MSG}',
+      },
+    });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    const payloads = ['42', 'true', 'null', '{"a":1}', '"q"', ' 7', 'plain text', 42, { a: [1, '2'] }, ['x'], false];
+    for (const payload of payloads)
+      assert.is((await api.json('POST', '/v1/state/volga/topics/types-t/produce', { body: { payload } })).status, 201);
+    const got = () => sink.requests.filter((r) => r.path === '/types');
+    await sink.waitFor(() => got().length === payloads.length, 'every payload delivered');
+    assert.equal(
+      got().map((r) => (JSON.parse(r.body) as { payload: unknown }).payload),
+      payloads,
+    );
+  });
+
   t('state = the configuration as configured + runtime fields; content splits them; where agrees', async () => {
     const cfg = {
       name: 'st1',
