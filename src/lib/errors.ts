@@ -139,6 +139,7 @@ export const errorDetails = {
   'schema-maxProperties': 400,
   'schema-maximum': 400,
   'schema-minItems': 400,
+  'schema-maxItems': 400,
   'schema-minLength': 400,
   'schema-minProperties': 400,
   'schema-minimum': 400,

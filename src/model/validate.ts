@@ -11,15 +11,88 @@ import type { ResourceDef } from './resources.js';
 import type { Schema } from '../resources/schemas.js';
 import { unescapeToken } from '../lib/json-pointer.js';
 
-const validators = new Map<string, Validator>();
+/**
+ * A resource's validators: `all` reports every problem, `first` only one (used when listing
+ * every one would overflow the validator's stack); `unique`: the member paths whose `uniqueItems`
+ * we check ourselves, in linear time (the validator compares every pair: a list of 100,000
+ * entries held the event loop for half a minute).
+ */
+type Validators = { all: Validator; first: Validator; unique: string[][] };
+const validators = new Map<string, Validators>();
 
-function validatorOf(def: ResourceDef): Validator {
+function validatorOf(def: ResourceDef): Validators {
   let v = validators.get(def.id);
   if (!v) {
-    v = new Validator(def.schema as ConstructorParameters<typeof Validator>[0], '2020-12', false);
+    const unique: string[][] = [];
+    const schema = withoutUnique(def.schema, [], unique) as ConstructorParameters<typeof Validator>[0];
+    v = { all: new Validator(schema, '2020-12', false), first: new Validator(schema, '2020-12', true), unique };
     validators.set(def.id, v);
   }
   return v;
+}
+
+/** A copy of `schema` without `uniqueItems` on members reached through `properties`; their paths go to `out`. */
+function withoutUnique(schema: Schema, path: string[], out: string[][]): Schema {
+  const props = schema.properties as Record<string, Schema> | undefined;
+  if (!props && schema.uniqueItems !== true) return schema;
+  const copy: Schema = { ...schema };
+  if (copy.uniqueItems === true) {
+    delete copy.uniqueItems;
+    out.push(path);
+  }
+  if (props)
+    copy.properties = Object.fromEntries(
+      Object.entries(props).map(([k, s]) => [k, withoutUnique(s, [...path, k], out)]),
+    );
+  return copy;
+}
+
+/** Entries of one list beyond this are refused before any other check (each check is then bounded). */
+export const maxListEntries = 10_000;
+/** At most this many problems are listed for one object. */
+export const maxProblems = 100;
+
+/** The first list of `value` (at any depth) longer than maxListEntries: its path and length. */
+function overlongList(value: unknown, path: string[] = [], depth = 0): { path: string[]; length: number } | undefined {
+  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
+  if (Array.isArray(value)) {
+    if (value.length > maxListEntries) return { path, length: value.length };
+    for (const [i, v] of value.entries()) {
+      const hit = overlongList(v, [...path, String(i)], depth + 1);
+      if (hit) return hit;
+    }
+    return undefined;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const hit = overlongList(v, [...path, k], depth + 1);
+    if (hit) return hit;
+  }
+  return undefined;
+}
+
+/** The `uniqueItems` problems the validator no longer checks (validatorOf): one per list with an entry twice. */
+function uniqueProblems(paths: readonly string[][], obj: JsonObject, xPath: string): ApiError[] {
+  const out: ApiError[] = [];
+  for (const path of paths) {
+    let node: unknown = obj;
+    for (const k of path) node = typeof node === 'object' && node !== null ? (node as JsonObject)[k] : undefined;
+    if (!Array.isArray(node)) continue;
+    const seen = new Set<string>();
+    const twice = node.find((e) => {
+      const key = typeof e === 'string' ? `s${e}` : `j${JSON.stringify(e)}`;
+      return seen.has(key) || !seen.add(key);
+    });
+    if (twice === undefined) continue;
+    const field = path.join('/');
+    out.push(
+      new ApiError(
+        'invalid-value',
+        `Cannot use ${field} with ${JSON.stringify(twice)} twice: entries must be unique (${xPath})`,
+        { code: 'schema-uniqueItems', path: field, 'x-path': xPath },
+      ),
+    );
+  }
+  return out;
 }
 
 /** The tokens of a JSON pointer written as a URI fragment ('#/labels/app~1tier' → ['labels', 'app/tier']). */
@@ -64,6 +137,7 @@ const schemaCodes: Partial<Record<string, DetailFor<'invalid-value'>>> = {
   minLength: 'schema-minLength',
   maxLength: 'schema-maxLength',
   minItems: 'schema-minItems',
+  maxItems: 'schema-maxItems',
   uniqueItems: 'schema-uniqueItems',
   minProperties: 'schema-minProperties',
   maxProperties: 'schema-maxProperties',
@@ -240,8 +314,28 @@ function secretMembers(def: ResourceDef, obj: JsonObject): Set<string> {
 
 /** Every schema problem of `obj`, each naming its field (empty when valid). */
 export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): ApiError[] {
-  const result = validatorOf(def).validate(obj);
-  if (result.valid) return [];
+  const long = overlongList(obj);
+  if (long) {
+    const field = long.path.join('/');
+    return [
+      new ApiError(
+        'invalid-value',
+        `Cannot use a list of ${long.length} entries as ${field}: at most ${maxListEntries} (${xPath})`,
+        { code: 'schema-maxItems', path: field, 'x-path': xPath },
+      ),
+    ];
+  }
+  const v = validatorOf(def);
+  const unique = uniqueProblems(v.unique, obj, xPath);
+  let result;
+  try {
+    result = v.all.validate(obj);
+  } catch (err) {
+    // Too many problems for the validator to gather (its stack overflows): name the first.
+    if (!(err instanceof RangeError)) throw err;
+    result = v.first.validate(obj);
+  }
+  if (result.valid) return unique;
   const seen = new Set<string>();
   const covered: string[] = [];
   const out: ApiError[] = [];
@@ -263,6 +357,7 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
         'x-path': xPath,
       }),
     );
+    if (out.length >= maxProblems) break;
   }
-  return out;
+  return [...unique, ...out].slice(0, maxProblems);
 }
