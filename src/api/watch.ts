@@ -19,6 +19,7 @@ import { ApiError } from '../lib/errors.js';
 import type { Store } from '../store/store.js';
 import type { AppDeps } from './deps.js';
 import type { Ctx } from './http.js';
+import { permissionsOf } from '../auth/principal.js';
 import { errorText } from '../lib/error-text.js';
 
 /** One object of a read: its `/v1/...` path and the value the read answers for it. */
@@ -104,9 +105,35 @@ function withPath(o: WatchedObject): JsonObject {
   return isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value };
 }
 
+/**
+ * Why the stream must end now, or undefined: its token no longer authenticates (the user was
+ * deleted, its password or tenant changed, the token was revoked) or its permissions changed
+ * (policies, tenants). Reads and keep-alives check it first, so no change reaches a caller
+ * who could no longer read it; the client opens the watch again, authorized afresh.
+ */
+function revocationCheck(c: Ctx, auth: AppDeps['auth'] | undefined): () => Promise<ApiError | undefined> {
+  const opened = c.get('principal');
+  const header = c.req.header('authorization');
+  if (!opened || !auth) return () => Promise.resolve(undefined);
+  const was = permissionsOf(opened);
+  return async () => {
+    try {
+      const now = await auth.authenticate(header);
+      if (permissionsOf(now) === was) return undefined;
+      return new ApiError('unauthorized', "The token's permissions changed: reopen the watch", {
+        code: 'invalid-token',
+      });
+    } catch (err) {
+      if (err instanceof ApiError) return err;
+      throw err;
+    }
+  };
+}
+
 /** The SSE response of a watch; the caller has already checked the query and authorization. */
-export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, spec: WatchSpec): Response {
+export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime' | 'auth'>, spec: WatchSpec): Response {
   const hub = watchHub(deps);
+  const revoked = revocationCheck(c, deps.auth);
   return streamSSE(c, async (stream: SSEStreamingApi) => {
     const sent = new Map<string, string>();
     let dirty = true;
@@ -138,12 +165,18 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
       for (const [k, v] of now) sent.set(k, v);
     };
 
+    /** Ends the stream with `event: expired` and the reason (a 401's error entry). */
+    const expire = (err: ApiError): Promise<void> =>
+      stream.writeSSE({ event: 'expired', data: JSON.stringify(err.toEntry()) }).then(end, end);
+
     const pump = async (): Promise<void> => {
       if (running) return;
       running = true;
       try {
         while (dirty && !closed) {
           dirty = false;
+          const why = await revoked();
+          if (why) return void (await expire(why));
           await emit(await spec.read());
         }
       } catch (err) {
@@ -170,22 +203,17 @@ export function watchResponse(c: Ctx, deps: Pick<AppDeps, 'store' | 'runtime'>, 
       expires === undefined
         ? undefined
         : setTimeout(
-            () => {
-              stream
-                .writeSSE({
-                  event: 'expired',
-                  data: JSON.stringify(
-                    new ApiError('unauthorized', 'The token expired: log in again and reopen the watch', {
-                      code: 'invalid-token',
-                    }).toEntry(),
-                  ),
-                })
-                .then(end, end);
-            },
+            () =>
+              void expire(
+                new ApiError('unauthorized', 'The token expired: log in again and reopen the watch', {
+                  code: 'invalid-token',
+                }),
+              ),
             Math.min(Math.max(0, expires - Date.now()), 2 ** 31 - 1),
           );
+    // A revoked token ends the stream within a keep-alive even when nothing changes.
     const keepAlive = setInterval(() => {
-      stream.write(': keep-alive\n\n').catch(end);
+      void revoked().then((why) => (why ? expire(why) : stream.write(': keep-alive\n\n').catch(end)), end);
     }, hub.keepAliveMs);
     try {
       await pump();

@@ -23,6 +23,17 @@ export type Principal = {
   tenants: ReadonlySet<string>;
 };
 
+/**
+ * What a principal may do, as text: equal for two principals of one token exactly when they
+ * reach the same tenants with the same rules (a watch stream ends when it changes).
+ */
+export function permissionsOf(p: Principal): string {
+  const rules = p.policies.rules.map(
+    (r) => `${r.origin} ${r.effect} ${[...r.operations].sort().join(',')} ${r.pattern.source}`,
+  );
+  return JSON.stringify([p.user, p.tenant, [...p.tenants].sort(), p.policies.invalid, rules]);
+}
+
 export type Directory = {
   user(tenant: string, name: string): Promise<UserRecord | undefined>;
   policies(tenant: string, names: readonly string[]): Promise<CompiledPolicies>;

@@ -296,6 +296,58 @@ function watchSuite(backend: Backend): void {
     }
   });
 
+  /** A user of its own policy reading everything; its token. */
+  const reader = async (name: string): Promise<string> => {
+    const policy = { name: `${name}-p`, rules: [{ path: '/**', operations: ['read'], effect: 'allow' }] };
+    assert.is((await api.json('PUT', `/v1/config/system/policies/${name}-p`, { body: policy })).status, 201);
+    const user = { name, password: 'watcher-password-1', policies: [`${name}-p`] };
+    assert.is((await api.json('PUT', `/v1/config/system/users/${name}`, { body: user })).status, 201);
+    const login = await api.json('POST', '/v1/login', { body: { username: name, password: 'watcher-password-1' } });
+    assert.is(login.status, 200);
+    return (login.body as { token: string }).token;
+  };
+  const isExpired = (e: SseEvent) => e.event === 'expired';
+
+  t('a deleted user: its stream ends with expired before any later change reaches it', async () => {
+    const w = await watch('/v1/config/applications?watch', await reader('gone'));
+    await w.next(synced, 'synced');
+    assert.is((await api.json('DELETE', '/v1/config/system/users/gone')).status, 204);
+    await api.json('POST', '/v1/config/applications', { body: { name: 'after-delete', version: '1' } });
+    const e = await w.next(isExpired, 'expired');
+    assert.is(data(e)['error-info'], 'invalid-token');
+    assert.not.ok(
+      w.events.some((x) => x.event === 'change'),
+      `nothing after the deletion: ${JSON.stringify(w.events)}`,
+    );
+    await api.req('DELETE', '/v1/config/applications/after-delete');
+  });
+
+  t("changed permissions (the user's policy) end the stream before the next change", async () => {
+    const w = await watch('/v1/config/applications?watch', await reader('flip'));
+    await w.next(synced, 'synced');
+    const deny = { name: 'flip-p', rules: [{ path: '/**', operations: ['read'], effect: 'deny' }] };
+    assert.is((await api.json('PUT', '/v1/config/system/policies/flip-p', { body: deny })).status, 204);
+    await api.json('POST', '/v1/config/applications', { body: { name: 'after-deny', version: '1' } });
+    const e = await w.next(isExpired, 'expired');
+    assert.match(String(data(e)['error-message']), /permissions changed/);
+    assert.not.ok(w.events.some((x) => x.event === 'change'));
+    await api.req('DELETE', '/v1/config/applications/after-deny');
+  });
+
+  t('a revoked token ends an idle stream at its next keep-alive', async () => {
+    const hub = watchHub(api.instance.deps);
+    const before = hub.keepAliveMs;
+    hub.keepAliveMs = 50;
+    try {
+      const w = await watch('/v1/config/sites?watch', await reader('idle'));
+      await w.next(synced, 'synced');
+      assert.is((await api.json('DELETE', '/v1/config/system/users/idle')).status, 204);
+      await w.next(isExpired, 'expired at a keep-alive');
+    } finally {
+      hub.keepAliveMs = before;
+    }
+  });
+
   t('the read decides: 401 without a token, 400 for watch with count or an unknown parameter', async () => {
     const res = await fetch(`${base}/v1/config/applications?watch`);
     assert.is(res.status, 401);
