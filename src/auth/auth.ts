@@ -186,7 +186,7 @@ function createLogin(
     // Throttle key: the name as typed (bounded by usernameForm) or a fixed marker for junk.
     const who = name ? `${tenant}/${name}` : '-';
     try {
-      await throttle.check(who, clientAddr);
+      await throttle.attempt(who, clientAddr);
     } catch (err) {
       // A throttled login is audited; the store unreachable (503) is no login attempt.
       if (err instanceof ApiError && err.code === 'too-many-requests')
@@ -196,7 +196,6 @@ function createLogin(
     const user = name && (await tenants.exists(tenant)) ? await directory.user(tenant, name) : undefined;
     const ok = await verifyPassword(password, user?.passwordHash);
     if (!ok || !user?.passwordHash || !name) {
-      await throttle.failed(who, clientAddr);
       await audit(loginEvent(name ?? null, name ? tenant : null, 401, clientAddr));
       throw new ApiError('unauthorized', 'Cannot log in: unknown user or wrong password', {
         code: 'bad-credentials',

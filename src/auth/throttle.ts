@@ -1,9 +1,12 @@
 /**
  * Failed-login throttle: fixed windows counted in the store's kv area (shared by every
  * process on one Redis). Two counters per failure: user+address (small limit: guessing one
- * account) and address alone (larger limit: spraying many accounts). A success clears the
- * user+address counter. While either counter is at its limit, login answers 429 without
- * looking at the password, with Retry-After set to the window.
+ * account) and address alone (larger limit: spraying many accounts). Each attempt is counted
+ * as a failure before its password is checked (one increment each, atomic in the store), so
+ * attempts sent together cannot all pass a check made before any of them failed; a success
+ * then gives its count back (clears the user+address counter, takes one off the address's).
+ * While either counter is past its limit, login answers 429 without looking at the password,
+ * with Retry-After set to the window.
  */
 import { ApiError } from '../lib/errors.js';
 import { kvPrefix } from '../store/keys.js';
@@ -21,9 +24,9 @@ export type ThrottleOptions = {
 export const defaultThrottle: ThrottleOptions = { perUser: 5, perAddress: 20, windowSeconds: 300 };
 
 export type Throttle = {
-  /** Throws 429 too-many-requests when this user or address has failed too often. */
-  check(user: string, address: string): Promise<void>;
-  failed(user: string, address: string): Promise<void>;
+  /** Counts an attempt as failed; throws 429 too-many-requests when this user or address has failed too often. */
+  attempt(user: string, address: string): Promise<void>;
+  /** The attempt succeeded: its count is given back. */
   succeeded(user: string, address: string): Promise<void>;
 };
 
@@ -35,13 +38,15 @@ export function createThrottle(store: Store, opts: ThrottleOptions = defaultThro
   const userKey = (user: string, address: string) => `${kvPrefix.throttle}${user}|${address}`;
   const addressKey = (address: string) => `${kvPrefix.throttle}|${address}`;
   const ttlMs = opts.windowSeconds * 1000;
-  const count = async (key: string) => Number((await store.kvGet(key)) ?? 0) || 0;
 
   return {
-    async check(user, address) {
-      const [u, a] = await Promise.all([count(userKey(user, address)), count(addressKey(address))]);
-      if (u >= opts.perUser || a >= opts.perAddress) {
-        const who = u >= opts.perUser ? 'this user from this address' : 'this address';
+    async attempt(user, address) {
+      const [u, a] = await Promise.all([
+        store.kvIncr(userKey(user, address), 1, ttlMs),
+        store.kvIncr(addressKey(address), 1, ttlMs),
+      ]);
+      if (u > opts.perUser || a > opts.perAddress) {
+        const who = u > opts.perUser ? 'this user from this address' : 'this address';
         throw new ApiError(
           'too-many-requests',
           `Cannot log in: too many failed logins for ${who}; wait ${opts.windowSeconds} seconds`,
@@ -54,11 +59,8 @@ export function createThrottle(store: Store, opts: ThrottleOptions = defaultThro
         );
       }
     },
-    async failed(user, address) {
-      await Promise.all([store.kvIncr(userKey(user, address), 1, ttlMs), store.kvIncr(addressKey(address), 1, ttlMs)]);
-    },
     async succeeded(user, address) {
-      await store.kvDel(userKey(user, address));
+      await Promise.all([store.kvDel(userKey(user, address)), store.kvIncr(addressKey(address), -1, ttlMs)]);
     },
   };
 }

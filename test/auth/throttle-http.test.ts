@@ -47,6 +47,19 @@ function run(backend: Backend): void {
     assert.is((await login('admin', 'admin-password-1', '192.0.2.10')).status, 429, 'still throttled there');
   });
 
+  t('attempts sent together are counted before their passwords are checked: at most five pass', async () => {
+    const all = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => login('bob', `wrong-password-${i}`, '192.0.2.30')),
+    );
+    const statuses = all.map((r) => r.status).sort();
+    assert.is(statuses.filter((s) => s === 401).length, 5, statuses.join(','));
+    assert.is(statuses.filter((s) => s === 429).length, 25);
+  });
+
+  t('a success gives its attempt back: logins that succeed never throttle an address', async () => {
+    for (let i = 0; i < 25; i++) assert.is((await login('bob', 'bob-password-1', '192.0.2.40')).status, 200);
+  });
+
   t.run();
 }
 
