@@ -295,9 +295,11 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
   deps.auth.authorize(p, `${PREFIX}/${r.path}`, 'read');
   const base = configKey(p.tenant, r.path);
   const prefix = base + '/';
+  // A member the caller's policies deny reading is left out, as in a read of the whole tree.
+  const readable = (e: Entry) => deps.auth.allows(p, `${PREFIX}/${e.key.slice(p.tenant.length + 1)}`, 'read');
   const members = async () => {
     const { entries } = directMembers(await deps.store.list(base), base);
-    const values = entries.map((e) => ({ key: e.key, value: redact(r.def, e.value), entry: e }));
+    const values = entries.filter(readable).map((e) => ({ key: e.key, value: redact(r.def, e.value), entry: e }));
     const where = q.where;
     return where ? values.filter((v) => where.test(v.value)) : values;
   };
@@ -334,7 +336,7 @@ async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchPar
     const all = directMembers(await deps.store.list(base), base);
     return (
       conditionalRead(c, `${PREFIX}/${r.path}`, all.etag) ??
-      reply(c, 200, { count: all.entries.length }, { headers: { ETag: all.etag } })
+      reply(c, 200, { count: all.entries.filter(readable).length }, { headers: { ETag: all.etag } })
     );
   }
   const found = await members();

@@ -322,10 +322,10 @@ async function readStateList(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved,
   checkSite(deps, q.site);
   const source = pick(q.site);
   const listed = async (): Promise<Item[]> => {
-    let items = (await source.items(p.tenant, r, new Map())).map((i) => ({
-      ...i,
-      value: contentFilter(i, q),
-    }));
+    // A member the caller's policies deny reading is left out, as in a read of the whole tree.
+    let items = (await source.items(p.tenant, r, new Map()))
+      .filter((i) => deps.auth.allows(p, `${PREFIX}/${i.path}`, 'read'))
+      .map((i) => ({ ...i, value: contentFilter(i, q) }));
     if (q.where) {
       const w = q.where;
       items = items.filter((i) => w.test(i.value));

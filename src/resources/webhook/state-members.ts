@@ -29,6 +29,8 @@ const siteRow: Schema = {
 };
 
 export const webhookStateMembers: Readonly<Record<string, Schema>> = {
+  /** The site whose process wrote this state (exporter/runtime.ts). */
+  site: { type: 'string' },
   status,
   'start-time': time,
   'consumed-topics': { type: 'array', items: { type: 'string' } },
