@@ -140,6 +140,7 @@ export const errorDetails = {
   'schema-maximum': 400,
   'schema-minItems': 400,
   'schema-maxItems': 400,
+  'no-stored-value': 400,
   'schema-minLength': 400,
   'schema-minProperties': 400,
   'schema-minimum': 400,

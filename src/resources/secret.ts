@@ -4,7 +4,8 @@
  * REDACTED back keeps the value), and in clear only by a state read of the one secret.
  */
 import { isObject, type JsonObject } from '../lib/json.js';
-import { decryptSecret, encryptSecret, redactSecret, unredact } from '../secrets/secrets.js';
+import { ApiError } from '../lib/errors.js';
+import { decryptSecret, encryptSecret, REDACTED, redactSecret, unredact } from '../secrets/secrets.js';
 import { secretSchema } from './schemas.js';
 import { resource, type ResourceModule } from './module.js';
 
@@ -21,6 +22,21 @@ export const secret: ResourceModule = resource({
   redact: redactSecret,
   patchForm: redactSecret,
   unredact,
+  // A placeholder left after unredact had no stored value to keep (an export applied to another
+  // store): stored, it would be the value, and an exporter would send "(secret)" as a credential.
+  check(obj, xPath) {
+    if (!isObject(obj.data)) return [];
+    return Object.entries(obj.data)
+      .filter(([, v]) => v === REDACTED)
+      .map(
+        ([k]) =>
+          new ApiError(
+            'invalid-value',
+            `Cannot use ${REDACTED} as data/${k}: it keeps a stored value, and this secret has none for ${k}; give the value (${xPath})`,
+            { code: 'no-stored-value', path: `data/${k}`, 'x-path': xPath },
+          ),
+      );
+  },
   masked(obj, hide) {
     if (!isObject(obj.data)) return obj;
     return { ...obj, data: Object.fromEntries(Object.entries(obj.data).map(([k, v]) => [k, hide(v)])) };

@@ -14,7 +14,7 @@ import { loadSettings, type Settings } from '../../src/lib/settings.js';
 import { createInstance, type Instance } from '../../src/main/server.js';
 import { startApi, type TestApi } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
-import { wireErrors } from '../helpers/assert.js';
+import { firstProblem, wireErrors } from '../helpers/assert.js';
 
 const PLAIN = 'very-secret-plaintext-4711';
 const VAULT = '/v1/config/strongbox/vaults/v';
@@ -173,6 +173,23 @@ function secretSuite(backend: Backend): void {
     const state = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s2');
     assert.equal(state.body, { name: 's2', dict: { a: 'A-value', b: 'B-value', c: 'C-value' } });
     assert.is((await api.json('DELETE', x)).status, 204);
+  });
+
+  t('(secret) where no value is stored is a 400 no-stored-value naming the member; nothing stored', async () => {
+    const created = await api.json('PUT', `${VAULT}/secrets/fresh`, { body: { data: { k: '(secret)' } } });
+    assert.is(created.status, 400, JSON.stringify(created.body));
+    assert.is(firstProblem(created.body).code, 'no-stored-value');
+    assert.is(firstProblem(created.body).path, 'data/k');
+    assert.is((await api.json('GET', `${VAULT}/secrets/fresh`)).status, 404);
+    assert.is((await api.json('PUT', `${VAULT}/secrets/fresh`, { body: { data: { k: 'v' } } })).status, 201);
+    const added = await api.json('PATCH', `${VAULT}/secrets/fresh`, {
+      body: { data: { k: '(secret)', k2: '(secret)' } },
+    });
+    assert.is(added.status, 400, JSON.stringify(added.body));
+    assert.is(firstProblem(added.body).path, 'data/k2');
+    const state = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/fresh');
+    assert.equal(state.body, { name: 'fresh', dict: { k: 'v' } });
+    assert.is((await api.json('DELETE', `${VAULT}/secrets/fresh`)).status, 204);
   });
 
   t('values are encrypted at rest (AES-256-GCM ciphertext, no plaintext in the stored form)', async () => {
