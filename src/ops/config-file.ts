@@ -4,7 +4,7 @@
  * tenant through the same multi-object write path as `PATCH /v1/config` (replace by default,
  * `x-operation` per object). Like `kubectl apply`, it is idempotent: an object equal to the
  * stored one is not written, so a second start with the same file changes nothing (same
- * ETags). Any problem (unreadable file, bad syntax, an invalid object) fails the whole file
+ * ETags; a delete of an object already gone is passed over). Any problem (unreadable file, bad syntax, an invalid object) fails the whole file
  * with a ConfigFileError naming the file and the problem: nothing is applied.
  */
 import { readFileSync } from 'node:fs';
@@ -63,7 +63,29 @@ export function readConfigFile(file: string): ConfigFile {
 
 type TxDeps = Pick<AppDeps, 'store' | 'strongbox' | 'settings'> & { auth?: AppDeps['auth'] };
 
-function run(cfg: ConfigFile, deps: TxDeps, mode: 'validate' | 'commit') {
+/**
+ * The file's changes without the deletes of objects that are already gone (and not made earlier
+ * in the file): a file that deletes an object applies again at every start, as kubectl's
+ * `delete --ignore-not-found`, where the second start failed ("it does not exist") for good.
+ */
+async function applicable(cfg: ConfigFile, deps: TxDeps): Promise<ConfigFile['changes']> {
+  const out: ConfigFile['changes'] = [];
+  const written = new Set<string>();
+  for (const c of cfg.changes) {
+    const at = `${c.tenant ?? deps.settings.tenant}\u0000${c.path}`;
+    if (
+      c.op === 'delete' &&
+      !written.has(at) &&
+      !(await deps.store.get(configKey(c.tenant ?? deps.settings.tenant, c.path)))
+    )
+      continue;
+    if (c.op !== 'delete') written.add(at);
+    out.push(c);
+  }
+  return out;
+}
+
+async function run(cfg: ConfigFile, deps: TxDeps, mode: 'validate' | 'commit') {
   return runTransaction(
     {
       store: deps.store,
@@ -74,7 +96,7 @@ function run(cfg: ConfigFile, deps: TxDeps, mode: 'validate' | 'commit') {
       actor: 'EDGEPLANE_CONFIG',
       ...(deps.auth ? { tenants: deps.auth.tenants, committed: (keys: string[]) => deps.auth!.invalidate(keys) } : {}),
     },
-    cfg.changes,
+    await applicable(cfg, deps),
     mode,
   );
 }

@@ -116,6 +116,25 @@ function idempotent(backend: Backend): void {
 
 forEachBackend(idempotent);
 
+test('a file that deletes an object starts again and again (a delete of an object already gone is passed over)', async () => {
+  const dir = tempDir('edgeplane-config-file-');
+  const make = join(dir, 'make.yaml');
+  const del = join(dir, 'del.yaml');
+  writeFileSync(make, 'x-path: /v1/config/sites/zzz\nlabels: {a: b}\n');
+  writeFileSync(del, 'x-path: /v1/config/sites/zzz\nx-operation: delete\n');
+  await (await start({ DATA_DIR: dir, EDGEPLANE_CONFIG: make })).close(1000);
+  for (const round of [1, 2]) {
+    const inst = await start({ DATA_DIR: dir, EDGEPLANE_CONFIG: del });
+    try {
+      const paths = (await getConfig(inst, '')).map((o) => o['x-path']);
+      assert.not.ok(paths.includes('/v1/config/sites/zzz'), `start ${round}: deleted`);
+      assert.equal(await applyConfigFile(del, inst.deps), { changed: 0, objects: 1 });
+    } finally {
+      await inst.close(1000);
+    }
+  }
+});
+
 test('the JSON output of GET /v1/config applies as is, changing nothing', async () => {
   const dir = tempDir('edgeplane-config-file-');
   const yaml = join(dir, 'in.yaml');
