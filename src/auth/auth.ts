@@ -20,6 +20,7 @@ import {
   issueToken,
   lookupToken,
   looksLikeToken,
+  revokeStaleTokens,
   revokeToken,
   tokenId,
   type TokenReply,
@@ -30,6 +31,9 @@ import { tenant as tenantResource } from '../resources/tenant.js';
 import { anyKeyOf } from '../resources/paths.js';
 import { BoundedMap } from '../lib/bounded-cache.js';
 import { bearerToken } from '../lib/bearer.js';
+import { readUser } from './users.js';
+import { log } from '../lib/log.js';
+import { errorText } from '../lib/error-text.js';
 
 export type AuthOptions = {
   settings: Pick<Settings, 'tenant' | 'tokenTtlSeconds' | 'adminPassword'>;
@@ -95,6 +99,9 @@ export function createAuth(opts: AuthOptions): Auth {
   const login = createLogin(parts, createThrottle(store, opts.throttle ?? defaultThrottle));
   const verify = tokenVerifier(parts);
   const principals = principalCache(store, now);
+  const stopRevoking = store.onChange((keys) => {
+    for (const key of keys) if (user.parseKey(key)) void revokeForUser(store, key);
+  });
 
   async function authenticate(header: string | undefined): Promise<Principal> {
     const hit = principals.get(header);
@@ -147,10 +154,29 @@ export function createAuth(opts: AuthOptions): Auth {
       principals.invalidate(keys);
     },
     close() {
+      stopRevoking();
       principals.close();
       directory.close();
     },
   };
+}
+
+/**
+ * A user object changed: the tokens it no longer backs (it was deleted, or its password changed)
+ * are deleted, so that no later write (a rollback restoring it as it was) brings them back.
+ */
+async function revokeForUser(store: Store, key: string): Promise<void> {
+  const parts = user.parseKey(key);
+  if (!parts?.name) return;
+  try {
+    const rec = readUser(parts.name, (await store.get(key))?.value);
+    const credential = rec?.passwordHash ? credentialOf(rec.passwordHash) : undefined;
+    const n = await revokeStaleTokens(store, parts.tenant, parts.name, credential);
+    if (n > 0) log('info', 'tokens revoked', { tenant: parts.tenant, user: parts.name, tokens: n });
+  } catch (err) {
+    // Each token is refused anyway while its user differs (tokenVerifier): only a rollback could revive it.
+    log('warn', 'cannot revoke the tokens of a changed user', { key, error: errorText(err) });
+  }
 }
 
 /** What the parts of createAuth share. */
@@ -267,6 +293,8 @@ function tokenVerifier({ store, now, tenants, directory }: AuthParts) {
     // The user, its tenant and its password must still be what they were at login.
     const user = (await tenants.exists(rec.tenant)) ? await directory.user(rec.tenant, rec.user) : undefined;
     if (!user?.passwordHash || credentialOf(user.passwordHash) !== rec.credential) {
+      // Gone for good: a rollback that restores the user as it was must not revive it.
+      await revokeToken(store, id).catch(() => undefined);
       throw unauthorized(
         "Cannot authenticate: the token's user, tenant or password has changed; log in again",
         'invalid-token',
