@@ -76,7 +76,7 @@ function compact(file: string, streams: Map<string, Stream>): void {
     }
   }
   const tmp = `${file}.tmp`;
-  writeFileSync(tmp, lines.length ? lines.join('\n') + '\n' : '');
+  writeFileSync(tmp, lines.length ? lines.join('\n') + '\n' : '', { mode: 0o600 });
   renameSync(tmp, file);
 }
 
@@ -152,7 +152,7 @@ export function openStreamLog(dataDir: string | undefined, opts: { compactMinByt
     return s;
   };
   if (file) {
-    mkdirSync(dataDir!, { recursive: true });
+    mkdirSync(dataDir!, { recursive: true, mode: 0o700 });
     const loaded = replayLines(file, parseRecord);
     for (const r of loaded.records) applyRecord(stream(r.topic), r);
     if (loaded.tornBytes > 0)
@@ -161,7 +161,7 @@ export function openStreamLog(dataDir: string | undefined, opts: { compactMinByt
       compact(file, streams);
   }
   // Kept open (an append per message and per delivery: opening the file for each cost more than the write).
-  let fd = file ? openSync(file, 'a') : undefined;
+  let fd = file ? openSync(file, 'a', 0o600) : undefined;
   return {
     streams,
     stream,
@@ -173,7 +173,7 @@ export function openStreamLog(dataDir: string | undefined, opts: { compactMinByt
     record(r) {
       applyRecord(stream(r.topic), r);
       if (fd !== undefined) writeSync(fd, JSON.stringify(r) + '\n');
-      else if (file) appendFileSync(file, JSON.stringify(r) + '\n');
+      else if (file) appendFileSync(file, JSON.stringify(r) + '\n', { mode: 0o600 });
     },
     close() {
       if (fd === undefined) return;

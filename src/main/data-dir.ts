@@ -88,14 +88,16 @@ function readOwner(path: string): Owner | undefined {
 
 /**
  * `mkdir -p`, one level at a time: Node's recursive mkdirSync loops forever where a parent
- * exists but refuses children with ENOENT (/proc/nope: 100 % CPU, deaf to SIGTERM).
+ * exists but refuses children with ENOENT (/proc/nope: 100 % CPU, deaf to SIGTERM). `mode` is
+ * the last level's: DATA_DIR itself is made 0700 (it holds password hashes, tokens' digests,
+ * the audit trail and every message of the embedded bus).
  */
-function makeDirs(dir: string): void {
+function makeDirs(dir: string, mode = 0o777): void {
   if (existsSync(dir)) return;
   const parent = dirname(dir);
   if (parent !== dir) makeDirs(parent);
   try {
-    mkdirSync(dir);
+    mkdirSync(dir, { mode });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
@@ -104,7 +106,7 @@ function makeDirs(dir: string): void {
 /** Creates DATA_DIR when missing and checks this process may write there; throws DataDirError. */
 export function prepareDataDir(dir: string): void {
   try {
-    makeDirs(resolve(dir));
+    makeDirs(resolve(dir), 0o700);
   } catch (err) {
     throw new DataDirError(`cannot create ${dir} (${errorText(err)})`);
   }

@@ -99,7 +99,7 @@ export class AofWriter {
   private fd: number | undefined;
 
   constructor(readonly path: string) {
-    this.fd = openSync(path, 'a');
+    this.fd = openSync(path, 'a', 0o600);
   }
 
   /** `line` is one encoded record (see encode*), without the newline. */
@@ -139,7 +139,7 @@ export function encodeKvDel(key: string): string {
 /** Replaces the file with `lines` (encoded records) atomically: temp file, fsync, rename, fsync the dir. */
 export function rewrite(path: string, lines: Iterable<string>): number {
   const tmp = path + '.tmp';
-  const fd = openSync(tmp, 'w');
+  const fd = openSync(tmp, 'w', 0o600);
   let bytes = 0;
   try {
     let chunk = '';
@@ -166,5 +166,5 @@ export function rewrite(path: string, lines: Iterable<string>): number {
 }
 
 export function ensureDir(dir: string): void {
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
 }
