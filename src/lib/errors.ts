@@ -156,6 +156,7 @@ export const errorDetails = {
   'tenant-exists': 409,
   'test-failed': 400,
   'too-deep': 400,
+  'where-too-costly': 400,
   type: 400,
   'undefined-variable': 400,
   'unexpected-character': 400,

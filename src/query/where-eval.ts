@@ -9,13 +9,15 @@ import { queryError } from './error.js';
 import { directCompare } from './where-direct.js';
 import { functions, type Fn } from './where-functions.js';
 import type { Expr, Step } from './where-parser.js';
-import { compare, toBool, toNum, XNode, type NodeSet, type XValue } from './where-values.js';
+import { compare, spend, toBool, toNum, XNode, type NodeSet, type XValue } from './where-values.js';
 
 type StepFn = (input: NodeSet) => NodeSet;
 
 function pushValue(name: string, v: Json, parent: XNode, out: NodeSet): void {
-  if (Array.isArray(v)) for (const item of v) pushValue(name, item, parent, out);
-  else out.push(new XNode(name, v, parent));
+  if (Array.isArray(v)) {
+    spend(v.length);
+    for (const item of v) pushValue(name, item, parent, out);
+  } else out.push(new XNode(name, v, parent));
 }
 
 function pushChildren(n: XNode, name: string, out: NodeSet): void {
@@ -39,6 +41,7 @@ function applyPredicates(nodes: NodeSet, predicates: Fn[]): NodeSet {
   for (const pred of predicates) {
     const next: NodeSet = [];
     const size = current.length;
+    spend(size);
     for (let i = 0; i < size; i++) {
       const n = current[i] as XNode;
       const r = pred(n, i + 1, size);
@@ -53,9 +56,10 @@ function compileStep(step: Step): StepFn {
   if (step.axis === 'self') return (input) => input;
   if (step.axis === 'parent') {
     return (input) => {
-      const out: NodeSet = [];
-      for (const n of input) if (n.parent && !out.includes(n.parent)) out.push(n.parent);
-      return out;
+      // Each parent once, in order (a Set: input may be a whole long list's nodes).
+      const seen = new Set<XNode>();
+      for (const n of input) if (n.parent) seen.add(n.parent);
+      return [...seen];
     };
   }
   const { name } = step;

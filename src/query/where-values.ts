@@ -7,6 +7,27 @@
  * string-value of an object is the concatenation of its descendants' text, in order.
  */
 import { isObject, type Json } from '../lib/json.js';
+import { queryError } from './error.js';
+
+/**
+ * What one request's `where` may spend, in steps (nodes made, pairs compared), over every
+ * object it tests: an expression whose cost grows with the square of a list (a node-set
+ * comparison inside a predicate over 20,000 entries) held the event loop for 20 s. Set by
+ * compileWhere's test around each evaluation; 400 `where-too-costly` when spent.
+ */
+export const whereBudget = { left: Infinity };
+export const maxWhereSteps = 20_000_000;
+
+export function spend(steps: number): void {
+  whereBudget.left -= steps;
+  if (whereBudget.left < 0)
+    throw queryError(
+      'where',
+      'where-too-costly',
+      0,
+      `the expression needs more than ${maxWhereSteps} steps over these objects (a comparison of two long lists, for each of a long list's entries?); simplify it`,
+    );
+}
 
 export class XNode {
   constructor(
@@ -151,6 +172,7 @@ export function compare(op: CompareOp, a: XValue, b: XValue): boolean {
   const bSet = Array.isArray(b);
   if (aSet && bSet) {
     if (a.length === 0 || b.length === 0) return false;
+    spend(a.length * b.length);
     const right = b.map(stringValue);
     for (const n of a) {
       const s = stringValue(n);

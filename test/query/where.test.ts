@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { compileWhere } from '../../src/query/where.js';
 import type { JsonObject } from '../../src/lib/json.js';
+import type { ApiError } from '../../src/lib/errors.js';
 
 const site: JsonObject = {
   name: 'edge-1',
@@ -226,6 +227,32 @@ test('plain paths against constants (read directly) agree with the general node-
         `${form} vs ${general} on ${JSON.stringify(doc)}`,
       );
   }
+});
+
+test('a quadratic expression over a long list is refused (where-too-costly), a linear one is not', () => {
+  const doc = { 'match-string': Array.from({ length: 20_000 }, (_, i) => `s${i}`) };
+  // Each entry compared with every entry: 400 million pairs, refused at the first comparison.
+  let code: unknown;
+  try {
+    compileWhere('count(match-string[. = ../match-string]) > 0').test(doc);
+  } catch (err) {
+    code = (err as ApiError).info?.code;
+  }
+  assert.is(code, 'where-too-costly');
+  assert.is(compileWhere("match-string = 's19999'").test(doc), true);
+  assert.is(compileWhere('count(match-string[. != 0]) = 20000').test(doc), true);
+});
+
+test('the budget is per read: a predicate tests again in a later turn (a watch stream)', async () => {
+  const doc = { tags: Array.from({ length: 3_000 }, (_, i) => `t${i}`) };
+  // 3,000 × 3,000 = 9 million pairs a test: two fit in one budget, three do not.
+  const w = compileWhere('tags = tags');
+  for (let read = 0; read < 4; read++) {
+    assert.is(w.test(doc), true);
+    assert.is(w.test(doc), true);
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.throws(() => [1, 2, 3].forEach(() => w.test(doc)), /more than 20000000 steps/);
 });
 
 test('a non-object entry has no children', () => {
