@@ -377,7 +377,9 @@ async function readStateItem(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved,
       }),
     );
   const value = await one();
-  return reply(c, 200, r.def.itemState ? (value as JsonObject) : shape(r.def, value as JsonObject, q));
+  // A secret in clear is never kept by a cache on the way (as token replies).
+  if (r.def.itemState) return reply(c, 200, value as JsonObject, { headers: { 'cache-control': 'no-store' } });
+  return reply(c, 200, shape(r.def, value as JsonObject, q));
 }
 
 /** A state read changes with any configuration of the tenant and with the exporters' states. */

@@ -101,6 +101,12 @@ function secretSuite(backend: Backend): void {
     assert.not.ok((await yaml.text()).includes(PLAIN));
   });
 
+  t('the state of one secret is never cached on the way: Cache-Control no-store', async () => {
+    const res = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s');
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('cache-control'), 'no-store');
+  });
+
   t('the state of one secret returns it in clear as {name, dict}', async () => {
     const res = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s');
     assert.is(res.status, 200);
