@@ -8,6 +8,7 @@ import { isObject, type JsonObject } from '../lib/json.js';
 import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { payloadText } from '../bus/payload.js';
+import { auditTopic } from '../auth/audit.js';
 import { parseQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, listReply, principalOf, readBody, reply, searchParams } from './http.js';
@@ -84,6 +85,12 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     checkTopic(topic);
     const p = principalOf(c);
     deps.auth.authorize(p, c.req.path, 'execute');
+    // Its records must be the server's own: nobody may add one that looks like them.
+    if (topic === auditTopic)
+      throw new ApiError('forbidden', `Cannot produce to ${auditTopic}: the server alone writes the audit trail`, {
+        code: 'reserved-topic',
+        path: c.req.path,
+      });
     const body = await readBody(c, deps.settings.maxBodyBytes);
     const doc = body.docs[0];
     if (body.docs.length !== 1 || !isObject(doc))

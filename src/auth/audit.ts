@@ -7,8 +7,9 @@
 import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import { errorText } from '../lib/error-text.js';
+import { auditTrailTopic } from '../bus/topics.js';
 
-export const auditTopic = 'system:audit-trail-log';
+export const auditTopic = auditTrailTopic;
 
 export type AuditEvent = {
   /** The authenticated user, or the username tried at login; null when there was no valid token. */

@@ -60,7 +60,7 @@ export function tenantBus(bus: Bus, tenant: string, rootTenant: string): Bus {
         throw new ApiError(
           'forbidden',
           `Cannot produce to ${topic}: ${reservedTopicPrefix} topics belong to the root tenant`,
-          { code: 'root-tenant-only', path: topic },
+          { code: 'reserved-topic', path: topic },
         );
       return bus.produce(name(topic), msg);
     },

@@ -5,6 +5,9 @@
  */
 export const reservedTopicPrefix = 'system:';
 
+/** The audit trail (auth/audit.ts): written by the server alone, read by the root tenant. */
+export const auditTrailTopic = 'system:audit-trail-log';
+
 export function topicAllowed(topic: string, tenant: string, rootTenant: string): boolean {
   return tenant === rootTenant || !topic.startsWith(reservedTopicPrefix);
 }

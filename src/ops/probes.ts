@@ -14,6 +14,7 @@ import type { AppDeps, AppEnv, ProbeCheck } from '../api/deps.js';
 import { allowRoutes, on } from '../api/routing.js';
 import { routes } from '../api/route-table.js';
 import { errorText } from '../lib/error-text.js';
+import { auditTrailTopic } from '../bus/topics.js';
 
 export type { ProbeCheck };
 
@@ -22,7 +23,7 @@ export type CheckResult = { name: string; ok: boolean; reason?: string };
 /** A check slower than this fails (a Redis that does not answer must not hold the probe). */
 export const checkTimeoutMs = 2000;
 
-const auditTopic = 'system:audit-trail-log';
+const auditTopic = auditTrailTopic;
 
 /** The built-in readiness checks: the store and the bus answer, the secret store is unsealed. */
 export function readinessChecks(deps: Pick<AppDeps, 'store' | 'bus' | 'strongbox'>): ProbeCheck[] {

@@ -142,7 +142,26 @@ function tenantSuite(backend: Backend, db: number): void {
     assert.is((await call('acme', 'GET', '/v1/state/volga/topics/system:audit-trail-log')).status, 404);
     const r = await call('acme', 'POST', '/v1/state/volga/topics/system:audit-trail-log/produce', { payload: 'x' });
     assert.is(r.status, 403);
+    assert.match(JSON.stringify(r.body), /"error-info":"reserved-topic"/);
     assert.is((await call('root', 'GET', '/v1/state/volga/topics/system:audit-trail-log')).status, 200);
+  });
+
+  t('the audit trail is the server’s alone: the root can neither produce to it nor dead-letter into it', async () => {
+    const r = await call('root', 'POST', '/v1/state/volga/topics/system:audit-trail-log/produce', {
+      payload: { user: 'alice', method: 'DELETE' },
+      'producer-name': 'edgeplane-api',
+    });
+    assert.is(r.status, 403);
+    assert.match(JSON.stringify(r.body), /"error-info":"reserved-topic"/);
+    const hook = await call('root', 'PUT', '/v1/config/volga/webhooks/forger', {
+      topics: ['t'],
+      'dead-letter-topic': 'system:audit-trail-log',
+      'site-placement': { 'all-sites': true },
+      url: 'http://127.0.0.1:9/x',
+      data: 'x',
+    });
+    assert.is(hook.status, 403, JSON.stringify(hook.body));
+    assert.match(JSON.stringify(hook.body), /"error-info":"reserved-topic"/);
   });
 
   if (backend === 'redis')

@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../../lib/errors.js';
 import { isObject } from '../../lib/json.js';
-import { reservedTopicPrefix, topicAllowed } from '../../bus/topics.js';
+import { auditTrailTopic, reservedTopicPrefix, topicAllowed } from '../../bus/topics.js';
 import { webhookSchema } from '../schemas.js';
 import { resource, type ResourceModule } from '../module.js';
 import { collectProblems } from '../problems.js';
@@ -54,7 +54,14 @@ export const webhook: ResourceModule = resource({
       }
     }
     const dlt = after['dead-letter-topic'];
-    if (typeof dlt === 'string' && !topicAllowed(dlt, ctx.tenant, ctx.rootTenant))
+    if (dlt === auditTrailTopic)
+      out.push(
+        new ApiError('forbidden', `Cannot use ${dlt} as dead-letter-topic: the server alone writes the audit trail`, {
+          code: 'reserved-topic',
+          path: 'dead-letter-topic',
+        }),
+      );
+    else if (typeof dlt === 'string' && !topicAllowed(dlt, ctx.tenant, ctx.rootTenant))
       out.push(
         new ApiError(
           'forbidden',
