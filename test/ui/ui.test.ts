@@ -232,6 +232,16 @@ test('the page in chromium: login, live exporter numbers, plot, sites; screensho
         url: 'http://127.0.0.1:1/unreachable',
         data: '${MSG_PAYLOAD}',
       },
+      {
+        // Ready, with a long last error (each message ignored): its text wraps like a failing one's.
+        'x-path': '/v1/config/volga/webhooks/ignoring-every-message-for-a-missing-variable',
+        topics: ['sensors'],
+        'site-placement': { 'all-sites': true },
+        'start-position': 'beginning',
+        url: `${sink.url}/ignored`,
+        data: '${V}',
+        variables: [{ name: 'V', 'value-from-message': { 'json-pointer': '/payload/not-in-any-message' } }],
+      },
       { 'x-path': '/v1/config/sites/local', type: 'control-tower', labels: { env: 'lab' } },
     ]);
     assert.is(setup.status, 204, await setup.text());
@@ -313,10 +323,29 @@ test('the page in chromium: login, live exporter numbers, plot, sites; screensho
       },
     );
     assert.match((await page.textContent('tr[data-exporter="broken"] td.error-text')) ?? '', /\S/);
-    const shot = join(mkdtempSync(join(tmpdir(), 'edgeplane-ui-shot-')), 'status-page.png');
+    const shots = mkdtempSync(join(tmpdir(), 'edgeplane-ui-shot-'));
+    const shot = join(shots, 'status-page.png');
+    // No text stretches the page past the screen: long errors wrap, wide tables scroll in their card.
+    const widths = () =>
+      page.evaluate(() => ({
+        page: document.documentElement.scrollWidth,
+        screen: document.documentElement.clientWidth,
+      }));
+    let w = await widths();
+    assert.ok(w.page <= w.screen, `page ${w.page} px wide on a ${w.screen} px screen`);
     await page.screenshot({ path: shot, fullPage: true });
     assert.ok(statSync(shot).size > 10_000);
     process.stdout.write(`status page screenshot: ${shot}\n`);
+    // A phone: the header wraps (Log out stays on screen), the cards stack, the table scrolls inside its card.
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.waitForTimeout(300);
+    w = await widths();
+    assert.ok(w.page <= w.screen, `page ${w.page} px wide on a ${w.screen} px phone`);
+    const logout = await page.locator('#logout').boundingBox();
+    assert.ok(logout && logout.x + logout.width <= 375, `Log out within the screen: ${JSON.stringify(logout)}`);
+    const phone = join(shots, 'status-page-phone.png');
+    await page.screenshot({ path: phone, fullPage: true });
+    process.stdout.write(`status page screenshot (phone): ${phone}\n`);
     assert.equal(problems, []);
   } finally {
     await browser?.close();

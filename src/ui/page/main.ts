@@ -142,7 +142,7 @@ function renderExporters(states: State[]): void {
       cell(show(num(s.filtered)), 'num'),
       cell(show(num(s.ignored)), 'num'),
       cell(retryWords(s, now), 'retry-text'),
-      cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted'),
+      cell(lastErrorWords(s, now), s.status === 'retrying' || s.status === 'error' ? 'error-text' : 'muted wrap'),
     );
     return [tr, ...siteRows(name, s, now)];
   });
@@ -179,7 +179,7 @@ function siteRows(exporter: string, s: State, now: number): HTMLTableRowElement[
       cell(show(num(site.ignored)), 'num'),
       // Under Retry: when the site reported, and whether it is cut off (the row is then its last report).
       cell(siteReportWords(site, now), site.connection === 'disconnected' ? 'error-text' : 'muted'),
-      cell(siteErrorWords(site), failing ? 'error-text' : 'muted'),
+      cell(siteErrorWords(site), failing ? 'error-text' : 'muted wrap'),
     );
     return tr;
   });
