@@ -5,7 +5,7 @@
  * never a body, so never a password or a secret value.
  */
 import type { Bus } from '../bus/bus.js';
-import { log } from '../lib/log.js';
+import { repeatingLog } from '../lib/log.js';
 import { errorText } from '../lib/error-text.js';
 import { auditTrailTopic } from '../bus/topics.js';
 
@@ -33,14 +33,22 @@ export function auditToBus(bus: Pick<Bus, 'produce'>, producerName = 'edgeplane-
 }
 
 /**
+ * Lost audit events: the first at once, then one line every 30 s with how many went unlogged
+ * (an outage of the bus would otherwise log one error line per request, as the outage's own
+ * lines are rate-limited so).
+ */
+const lostEvents = repeatingLog();
+
+/**
  * Records an event without ever failing the request it describes: a bus outage is logged
  * (the request already happened; refusing to answer would not undo it).
  */
 export async function record(sink: AuditSink, event: AuditEvent): Promise<void> {
   try {
     await sink(event);
+    lostEvents.ended();
   } catch (err) {
-    log('error', 'audit event not recorded', {
+    lostEvents('error', 'audit event not recorded', {
       method: event.method,
       path: event.path,
       status: event.status,
