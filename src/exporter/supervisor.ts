@@ -165,14 +165,21 @@ export class Supervisor {
     }
   }
 
-  retrySecretErrors(): void {
+  /**
+   * Exporters in `error` for a secret start again once their secrets can be read: they are
+   * read first, so one still failing stays as it is (its status and the log unchanged: a
+   * restart every 5 s logged two status changes each time).
+   */
+  async retrySecretErrors(): Promise<void> {
     let any = false;
-    for (const [id, s] of this.slots)
-      if (s.secretError) {
-        this.forced.add(id);
-        any = true;
-      }
-    if (any) void this.reconcile();
+    for (const [id, s] of this.slots) {
+      if (!s.secretError) continue;
+      const still = s.spec ? await readSecretVars(this.o.secrets, s.spec.secretVars) : undefined;
+      if (still && !still.ok && still.error === s.state.lastError) continue;
+      this.forced.add(id);
+      any = true;
+    }
+    if (any) await this.reconcile();
   }
 
   private async reconcileNow(): Promise<void> {

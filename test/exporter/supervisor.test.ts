@@ -184,6 +184,11 @@ test('a missing secret key is an error naming the variable; restart of an unknow
   });
   const s = await env.state(rt, 'sec2', (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /variable S/);
+  // Tried again every 200 ms here, but not restarted while the secret stays as it is: the
+  // error keeps its time (each restart set it again, and logged two status changes).
+  await sleep(700);
+  assert.is(rt.exporterState('default', 'sec2')?.['last-error-time'], s['last-error-time'], 'no restart');
+  assert.is(rt.exporterState('default', 'sec2')?.status, 'error');
   assert.is(await rt.restart('default', 'nope'), false);
 });
 
