@@ -64,6 +64,11 @@ const indexed = /^(?:SYS_DNS_ZONES|SYS_SITE_LABELS)\[[^\]]+\]$/;
  * run time (sites and zones change), so any index is accepted here and a missing one renders
  * as {ok: false}.
  */
+/** Whether `name` is a built-in's: one of builtinVariables, or an indexed one's base (SYS_DNS_ZONES). */
+export function builtinName(name: string): boolean {
+  return knownVariable(name, new Set()) || name === 'SYS_DNS_ZONES' || name === 'SYS_SITE_LABELS';
+}
+
 export function knownVariable(name: string, declared: ReadonlySet<string>): boolean {
   return builtinVariables.has(name) || declared.has(name) || indexed.test(name);
 }
@@ -87,7 +92,11 @@ export function compileTemplate(text: string, opts: TemplateOptions): Template {
     if (!opts.isDefined(part.variable)) {
       throw new ApiError(
         'invalid-value',
-        `Cannot use the value of ${opts.field} as a variable expression: variable ${part.variable} is not defined (declare it in variables) at position ${part.position}`,
+        `Cannot use the value of ${opts.field} as a variable expression: variable ${part.variable} is not defined (${
+          part.variable === 'SYS_DNS_ZONES' || part.variable === 'SYS_SITE_LABELS'
+            ? `it takes an index: ${part.variable}[name]`
+            : 'declare it in variables'
+        }) at position ${part.position}`,
         {
           code: 'undefined-variable',
           position: part.position,

@@ -173,7 +173,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   await supervisor.reconcile();
   const publisher = setInterval(() => void publish(), opts.publishMs ?? 500);
   const liveness = livenessLoop(opts.bus, consumer, supervisor);
-  const secretRetry = setInterval(() => void supervisor.retrySecretErrors().catch(() => undefined), opts.secretRetryMs ?? 5000);
+  const secretRetry = setInterval(
+    () => void supervisor.retrySecretErrors().catch(() => undefined),
+    opts.secretRetryMs ?? 5000,
+  );
   // Change notifications can be lost while Redis restarts; unchanged exporters are untouched.
   const safety = setInterval(() => void supervisor.reconcile(), 30_000);
   publisher.unref();

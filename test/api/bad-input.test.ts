@@ -455,6 +455,32 @@ const cases: Case[] = [
     at: { path: 'url' },
   },
   {
+    name: 'a filter twice in a list of filters (a set)',
+    body: { ...hook, 'match-re': ['b', 'a', 'b'] },
+    status: 400,
+    code: 'schema-uniqueItems',
+    at: { path: 'match-re' },
+  },
+  {
+    name: 'an indexed built-in without its index',
+    body: { ...hook, data: 'zone ${SYS_DNS_ZONES}' },
+    status: 400,
+    code: 'undefined-variable',
+    message:
+      'Cannot use the value of data as a variable expression: variable SYS_DNS_ZONES is not defined (it takes an index: SYS_DNS_ZONES[name]) at position 7 (/v1/config/volga/webhooks/b1)',
+    at: { path: 'data' },
+  },
+  {
+    name: 'a variable named as an indexed built-in',
+    body: {
+      ...hook,
+      variables: [{ name: 'SYS_SITE_LABELS', 'value-from-message': { 'json-pointer': '/payload' } }],
+    },
+    status: 400,
+    code: 'duplicate-variable',
+    at: { path: 'variables[0]/name' },
+  },
+  {
     name: 'bad label expression',
     body: { ...hook, 'site-placement': { 'match-site-labels': 'zone = ' } },
     status: 400,

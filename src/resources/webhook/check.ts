@@ -5,7 +5,7 @@
 import { ApiError } from '../../lib/errors.js';
 import type { Json, JsonObject } from '../../lib/json.js';
 import { compileRegex } from '../../lib/regex.js';
-import { compileTemplate, knownVariable, type Template } from '../../expand/template.js';
+import { builtinName, compileTemplate, knownVariable, type Template } from '../../expand/template.js';
 import { jsonSyntaxError } from '../../lib/json.js';
 import { compileLabelExpr } from '../../query/labels.js';
 import { durationMs, durationTooLong } from '../../lib/duration.js';
@@ -47,7 +47,7 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
     const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? v.name : undefined;
     if (typeof n !== 'string') return;
     // A name declared twice is a duplicate key of the list (duplicateKeyErrors).
-    if (knownVariable(n, new Set())) {
+    if (builtinName(n)) {
       out.push(
         new ApiError(
           'invalid-value',
