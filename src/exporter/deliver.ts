@@ -195,7 +195,8 @@ function expand(ctx: DeliverContext, msg: Message): Prepared | Ignore {
   // Message variables are resolved once per message, before any template asks for them.
   for (const v of spec.messageVars) {
     const value = msg.valueAt(v.pointer) ?? v.fallback;
-    if (value === undefined)
+    // A variable no template refers to cannot make a message unsendable.
+    if (value === undefined && v.used)
       return { ignore: `variable ${v.name}: the JSON pointer finds nothing in MSG and there is no default` };
     addValue(value);
   }

@@ -150,6 +150,20 @@ test('a missing site label or pointer without default ignores the message and re
   assert.is(bodiesOf(name).length + bodiesOf(b.name).length, 0);
 });
 
+test('a declared variable no template refers to does not get messages ignored', async () => {
+  const { topic, name } = await exporter({
+    data: '${A}',
+    variables: [
+      { name: 'A', 'value-from-message': { 'json-pointer': '/payload/a' } },
+      { name: 'UNUSED', 'value-from-message': { 'json-pointer': '/payload/nothere' } },
+    ],
+  });
+  await env.produce(topic, '{"a":"x"}');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'delivered');
+  assert.is(bodiesOf(name)[0]?.body, 'x');
+  assert.is(rt.exporterState('default', name)?.ignored, 0);
+});
+
 const filterCases: Array<[string, Record<string, string[]>, string[], string[]]> = [
   ['match-string', { 'match-string': ['"ok"'] }, ['{"s":"ok"}', '{"s":"ko"}'], ['{"s":"ok"}']],
   ['no-match-string', { 'no-match-string': ['debug'] }, ['debug x', 'info y'], ['info y']],

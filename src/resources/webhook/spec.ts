@@ -41,7 +41,11 @@ export type TlsProfile = {
 
 export type StartPosition = 'end' | 'beginning' | 'unread';
 
-export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined };
+/**
+ * A `value-from-message` variable. `used`: a template refers to it (url, a header, data,
+ * ordering-key); only then does a message without its value (and no default) get ignored.
+ */
+export type MessageVar = { name: string; pointer: readonly string[]; fallback: string | undefined; used: boolean };
 /** `tenant` owns the exporter; `fromTenant` (value-from-vault-secret.from-tenant) names a parent sharing the vault. */
 export type SecretVar = {
   name: string;
@@ -158,7 +162,8 @@ function variables(cfg: JsonObject, tenant: string): { messageVars: MessageVar[]
           `Cannot use ${JSON.stringify(text)} as a JSON pointer: it must be empty or start with /, and ~ is only written as ~0 or ~1`,
         );
       const def = fromMsg.default;
-      messageVars.push({ name: item.name, pointer, fallback: typeof def === 'string' ? def : undefined });
+      // `used` is set once the templates are compiled (compileSpec).
+      messageVars.push({ name: item.name, pointer, fallback: typeof def === 'string' ? def : undefined, used: true });
     } else if (isObject(fromSecret)) {
       const get = (k: string) => {
         const v = fromSecret[k];
@@ -237,6 +242,13 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
   const ext = extensionsOf(cfg, tenant, isDefined);
   if (ext.clientCert) secretVars.push(ext.clientCert.cert, ext.clientCert.key);
   if (ext.oauth2) secretVars.push(ext.oauth2.clientSecret);
+  const data = compileTemplate(cfg.data, { field: 'data', isDefined, json: format === 'json' });
+  const referred = new Set(
+    [url, data, ...headers.map((h) => h.value), ...(ext.orderingKey ? [ext.orderingKey] : [])].flatMap((t) => [
+      ...t.variables,
+    ]),
+  );
+  for (const v of messageVars) v.used = referred.has(v.name);
   return {
     tenant,
     name,
@@ -255,7 +267,7 @@ export function compileSpec(tenant: string, cfg: JsonObject, rootTenant: string 
     urlSecrets: secretVars.filter((v) => url.variables.has(v.name)).map((v) => v.name),
     headers,
     hasContentType: headers.some((h) => h.name.toLowerCase() === 'content-type'),
-    data: compileTemplate(cfg.data, { field: 'data', isDefined, json: format === 'json' }),
+    data,
     format,
     messageVars,
     secretVars,
