@@ -7,12 +7,16 @@
  *   is meant to be placed at the start of a line, as in YAML bodies). N is 0..1000.
  * - `replace PATTERN REPLACEMENT`: every match of PATTERN (compiled with compileRegex, RE2
  *   syntax) is replaced. REPLACEMENT follows String.prototype.replace: `$1`..`$99` and `$<name>`
- *   are groups, `$&` the match, `$$` a dollar sign; a reference to a missing group stays literal.
+ *   are groups, `$&` the match, `` $` `` and `$'` the text before and after it, `$$` a dollar
+ *   sign; a reference to a missing group stays literal.
  * - `squote`, `dquote`: wrap in ' or ". Inner quotes are NOT escaped: the function wraps, and
  *   the right escape depends on where the text goes (JSON, shell, YAML); use `replace` first.
  * - `quote`: like dquote, unless the value is already wrapped in a pair of ' or ".
  * - `json` (an extension): the value as a JSON string literal, quotes included and `"`, `\`
  *   and control characters escaped, so any value can be placed in a JSON body.
+ * - `urlencode` (an extension): the value percent-encoded as one URL component
+ *   (encodeURIComponent: `/`, `?`, `#`, `&`, `%` and spaces too), so a value placed in `url`
+ *   stays one path segment or one query value; a lone surrogate, which has no UTF-8, becomes U+FFFD.
  */
 import { ApiError } from '../lib/errors.js';
 import { compileRegex } from '../lib/regex.js';
@@ -78,9 +82,21 @@ export const functions = {
   dquote: { args: [], prepare: () => (v) => `"${v}"` },
   quote: { args: [], prepare: () => (v) => (isWrapped(v) ? v : `"${v}"`) },
   json: { args: [], prepare: () => (v) => JSON.stringify(v) },
+  urlencode: { args: [], prepare: () => urlencode },
 } as const satisfies Record<string, FunctionDef>;
 
 const table: Readonly<Record<string, FunctionDef>> = functions;
+
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** encodeURIComponent, which throws on a lone surrogate: that one becomes U+FFFD (no step may throw). */
+function urlencode(v: string): string {
+  try {
+    return encodeURIComponent(v);
+  } catch {
+    return encodeURIComponent(v.replace(loneSurrogate, '\uFFFD'));
+  }
+}
 
 /** Checks one parsed call and returns its step; unknown names and wrong arity are 400s. */
 export function prepareCall(call: Call, field: string): Step {

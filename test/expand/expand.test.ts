@@ -3,7 +3,19 @@ import * as assert from 'uvu/assert';
 import { ApiError } from '../../src/lib/errors.js';
 import { compileTemplate, knownVariable, type Lookup } from '../../src/expand/template.js';
 
-const declared = new Set(['NAME', 'MULTI', 'QUOTED', 'SQUOTED', 'EMPTY', 'TOKEN', 'MISSING', 'HALF', 'DQ']);
+const declared = new Set([
+  'NAME',
+  'MULTI',
+  'QUOTED',
+  'SQUOTED',
+  'EMPTY',
+  'TOKEN',
+  'MISSING',
+  'HALF',
+  'DQ',
+  'PATHY',
+  'LONE',
+]);
 const opts = { field: 'data', isDefined: (n: string) => knownVariable(n, declared) };
 
 const values: Record<string, string> = {
@@ -15,6 +27,8 @@ const values: Record<string, string> = {
   TOKEN: 's3cr3t',
   HALF: '"x',
   DQ: '"',
+  PATHY: '../admin?x=1#f é%zz',
+  LONE: 'a\uD800b',
   TOPIC: 'sensors',
   MSG: '{"payload":{"temp":21}}',
   'SYS_DNS_ZONES[default]': 'local.example',
@@ -70,6 +84,14 @@ const renders: Array<[string, string]> = [
   ['${DQ | quote}', '"""'],
   ["${NAME | replace w '\"' | quote}", '""orld"'],
   ['Bearer ${TOKEN}', 'Bearer s3cr3t'],
+  // $` and $': the text before and after the match
+  ['${NAME | replace r "[$`|$\']"}', 'wo[wo|ld]ld'],
+  // urlencode: one URL component, whatever the value holds
+  [
+    'https://h/d/${PATHY | urlencode}?t=${TOPIC | urlencode}',
+    'https://h/d/..%2Fadmin%3Fx%3D1%23f%20%C3%A9%25zz?t=sensors',
+  ],
+  ['${LONE | urlencode}', 'a%EF%BF%BDb'],
 ];
 for (const [text, expected] of renders) {
   test(`renders ${JSON.stringify(text)}`, () => {
