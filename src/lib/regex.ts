@@ -26,7 +26,9 @@ const unsupported: Array<[RegExp, string]> = [
   [/^(?:[*+?]|\{\d+(?:,\d*)?\})\+/, 'possessive quantifier'],
   [/^\(\?[0-9R&]/, 'recursion or subroutine call'],
   [/^\(\?\(/, 'conditional group'],
-  [/^\\[GAzZ]/, 'anchor \\G/\\A/\\Z'],
+  // RE2 has \A and \z (start and end of text); PCRE's \G and \Z it has not.
+  [/^\\G/, 'anchor \\G'],
+  [/^\\Z/, 'anchor \\Z (use \\z, or $ without the m flag)'],
 ];
 
 export type RegexProblem = { construct: string; position: number; reason: string };

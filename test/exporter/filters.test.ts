@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import { compileRegex } from '../../src/lib/regex.js';
 import * as assert from 'uvu/assert';
 import { ApiError } from '../../src/lib/errors.js';
 import { compileFilters, textSubject, type FilterConfig } from '../../src/resources/webhook/filters.js';
@@ -133,6 +134,11 @@ for (const [name, cfg, messages] of cases) {
   });
 }
 
+test("RE2's \\A and \\z (start and end of the text) are accepted", () => {
+  assert.ok(compileRegex('\\A\\{', 'match-re[0]').test('{"a":1}'));
+  assert.not.ok(compileRegex('\\}\\z', 'match-re[1]').test('{"a":1}\n'));
+});
+
 test('passAll is the fast path only when nothing is configured', () => {
   assert.is(compileFilters({}).passAll, true);
   assert.is(compileFilters({ 'match-re': [] }).passAll, true);
@@ -144,6 +150,7 @@ test('passAll is the fast path only when nothing is configured', () => {
 const invalid: Array<[FilterConfig, string, string, number]> = [
   [{ 'match-re': ['ok', 'a(?=b)'] }, 'match-re[1]', 'regex-unsupported', 1],
   [{ 'no-match-re': ['(x)\\1'] }, 'no-match-re[0]', 'regex-unsupported', 3],
+  [{ 'match-re': ['x\\Z'] }, 'match-re[0]', 'regex-unsupported', 1],
   [{ 'match-re': ['fine'], 'no-match-re': ['fine', 'also', 'ab['] }, 'no-match-re[2]', 'regex-syntax', 2],
 ];
 for (const [cfg, path, code, position] of invalid) {
