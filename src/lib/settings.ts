@@ -186,6 +186,13 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const site = env.SITE || 'local';
   if (!/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(site))
     throw new SettingsError('SITE', `SITE is not a valid site name: ${JSON.stringify(site)}`);
+  // The root tenant's name is a segment of every store key and topic: no '/' or spaces (as a user's `@tenant`).
+  const tenant = env.TENANT || 'default';
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(tenant))
+    throw new SettingsError(
+      'TENANT',
+      `TENANT is not a valid tenant name (letters, digits, . _ -): ${JSON.stringify(tenant)}`,
+    );
   const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
   const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
   if (httpRequestTimeoutMs < httpHeadersTimeoutMs)
@@ -208,7 +215,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     dataDir: env.DATA_DIR || './data',
     site,
     logLevel: logLevel as LogLevel,
-    tenant: env.TENANT || 'default',
+    tenant,
     globalDomain: env.GLOBAL_DOMAIN || 'edgeplane.local',
     adminPassword: env.ADMIN_PASSWORD || undefined,
     strongboxKey: env.STRONGBOX_KEY || undefined,

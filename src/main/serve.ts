@@ -11,8 +11,8 @@
  *    writes) and the exporter runtime starts; the "listening" line says how to log in.
  *
  * Any failure of steps 1–2 and 4 is one JSON log line `{"level":"error","msg":...,
- * "setting":..., "cause":...}` and exit code 1, with nothing written before it. SIGTERM and
- * SIGINT, at any time, close the socket, finish in-flight deliveries and exit 0.
+ * "setting":..., "cause":...}` and exit code 1, with nothing written before it. SIGTERM,
+ * SIGINT and SIGHUP, at any time, close the socket, finish in-flight deliveries and exit 0.
  */
 import { accessSync, constants } from 'node:fs';
 import type { Server } from 'node:http';
@@ -128,6 +128,8 @@ export async function serveMain(env: NodeJS.ProcessEnv = process.env): Promise<v
   const stop = stopper(life);
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // The terminal that ran `npm start` closed (ssh logout): a clean stop, not a silent death.
+  process.on('SIGHUP', () => stop('SIGHUP'));
 
   try {
     checkKeyFile(settings);

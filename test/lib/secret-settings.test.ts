@@ -37,6 +37,19 @@ for (const [what, env, setting, message] of refused) {
   });
 }
 
+test('TENANT must be a tenant name: x/y would split every key and topic (exporters silently stopped)', () => {
+  for (const bad of ['x/y', 'with space', '-lead']) {
+    try {
+      loadSettings({ TENANT: bad });
+      assert.unreachable(`accepted ${bad}`);
+    } catch (err) {
+      assert.instance(err, SettingsError);
+      assert.is((err as SettingsError).setting, 'TENANT');
+    }
+  }
+  assert.is(loadSettings({ TENANT: 'acme.corp_1' }).tenant, 'acme.corp_1');
+});
+
 test('good values pass', () => {
   const s = loadSettings({ STRONGBOX_KEY: key, ADMIN_PASSWORD: 'eight-ch' });
   assert.is(s.strongboxKey, key);
