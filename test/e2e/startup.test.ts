@@ -282,8 +282,10 @@ test('a Redis that takes commands and never answers (stopped, a partition): 503 
       'answers again once Redis does',
       { timeoutMs: 20_000, retryErrors: true },
     );
-    p.kill('SIGTERM');
+    // SIGHUP (the terminal closed) stops it as SIGTERM does.
+    p.kill('SIGHUP');
     assert.is(await p.exited(), 0);
+    assert.equal(p.lines().at(-1)?.msg, 'stopped', p.output());
   } finally {
     p.kill('SIGKILL');
     await redis.dispose();
