@@ -250,6 +250,17 @@ async function tenantStillHolds(ctx: TxContext, slot: Slot, slots: Map<string, S
   ];
 }
 
+/**
+ * A written secret (a resource with `unredact`) whose caller may not read its values in clear
+ * (`/v1/state/...` of it): the write counts as a change even when its values equal the stored
+ * ones, so neither a dry-run nor the ETag of a real write tells the caller whether a guess of
+ * the value was right.
+ */
+function blind(ctx: TxContext, s: Slot): boolean {
+  if (s.lastOp === undefined || !s.after || !s.resolved.def.unredact || !ctx.permissions) return false;
+  return !ctx.permissions.allows(s.resolved.xPath.replace(/^\/v1\/config\//, '/v1/state/'), 'read', s.tenant);
+}
+
 async function runOnce(
   ctx: TxContext,
   changes: Change[],
@@ -304,7 +315,7 @@ async function runOnce(
       const rules = listRulesOf(slot.resolved.def);
       slot.after = canonicalOrder(slot.after, rules.ordered, rules.keyOf);
     }
-  const changed = [...slots.values()].filter((s) => !deepEqual(s.before ?? null, s.after ?? null));
+  const changed = [...slots.values()].filter((s) => blind(ctx, s) || !deepEqual(s.before ?? null, s.after ?? null));
   if (mode === 'validate') return { created, etags: {} };
   if (mode === 'dry-run')
     return { created, etags: {}, impacted: await impactedResources(ctx.store, ctx.tenant, changed) };

@@ -101,6 +101,30 @@ function secretSuite(backend: Backend): void {
     assert.not.ok((await yaml.text()).includes(PLAIN));
   });
 
+  t('a user who may update a secret but not read it cannot test a guess: every write of it is a change', async () => {
+    const rules = [{ path: '/v1/config/strongbox/vaults/v/secrets/*', operations: ['update'], effect: 'allow' }];
+    assert.is((await api.json('PUT', '/v1/config/system/policies/wo', { body: { rules } })).status, 201);
+    const user = { password: 'write-only-password-1', policies: ['wo'] };
+    assert.is((await api.json('PUT', '/v1/config/system/users/wo', { body: user })).status, 201);
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'wo', password: 'write-only-password-1' },
+    });
+    const wo = { authorization: `Bearer ${(login.body as { token: string }).token}` };
+    const impacted = async (password: string, headers?: Record<string, string>) => {
+      const res = await api.json('PATCH', `${SECRET}?dry-run`, {
+        body: { data: { password } },
+        ...(headers ? { headers } : {}),
+      });
+      assert.is(res.status, 200, JSON.stringify(res.body));
+      return (res.body as { 'impacted-resources': unknown[] })['impacted-resources'].length;
+    };
+    // The right value and a wrong one answer alike for the writer who cannot read it.
+    assert.is(await impacted(PLAIN, wo), 1);
+    assert.is(await impacted('a-wrong-guess', wo), 1);
+    // The admin, who may read it, is told its write changes nothing.
+    assert.is(await impacted(PLAIN), 0);
+  });
+
   t('the state of one secret is never cached on the way: Cache-Control no-store', async () => {
     const res = await api.json('GET', '/v1/state/strongbox/vaults/v/secrets/s');
     assert.is(res.status, 200);
