@@ -238,6 +238,24 @@ test('Redis lost after start-up: login, a write and produce answer 503, not held
       timeoutMs: 20_000,
       retryErrors: true,
     });
+    // This Redis keeps nothing across a restart: the process says its data is gone.
+    await eventually(
+      () =>
+        p
+          .lines()
+          .some(
+            (l) =>
+              l.level === 'error' &&
+              l.msg === 'store: Redis came back empty: the configuration, users and tokens are gone',
+          ),
+      () =>
+        `a line saying Redis came back empty: ${p
+          .lines()
+          .filter((l) => String(l.msg).startsWith('store'))
+          .map((l) => JSON.stringify(l))
+          .join('\n')}`,
+      10_000,
+    );
     await redis.stop({ hard: true });
     // Well within the 30 s that kept a second outage's line back before.
     await eventually(
