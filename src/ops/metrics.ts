@@ -186,7 +186,7 @@ function exporterSeries(registry: Registry): Metrics['exporters'] {
   for (const counter of exporterCounters) {
     new Counter({
       name: `edgeplane_exporter_${counter.replace(/-/g, '_')}_total`,
-      help: `Messages ${counter === 'failed-attempts' ? 'delivery attempts that failed' : counter} per exporter (this process, since the exporter started)`,
+      help: `${counter === 'failed-attempts' ? 'Delivery attempts that failed' : `Messages ${counter}`} per exporter at this site, all its processes together (the exporter's state counter, kept across restarts: aggregate with max by (tenant, exporter), not sum)`,
       labelNames,
       registers: [registry],
       collect() {
@@ -218,7 +218,7 @@ function exporterSeries(registry: Registry): Metrics['exporters'] {
   });
   new Gauge({
     name: 'edgeplane_exporter_status',
-    help: 'Status of each exporter: 1 for its current status (starting, ready, error, stopped)',
+    help: 'Status of each exporter: 1 for its current status (starting, ready, retrying, paused, error, stopped)',
     labelNames: ['tenant', 'exporter', 'status'],
     registers: [registry],
     collect() {
