@@ -27,12 +27,24 @@ export function operationRoutes(deps: AppDeps): Hono<AppEnv> {
     admit(c, unseal);
     const body = await readBody(c, 16 * 1024);
     const doc = body.docs[0];
-    if (body.docs.length !== 1 || !isObject(doc) || typeof doc.key !== 'string') {
+    if (body.docs.length !== 1 || !isObject(doc) || doc.key === undefined) {
       throw new ApiError('invalid-value', 'Cannot unseal: send {"key": "<base64 of 32 bytes>"}', {
         code: 'schema-required',
         path: 'key',
       });
     }
+    if (typeof doc.key !== 'string')
+      throw new ApiError('invalid-value', 'Cannot unseal: key must be a string (base64 of 32 bytes)', {
+        code: 'schema-type',
+        path: 'key',
+      });
+    // A closed body, as every schema and the login's: a misspelt member is a 400, not ignored.
+    const extra = Object.keys(doc).find((k) => k !== 'key');
+    if (extra !== undefined)
+      throw new ApiError('invalid-value', `Cannot unseal: unknown field ${JSON.stringify(extra)}; send only key`, {
+        code: 'unknown-field',
+        path: extra,
+      });
     await deps.strongbox.unseal(doc.key, 'key');
     return new Response(null, { status: 204 });
   });

@@ -293,6 +293,13 @@ function secretSuite(backend: Backend): void {
         assert.is(codeOf(short.body), 'bad-key');
         const missing = await sealed.call('POST', '/v1/strongbox/unseal', { nokey: 1 });
         assert.is(missing.status, 400);
+        assert.is(codeOf(missing.body), 'schema-required');
+        const number = await sealed.call('POST', '/v1/strongbox/unseal', { key: 12 });
+        assert.is(codeOf(number.body), 'schema-type');
+        // The right key beside an unknown member: refused, and the store stays sealed.
+        const extra = await sealed.call('POST', '/v1/strongbox/unseal', { key: KEY, x: 1 });
+        assert.is(extra.status, 400);
+        assert.is(codeOf(extra.body), 'unknown-field');
         assert.is((await sealed.call('GET', SECRET)).status, 503, 'still sealed after refused keys');
         assert.is((await sealed.call('POST', '/v1/strongbox/unseal', { key: KEY })).status, 204);
         assert.is((await sealed.call('GET', '/v1/config/volga/webhooks/h')).status, 200);
