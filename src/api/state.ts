@@ -252,7 +252,11 @@ async function restartExporter(deps: AppDeps, c: Ctx, name: string): Promise<Res
       'x-path': `/v1/config/${webhook.pathOf(name)}`,
     });
   if (!deps.runtime || !(await deps.runtime.restart(p.tenant, name)))
-    throw new ApiError('not-found', `Webhook exporter ${name} does not run in this process`, { code: 'not-running' });
+    throw new ApiError(
+      'not-found',
+      `Webhook exporter ${name} does not run in this process (site ${deps.settings.site}): its site-placement names other sites, or this process runs no exporters; restart it where it runs`,
+      { code: 'not-running' },
+    );
   return new Response(null, { status: 204 });
 }
 

@@ -135,12 +135,16 @@ export class Supervisor {
   }
 
   /** Re-reads configuration and secrets of one exporter, keeping offsets. False when unknown. */
+  /** Restarts the exporter; false when it does not run here (no such object, or placed on other sites). */
   async restart(tenant: string, name: string): Promise<boolean> {
     const entry = await this.o.store.get(webhook.keyOf(tenant, name));
     if (!entry) return false;
-    this.forced.add(slotId(tenant, name));
+    const id = slotId(tenant, name);
+    // Placed elsewhere: nothing to restart (a forced pass would only move its start-time).
+    if (this.slots.get(id)?.state.status === 'stopped') return false;
+    this.forced.add(id);
     await this.reconcile();
-    return true;
+    return this.slots.get(id)?.state.status !== 'stopped';
   }
 
   /**

@@ -60,6 +60,30 @@ function e2e(backend: Backend): void {
     await eventually(async () => (await state('h1')).delivered === 1, 'delivered counter');
   });
 
+  t('restart of an exporter placed on other sites: 404 not-running, its state untouched', async () => {
+    const created = await api.json('POST', '/v1/config/volga/webhooks', {
+      body: {
+        name: 'elsewhere',
+        topics: ['te'],
+        'site-placement': { sites: ['another-site'] },
+        url: `${sink.url}/else`,
+        data: 'x',
+      },
+    });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    await eventually(
+      () => api.instance.runtime?.exporterState('default', 'elsewhere')?.status === 'stopped',
+      'stopped here',
+    );
+    const before = api.instance.runtime?.exporterState('default', 'elsewhere')?.['start-time'];
+    for (let i = 0; i < 2; i++) {
+      const r = await api.json('POST', '/v1/state/volga/webhooks/elsewhere/restart');
+      assert.is(r.status, 404, JSON.stringify(r.body));
+      assert.is((r.body as Errors).errors[0]?.['error-info'], 'not-running');
+    }
+    assert.is(api.instance.runtime?.exporterState('default', 'elsewhere')?.['start-time'], before, 'not restarted');
+  });
+
   t('produce: every payload reads back as the JSON value sent (a string "42" stays a string)', async () => {
     const created = await api.json('POST', '/v1/config/volga/webhooks', {
       body: {
