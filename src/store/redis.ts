@@ -150,8 +150,6 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
   let subscribed = false;
   /** Every key announced so far (a resubscription announces them again: see above). */
   const announced = new Set<string>();
-  /** How many keys the store held when last listed (at the first subscription, then at each resubscription). */
-  let knownKeys = 0;
 
   function deliver(message: string): void {
     const keys = changedKeys(message);
@@ -173,43 +171,7 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
   const subscribe = (sub: RedisClient) =>
     sharded ? sub.sSubscribe(channel, deliver) : sub.subscribe(channel, deliver);
 
-  /** Subscribed again: whatever was committed while away may have changed (see above). */
-  /** The pending retry of announceAll, if any (a resubscription's listing failed). */
-  let retryAnnounce: NodeJS.Timeout | undefined;
-
-  /**
-   * `attempt`: the listing can fail while the command connection is still reconnecting (the
-   * subscription often comes back first): it is tried again every second, up to 2 minutes, so
-   * the listeners do re-read (they would otherwise keep what they read before the outage).
-   */
-  async function announceAll(attempt = 0): Promise<void> {
-    clearTimeout(retryAnnounce);
-    retryAnnounce = undefined;
-    try {
-      const now = await allKeys();
-      const keys = new Set([...announced, ...now]);
-      log('info', 'store: change subscription restored; every listener re-reads', { keys: keys.size });
-      const before = knownKeys;
-      knownKeys = now.length;
-      // Redis came back without its data (restarted with no persistence): nothing here re-creates
-      // what the start made (the admin user, EDGEPLANE_CONFIG's objects, the strongbox's check).
-      if (now.length === 0 && (before > 0 || announced.size > 0))
-        log('error', 'store: Redis came back empty: the configuration, users and tokens are gone', {
-          'keys-known-before': Math.max(before, announced.size),
-          fix: 'restart this process (it makes the admin user from ADMIN_PASSWORD and applies EDGEPLANE_CONFIG again), or give Redis persistence (appendonly yes)',
-        });
-      announce([...keys]);
-    } catch (err) {
-      if (attempt === 0)
-        log('warn', 'store: cannot list the configuration after a resubscription; trying again every second', {
-          error: errorText(err),
-        });
-      if (attempt < 120) {
-        retryAnnounce = setTimeout(() => void announceAll(attempt + 1), 1000);
-        retryAnnounce.unref();
-      } else log('error', 'store: gave up listing the configuration after a resubscription', { error: errorText(err) });
-    }
-  }
+  const again = resubscribed(allKeys, announced, announce);
 
   function start(): void {
     if (subscribing) return;
@@ -227,7 +189,7 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
       if (!subscribed) return;
       const live = () => {
         reads.setLive(true);
-        void announceAll();
+        void again.announceAll();
       };
       whenSubscribedAgain(sub, sharded, channel, () => subscribe(sub), live);
     });
@@ -237,10 +199,7 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
       .then(() => {
         subscribed = true;
         reads.setLive(true);
-        void allKeys().then(
-          (keys) => (knownKeys = Math.max(knownKeys, keys.length)),
-          () => undefined,
-        );
+        again.noteStart();
       })
       .catch((err: unknown) => {
         // Reconnection re-subscribes on its own; a first failure is only logged.
@@ -261,11 +220,68 @@ function changeFeed(target: RedisTarget | string, reads: ReadCache, allKeys: () 
     },
     async close() {
       listeners.clear();
-      clearTimeout(retryAnnounce);
+      again.close();
       reads.setLive(false);
       await subscribing;
       if (subscriber) await closeClients(subscriber);
     },
+  };
+}
+
+/**
+ * What changeFeed does once subscribed again: announces every key (see changeFeed), trying the
+ * listing again every second (up to 2 minutes) when it fails, as it can while the command
+ * connection is still reconnecting (the subscription often comes back first): the listeners
+ * would otherwise keep what they read before the outage. And it says loudly when Redis came
+ * back empty (restarted with no persistence): nothing here re-creates what the start made (the
+ * admin user, EDGEPLANE_CONFIG's objects, the strongbox's check).
+ */
+function resubscribed(
+  allKeys: () => Promise<string[]>,
+  announced: ReadonlySet<string>,
+  announce: (keys: string[]) => void,
+) {
+  /** How many keys the store held when last listed (at the first subscription, then at each resubscription). */
+  let knownKeys = 0;
+  let retry: NodeJS.Timeout | undefined;
+
+  async function announceAll(attempt = 0): Promise<void> {
+    clearTimeout(retry);
+    retry = undefined;
+    try {
+      const now = await allKeys();
+      const keys = new Set([...announced, ...now]);
+      log('info', 'store: change subscription restored; every listener re-reads', { keys: keys.size });
+      const before = knownKeys;
+      knownKeys = now.length;
+      if (now.length === 0 && (before > 0 || announced.size > 0))
+        log('error', 'store: Redis came back empty: the configuration, users and tokens are gone', {
+          'keys-known-before': Math.max(before, announced.size),
+          fix: 'restart this process (it makes the admin user from ADMIN_PASSWORD and applies EDGEPLANE_CONFIG again), or give Redis persistence (appendonly yes)',
+        });
+      announce([...keys]);
+    } catch (err) {
+      if (attempt === 0)
+        log('warn', 'store: cannot list the configuration after a resubscription; trying again every second', {
+          error: errorText(err),
+        });
+      if (attempt < 120) {
+        retry = setTimeout(() => void announceAll(attempt + 1), 1000);
+        retry.unref();
+      } else log('error', 'store: gave up listing the configuration after a resubscription', { error: errorText(err) });
+    }
+  }
+
+  return {
+    announceAll,
+    /** The first subscription: how many keys there are, for telling an empty Redis later. */
+    noteStart(): void {
+      void allKeys().then(
+        (keys) => (knownKeys = Math.max(knownKeys, keys.length)),
+        () => undefined,
+      );
+    },
+    close: () => clearTimeout(retry),
   };
 }
 
