@@ -357,10 +357,25 @@ const MAX_RUNS = 50;
 export async function runTransaction(ctx: TxContext, changes: Change[], mode: TxMode = 'commit'): Promise<TxResult> {
   const problems: ApiError[] = [];
   const resolved: Resolved[] = [];
+  // Tenants this body makes, each in the tenant it is made in: a later change with that
+  // x-tenant is the caller's as in its parent (a tenant and its first user in one body).
+  const made = new Map<string, string>();
   for (const change of changes) {
     try {
       const r = resolveChange(change);
-      if (ctx.permissions) authorizeChange(ctx.permissions, change);
+      const newTenant = change.tenant !== undefined ? made.get(change.tenant) : undefined;
+      if (ctx.permissions)
+        authorizeChange(ctx.permissions, newTenant !== undefined ? { ...change, tenant: newTenant } : change);
+      const t = /^system\/tenants\/([^/]+)$/.exec(change.path)?.[1];
+      // Only a name no tenant has yet (names are global): never a way into another tenant's tree.
+      if (t !== undefined && (change.op === 'create' || change.op === 'replace') && ctx.tenants) {
+        const parent = change.tenant ?? ctx.tenant;
+        const isNew = await ctx.tenants.checkNewTenant(parent, t).then(
+          () => true,
+          () => false,
+        );
+        if (isNew) made.set(t, parent);
+      }
       if (r.def.needsUnsealed && ctx.strongbox.sealed)
         throw new ApiError('sealed', `Cannot ${change.op} ${xPathOf(change.path)}: the secret store is sealed`, {
           code: 'sealed',

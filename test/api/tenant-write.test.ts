@@ -46,6 +46,26 @@ function tenantSuite(backend: Backend): void {
     assert.equal(users.body, ['eve']);
   });
 
+  t('a tenant and its first user in one body: the later change sees the tenant made before it', async () => {
+    const r = await api.json('PATCH', '/v1/config', {
+      body: [
+        { 'x-path': '/v1/config/system/tenants/fresh', description: 'made here' },
+        {
+          'x-path': '/v1/config/system/users/ops',
+          'x-tenant': 'fresh',
+          password: 'ops-password-1',
+          policies: ['admin'],
+        },
+      ],
+    });
+    assert.is(r.status, 204, JSON.stringify(r.body));
+    const login = await api.json('POST', '/v1/login', {
+      body: { username: 'ops@fresh', password: 'ops-password-1' },
+      headers: { authorization: '' },
+    });
+    assert.is(login.status, 200, JSON.stringify(login.body));
+  });
+
   t('a subtenant cannot write into its parent or an unknown tenant', async () => {
     const login = await api.json('POST', '/v1/login', {
       body: { username: 'eve@acme', password: 'eve-password-1' },
@@ -59,6 +79,15 @@ function tenantSuite(backend: Backend): void {
       });
       assert.is(r.status, 404, `${tenant}: ${JSON.stringify(r.body)}`);
     }
+    // Naming an existing tenant as made in the same body opens no way into it (names are global).
+    const sneak = await api.json('PATCH', '/v1/config', {
+      headers: { authorization: eve },
+      body: [
+        { 'x-path': '/v1/config/system/tenants/default', description: 'mine now?' },
+        { 'x-path': '/v1/config/applications/evil', 'x-tenant': 'default', version: '1' },
+      ],
+    });
+    assert.is(sneak.status, 404, JSON.stringify(sneak.body));
     assert.is((await api.json('GET', '/v1/config/applications/evil')).status, 404);
   });
 
