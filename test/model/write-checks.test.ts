@@ -118,9 +118,22 @@ api('data-format json: a template that cannot give JSON → 400 with the positio
     ['{"a": ${MSG_PAYLOAD}}}', 21],
     ['[$${literal}, ${TOPIC}]', 1],
     ['not json', 1],
+    // Text built-ins are never JSON unquoted (MSG_SEQNO is 1704067200000-0, MSG_TIME a date).
+    ['{"a": ${MSG_SEQNO}}', 6],
+    ['{"t": ${MSG_TIME}}', 6],
+    // The broken part is named, not a good variable before it: the bare x at 17.
+    ['{"a": ${A}, "b": x}', 17],
   ];
   for (const [data, position] of cases) {
-    const info = refused(await create({ data, 'data-format': 'json' }), 'data', 'invalid-json-template');
+    const info = refused(
+      await create({
+        data,
+        'data-format': 'json',
+        variables: [{ name: 'A', 'value-from-message': { 'json-pointer': '/payload/a' } }],
+      }),
+      'data',
+      'invalid-json-template',
+    );
     assert.is(info.position, position, data);
   }
 });

@@ -211,21 +211,47 @@ const realistic: Record<string, string> = {
   MSG_SEQNO: sampleMsg.seqno,
   MSG_TIME: sampleMsg.time,
 };
-const samples: Array<(variable: string) => string> = [(v) => realistic[v] ?? 'sample', () => '0', () => '"sample"'];
+/**
+ * Built-ins whose value is always text of a known shape (never a number or JSON): each keeps its
+ * realistic value in every rendering, so `{"a": ${MSG_SEQNO}}` (an id such as 1704067200000-0,
+ * never JSON unquoted) is refused, not accepted because 0 would fit there.
+ */
+const textual: Record<string, string> = {
+  MSG_SEQNO: sampleMsg.seqno,
+  MSG_TIME: sampleMsg.time,
+  MSG_HOST: 'host',
+  MSG_ORIGIN: 'origin',
+  MSG_PRODUCER_NAME: 'producer',
+  TOPIC: 'topic',
+  SYS_SITE: 'site',
+  SYS_TENANT: 'tenant',
+  SYS_GLOBAL_DOMAIN: 'edge.example',
+};
+const fixed = (v: string): string | undefined =>
+  textual[v] ??
+  (v.startsWith('SYS_DNS_ZONES[') ? 'zone.example' : v.startsWith('SYS_SITE_LABELS[') ? 'label' : undefined);
+const samples: Array<(variable: string) => string> = [
+  (v) => fixed(v) ?? realistic[v] ?? 'sample',
+  (v) => fixed(v) ?? '0',
+  (v) => fixed(v) ?? '"sample"',
+];
 
 function checkJsonData(data: Template): void {
-  let first: { position: number; reason: string } | undefined;
+  // Of the renderings that fail, the one that got furthest names the problem: a failure at a
+  // variable's sample (the "s" of sample) is no fault of the text the user wrote after it.
+  let best: { position: number; reason: string; at: number } | undefined;
   for (const sample of samples) {
     const r = data.renderSample(sample);
     try {
       JSON.parse(r.text);
       return;
     } catch (err) {
-      if (first) continue;
       const e = jsonSyntaxError(err, r.text);
-      first = { position: r.sourceAt(e.position), reason: e.reason };
+      const position = r.sourceAt(e.position);
+      if (!best || position > best.position) best = { position, reason: e.reason, at: e.position };
     }
   }
+  const first = best;
   if (!first) return;
   throw new ApiError(
     'invalid-value',
