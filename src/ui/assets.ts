@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { log } from '../lib/log.js';
+import { ApiError } from '../lib/errors.js';
 import type { Asset } from './build-page.js';
 import { routes } from '../api/route-table.js';
 import { allowRoutes, on } from '../api/routing.js';
@@ -55,7 +56,12 @@ export function uiRoutes(): Hono {
       return c.text('The status page is not built: run npm run build', 503);
     }
     const asset = assets.get(file);
-    if (!asset) return c.text(`No file /ui/${file}`, 404);
+    // In the error format of every other path (JSON: the path a client sent is never echoed as text).
+    if (!asset)
+      throw new ApiError('not-found', 'No such file of the status page (/ui/ serves index.html, app.js, app.css)', {
+        code: 'missing',
+        path: c.req.path,
+      });
     if (c.req.header('if-none-match') === asset.etag)
       return new Response(null, { status: 304, headers: { etag: asset.etag, ...security } });
     return new Response(asset.body, { headers: { 'content-type': asset.type, etag: asset.etag, ...security } });

@@ -42,7 +42,11 @@ function historySuite(backend: Backend): void {
       const redirect = await api.req('GET', '/ui', { headers: { authorization: '' } });
       assert.is(redirect.status, 301);
       assert.is(redirect.headers.get('location'), '/ui/');
-      assert.is((await api.req('GET', '/ui/secrets.json', { headers: { authorization: '' } })).status, 404);
+      const missing = await api.req('GET', '/ui/secrets.json', { headers: { authorization: '' } });
+      assert.is(missing.status, 404);
+      // The error format of every path, never the path echoed back as text.
+      assert.match(missing.headers.get('content-type') ?? '', /^application\/json/);
+      assert.match(await missing.text(), /"error-info":"missing"/);
       assert.is((await api.req('GET', '/ui/../v1/config', { headers: { authorization: '' } })).status, 401);
       const hist = await api.req('GET', '/v1/state/volga/webhooks/x/history', { headers: { authorization: '' } });
       assert.is(hist.status, 401);
