@@ -208,9 +208,9 @@ export const routes = {
     replies: {
       200: { description: 'The file', content: { '*/*': { schema: { type: 'string' } } }, headers: etagHeader },
       304: 'Not modified (If-None-Match)',
-      404: { description: 'No such file', content: { 'text/plain': { schema: { type: 'string' } } } },
       503: { description: 'The page is not built', content: { 'text/plain': { schema: { type: 'string' } } } },
     },
+    errors: [404],
   }),
   login: route({
     id: 'login',

@@ -21,7 +21,8 @@ export type { ProbeCheck };
 export type CheckResult = { name: string; ok: boolean; reason?: string };
 
 /** A check slower than this fails (a Redis that does not answer must not hold the probe). */
-export const checkTimeoutMs = 2000;
+/** Under a second: an orchestrator's probe (Kubernetes: 1 s by default) gets its answer, not a timeout of its own. */
+export const checkTimeoutMs = 800;
 
 const auditTopic = auditTrailTopic;
 
