@@ -5,25 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { record, type AuditEvent } from '../../src/auth/audit.js';
-
-async function logsOf(fn: () => Promise<void>): Promise<Array<Record<string, unknown>>> {
-  const lines: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  }) as typeof process.stdout.write;
-  try {
-    await fn();
-  } finally {
-    process.stdout.write = write;
-  }
-  return lines
-    .join('')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
+import { logsOf } from '../helpers/logs.js';
 
 const event: AuditEvent = {
   time: '2026-11-29T10:00:00.000Z',

@@ -57,18 +57,19 @@ async function streamEntries(topic: string): Promise<Array<Record<string, string
   });
 }
 
+/** An exporter of one topic, enabled or not. */
+const pausable = (name: string, topic: string, enabled: boolean) => ({
+  name,
+  topics: [topic],
+  'site-placement': { 'all-sites': true },
+  url: `${hook.url}/${name}`,
+  data: '${MSG_PAYLOAD}',
+  enabled,
+});
+
 test('enabled false pauses (status paused, offsets kept); true resumes where it stopped', async () => {
-  const cfg = {};
-  const { topic, name } = await exporter(cfg);
-  const enable = (enabled: boolean) =>
-    env.webhook({
-      name,
-      topics: [topic],
-      'site-placement': { 'all-sites': true },
-      url: `${hook.url}/${name}`,
-      data: '${MSG_PAYLOAD}',
-      enabled,
-    });
+  const { topic, name } = await exporter({});
+  const enable = (enabled: boolean) => env.webhook(pausable(name, topic, enabled));
   await env.produce(topic, 'a1');
   await hook.waitFor(() => bodiesOf(name).length === 1, 'first delivery');
   await enable(false);
@@ -91,14 +92,7 @@ test('enabled false pauses (status paused, offsets kept); true resumes where it 
 test('created paused (start-position end): what is produced meanwhile waits for it and shows as lag', async () => {
   const name = 'born-paused';
   const topic = 'born-paused-topic';
-  const cfg = (enabled: boolean) => ({
-    name,
-    topics: [topic],
-    'site-placement': { 'all-sites': true },
-    url: `${hook.url}/${name}`,
-    data: '${MSG_PAYLOAD}',
-    enabled,
-  });
+  const cfg = (enabled: boolean) => pausable(name, topic, enabled);
   await env.produce(topic, 'before');
   await env.webhook(cfg(false));
   await env.state(rt, name, (s) => s.status === 'paused', 'paused');

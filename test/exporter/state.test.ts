@@ -11,6 +11,7 @@ import { webhookStateKey } from '../../src/store/keys.js';
 import { ExporterState } from '../../src/exporter/state.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { eventually } from '../helpers/wait.js';
+import { logsOf } from '../helpers/logs.js';
 
 let env: Env;
 let hook: WebhookServer;
@@ -23,26 +24,6 @@ test.after(async () => {
   await env.close();
   await hook.close();
 });
-
-/** Runs fn with process.stdout captured; returns the JSON log lines written meanwhile. */
-async function logsOf(fn: () => Promise<void> | void): Promise<Array<Record<string, unknown>>> {
-  const lines: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  }) as typeof process.stdout.write;
-  try {
-    await fn();
-  } finally {
-    process.stdout.write = write;
-  }
-  return lines
-    .join('')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 test('failed attempts: the first logged at once, then one summary line a second; status changes logged', async () => {
   const s = new ExporterState(0, { tenant: 'default', exporter: 'x' });
