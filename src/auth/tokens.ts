@@ -90,22 +90,21 @@ export async function revokeToken(store: Store, id: string): Promise<void> {
 }
 
 /**
- * Deletes the tokens of `tenant/user` not bound to `credential` (every one when the user is gone):
- * once its user is deleted or its password changed, a token is gone for good, so a rollback that
- * restores the user as it was does not bring it back. A scan of the live tokens: users change
- * rarely. Returns how many it deleted.
+ * Deletes the tokens of the users of `credentials` (`<tenant>/<user>` → its credential now, or
+ * undefined when it is gone) not bound to that credential: once its user is deleted or its
+ * password changed, a token is gone for good, so a rollback that restores the user as it was
+ * does not bring it back. One scan of the live tokens: users change rarely. Returns how many it deleted.
  */
 export async function revokeStaleTokens(
   store: Store,
-  tenant: string,
-  user: string,
-  credential: string | undefined,
+  credentials: ReadonlyMap<string, string | undefined>,
 ): Promise<number> {
   let n = 0;
   for (const key of await store.kvKeys(kvPrefix.token)) {
     const text = await store.kvGet(key);
     const rec = text === undefined ? undefined : parseRecord(text);
-    if (rec && rec.tenant === tenant && rec.user === user && rec.credential !== credential) {
+    const who = rec ? `${rec.tenant}/${rec.user}` : '';
+    if (rec && credentials.has(who) && rec.credential !== credentials.get(who)) {
       await store.kvDel(key);
       n++;
     }

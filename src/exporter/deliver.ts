@@ -182,7 +182,8 @@ export function examine(ctx: DeliverContext, msg: Message): Prepared | 'filtered
 /** examine's expansion of a message that passed the filters (`lookup` reads it). */
 /** The target with its host marked hidden when a vault value the URL uses appears in it (case aside). */
 function hideSecretHost(target: Target, names: readonly string[], secrets: ReadonlyMap<string, string>): Target {
-  const host = target.origin.slice(target.origin.indexOf('//') + 2).toLowerCase();
+  // The host name without its port: as a connection error names it (getaddrinfo ENOTFOUND <name>).
+  const host = new URL(target.origin).hostname.toLowerCase();
   for (const name of names) {
     const value = secrets.get(name)?.toLowerCase();
     if (value && host.includes(value)) return { ...target, hidden: host };

@@ -208,8 +208,6 @@ const realistic: Record<string, string> = {
   MSG_PAYLOAD: JSON.stringify(sampleMsg.payload),
   MSG_MTIME: String(sampleMsg.mtime),
   MSG_REMAIN: '0',
-  MSG_SEQNO: sampleMsg.seqno,
-  MSG_TIME: sampleMsg.time,
 };
 /**
  * Built-ins whose value is always text of a known shape (never a number or JSON): each keeps its
@@ -239,7 +237,7 @@ const samples: Array<(variable: string) => string> = [
 function checkJsonData(data: Template): void {
   // Of the renderings that fail, the one that got furthest names the problem: a failure at a
   // variable's sample (the "s" of sample) is no fault of the text the user wrote after it.
-  let best: { position: number; reason: string; at: number } | undefined;
+  let best: { position: number; reason: string } | undefined;
   for (const sample of samples) {
     const r = data.renderSample(sample);
     try {
@@ -248,14 +246,13 @@ function checkJsonData(data: Template): void {
     } catch (err) {
       const e = jsonSyntaxError(err, r.text);
       const position = r.sourceAt(e.position);
-      if (!best || position > best.position) best = { position, reason: e.reason, at: e.position };
+      if (!best || position > best.position) best = { position, reason: e.reason };
     }
   }
-  const first = best;
-  if (!first) return;
+  if (!best) return;
   throw new ApiError(
     'invalid-value',
-    `Cannot use data as a JSON template (data-format json): with sample values it gives no JSON (${first.reason}) at position ${first.position}`,
-    { code: 'invalid-json-template', path: 'data', position: first.position },
+    `Cannot use data as a JSON template (data-format json): with sample values it gives no JSON (${best.reason}) at position ${best.position}`,
+    { code: 'invalid-json-template', path: 'data', position: best.position },
   );
 }
