@@ -180,6 +180,8 @@ export const probeBody: Obj = {
   properties: {
     status: { enum: ['ok', 'ready', 'not-ready'] },
     'uptime-seconds': { type: 'integer' },
+    /** While the process waits for Redis at start: why (the checks then are `process`, or `start-up`). */
+    starting: { type: 'string' },
     checks: {
       type: 'array',
       items: {

@@ -231,12 +231,23 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
       if (inst) return inst.app.fetch(request, env);
       // Liveness: the process answers while it waits for Redis (a 503 here would have an
       // orchestrator restart it in a loop while Redis is down); readiness says it is not ready.
-      if (request.method === 'GET' && new URL(request.url).pathname === '/healthz')
+      const probe = request.method === 'GET' ? new URL(request.url).pathname : '';
+      if (probe === '/healthz')
         return Response.json({
           status: 'ok',
           checks: [{ name: 'process', ok: true }],
           starting: startup.reason ?? 'starting',
         });
+      // Readiness in its own shape while starting too, so a probe's client reads one format.
+      if (probe === '/readyz')
+        return Response.json(
+          {
+            status: 'not-ready',
+            checks: [{ name: 'start-up', ok: false, reason: startup.reason ?? 'starting' }],
+            starting: startup.reason ?? 'starting',
+          },
+          { status: 503 },
+        );
       return notReady(request);
     },
     serverOptions: {

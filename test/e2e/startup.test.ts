@@ -356,6 +356,17 @@ test('while waiting for Redis: /healthz 200 (alive, with the reason), /readyz an
     const body = (await health.json()) as { status: string; starting?: string };
     assert.is(body.status, 'ok');
     assert.match(body.starting ?? '', /not reachable yet/);
+    // Readiness in its own shape (as once started), the reason in its check.
+    const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as {
+      status: string;
+      checks: Array<{ name: string; ok: boolean; reason?: string }>;
+    };
+    assert.is(ready.status, 'not-ready');
+    assert.equal(
+      ready.checks.map((c) => [c.name, c.ok]),
+      [['start-up', false]],
+    );
+    assert.match(ready.checks[0]?.reason ?? '', /not reachable yet/);
     assert.is((await fetch(`http://127.0.0.1:${port}/v1/config`)).status, 503);
   } finally {
     p.kill('SIGKILL');
