@@ -61,9 +61,17 @@ class CellHistogram {
     c.count++;
   }
 
+  /**
+   * At each scrape, which label sets to show (set for the exporters' histogram: a deleted
+   * exporter's series are not shown, where they stayed until the process restarted; its cell
+   * stays, so an exporter that held it goes on counting, and one made again under that name too).
+   */
+  live: (() => ((labels: Labels) => boolean) | undefined) | undefined;
+
   /** Cells observed at least once (a route set up but never called is not shown). */
   used(): Cell[] {
-    return [...this.cells.values()].filter((c) => c.count > 0);
+    const show = this.live?.();
+    return [...this.cells.values()].filter((c) => c.count > 0 && (!show || show(c.labels)));
   }
 
   /** prom-client's metric interface: the values as its own Histogram reports them. */
@@ -132,9 +140,19 @@ export function createMetrics(opts: { enabled?: boolean } = {}): Metrics {
     deliveryBuckets,
   );
   registry.registerMetric(deliverySeconds as unknown as Metric);
+  const setSource = exporterSeries(registry);
+  let exporters: (() => ExporterSample[]) | undefined;
+  deliverySeconds.live = () => {
+    if (!exporters) return undefined;
+    const now = new Set(exporters().map((s) => `${s.tenant}/${s.exporter}`));
+    return (labels) => now.has(`${String(labels.tenant)}/${String(labels.exporter)}`);
+  };
   return {
     registry,
-    exporters: exporterSeries(registry),
+    exporters: (fn) => {
+      exporters = fn;
+      setSource(fn);
+    },
     fleet: fleetSeries(registry),
     deliveryObserver(tenant, exporter) {
       const cell = deliverySeconds.cell({ tenant, exporter });

@@ -124,6 +124,15 @@ function exporters(backend: Backend): void {
       assert.not.ok(text.includes('/nowhere'));
       // Process metrics come with the same prefix.
       assert.ok(find(samples, 'edgeplane_process_cpu_seconds_total', {}).length === 1);
+      // A deleted exporter's series go, its latency histogram's too.
+      assert.is((await api.json('DELETE', '/v1/config/volga/webhooks/m1')).status, 204);
+      await eventually(
+        async () =>
+          !(await (await api.req('GET', '/metrics', { headers: { authorization: '' } })).text()).includes(
+            'exporter="m1"',
+          ),
+        'no series of m1 once it is deleted',
+      );
     } finally {
       await api.close();
       await sink.close();
