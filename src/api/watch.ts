@@ -125,7 +125,7 @@ function revocationCheck(c: Ctx, auth: AppDeps['auth'] | undefined): () => Promi
       });
     } catch (err) {
       // Refused (401, 403) ends it as expired; the store unavailable (503) does not: the read
-      // that follows meets the outage too and ends the stream as any outage does.
+      // that follows meets the outage too and ends the stream as an outage does.
       if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return err;
       if (err instanceof ApiError) return undefined;
       throw err;

@@ -17,7 +17,7 @@ import { unescapeToken } from '../lib/json-pointer.js';
  * we check ourselves, in linear time (the validator compares every pair: a list of 100,000
  * entries held the event loop for half a minute).
  */
-type Validators = { all: Validator; first: Validator; unique: string[][] };
+type Validators = { all: Validator; first: () => Validator; unique: string[][] };
 const validators = new Map<string, Validators>();
 
 function validatorOf(def: ResourceDef): Validators {
@@ -25,7 +25,9 @@ function validatorOf(def: ResourceDef): Validators {
   if (!v) {
     const unique: string[][] = [];
     const schema = withoutUnique(def.schema, [], unique) as ConstructorParameters<typeof Validator>[0];
-    v = { all: new Validator(schema, '2020-12', false), first: new Validator(schema, '2020-12', true), unique };
+    let first: Validator | undefined;
+    const firstOnly = () => (first ??= new Validator(schema, '2020-12', true));
+    v = { all: new Validator(schema, '2020-12', false), first: firstOnly, unique };
     validators.set(def.id, v);
   }
   return v;
@@ -52,20 +54,23 @@ export const maxListEntries = 10_000;
 /** At most this many problems are listed for one object. */
 export const maxProblems = 100;
 
-/** The first list of `value` (at any depth) longer than maxListEntries: its path and length. */
-function overlongList(value: unknown, path: string[] = [], depth = 0): { path: string[]; length: number } | undefined {
+/**
+ * The first list of `value` (at any depth) longer than maxListEntries: its path and length. The
+ * path is made on the way back from a hit only: every write walks its object here.
+ */
+function overlongList(value: unknown, depth = 0): { path: string[]; length: number } | undefined {
   if (typeof value !== 'object' || value === null || depth > 64) return undefined;
   if (Array.isArray(value)) {
-    if (value.length > maxListEntries) return { path, length: value.length };
-    for (const [i, v] of value.entries()) {
-      const hit = overlongList(v, [...path, String(i)], depth + 1);
-      if (hit) return hit;
+    if (value.length > maxListEntries) return { path: [], length: value.length };
+    for (let i = 0; i < value.length; i++) {
+      const hit = overlongList(value[i], depth + 1);
+      if (hit) return (hit.path.unshift(String(i)), hit);
     }
     return undefined;
   }
-  for (const [k, v] of Object.entries(value)) {
-    const hit = overlongList(v, [...path, k], depth + 1);
-    if (hit) return hit;
+  for (const k in value) {
+    const hit = overlongList((value as Record<string, unknown>)[k], depth + 1);
+    if (hit) return (hit.path.unshift(k), hit);
   }
   return undefined;
 }
@@ -74,8 +79,7 @@ function overlongList(value: unknown, path: string[] = [], depth = 0): { path: s
 function uniqueProblems(paths: readonly string[][], obj: JsonObject, xPath: string): ApiError[] {
   const out: ApiError[] = [];
   for (const path of paths) {
-    let node: unknown = obj;
-    for (const k of path) node = typeof node === 'object' && node !== null ? (node as JsonObject)[k] : undefined;
+    const node = valueAtPath(obj, path);
     if (!Array.isArray(node)) continue;
     const seen = new Set<string>();
     const twice = node.find((e) => {
@@ -293,8 +297,13 @@ function describe(unit: OutputUnit, root: Schema, value: unknown, secret: boolea
 }
 
 function valueAt(obj: unknown, instanceLocation: string): unknown {
+  return valueAtPath(obj, locationTokens(instanceLocation));
+}
+
+/** The value at a path of member names (undefined where there is none). */
+function valueAtPath(obj: unknown, path: readonly string[]): unknown {
   let node = obj;
-  for (const p of locationTokens(instanceLocation)) {
+  for (const p of path) {
     if (typeof node !== 'object' || node === null) return undefined;
     node = (node as Record<string, unknown>)[p];
   }
@@ -333,7 +342,7 @@ export function schemaErrors(def: ResourceDef, obj: JsonObject, xPath: string): 
   } catch (err) {
     // Too many problems for the validator to gather (its stack overflows): name the first.
     if (!(err instanceof RangeError)) throw err;
-    result = v.first.validate(obj);
+    result = v.first().validate(obj);
   }
   if (result.valid) return unique;
   const seen = new Set<string>();
