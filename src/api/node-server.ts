@@ -17,6 +17,8 @@ import {
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ApiError } from '../lib/errors.js';
+import { errorText } from '../lib/error-text.js';
+import { log } from '../lib/log.js';
 
 const adapterDefault = 'text/plain; charset=UTF-8';
 
@@ -120,6 +122,28 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
     );
   }
   socket.destroy();
+}
+
+/**
+ * @hono/node-server's errorHandler: a request Node parsed but the adapter cannot make a URL of
+ * (`OPTIONS *`, a Host header that is no host, a backslash in the path, an absolute URL of
+ * another scheme) is a 400 in the error format, naming why (the adapter's own reply is an empty
+ * 400); any other error reaching the adapter (the app's own handler catches those it throws) is
+ * a 500 in the same format.
+ */
+export function answerAdapterError(err: unknown): Response {
+  const e =
+    err instanceof Error && err.name === 'RequestError'
+      ? new ApiError(
+          'bad-request',
+          `The request cannot be served: ${err.message} (no URL can be made of its request target and Host header)`,
+          {
+            code: 'bad-request-target',
+          },
+        )
+      : new ApiError('internal', 'Internal error: the request was not completed; see the server log');
+  if (e.code === 'internal') log('error', 'http: request failed before the app', { error: errorText(err) });
+  return Response.json(e.toBody(), { status: e.status });
 }
 
 function clientErrorOf(code: string | undefined): ApiError {

@@ -51,6 +51,7 @@ export const errorDetails = {
   'bad-path': 400,
   'bad-pattern': 400,
   'bad-pointer': 400,
+  'bad-request-target': 400,
   'bad-topic': 400,
   'bad-value': 400,
   'bad-x-etag': 400,

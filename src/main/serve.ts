@@ -15,10 +15,10 @@
  * SIGINT and SIGHUP, at any time, close the socket, finish in-flight deliveries and exit 0.
  */
 import { accessSync, constants } from 'node:fs';
-import type { Server } from 'node:http';
-import { createAdaptorServer } from '@hono/node-server';
+import { createServer, type Server } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { answerClientError, serverOptions, warmResponses } from '../api/node-server.js';
+import { answerAdapterError, answerClientError, serverOptions, warmResponses } from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
@@ -224,9 +224,11 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
       new ApiError('unavailable', `edgeplane is not ready: ${startup.reason ?? 'starting'}`, { code: 'starting' }),
       request.headers.get('accept')?.includes('yaml') ? 'yaml' : 'json',
     );
-  const server = createAdaptorServer({
+  // The adapter's listener with our errorHandler (its createAdaptorServer takes none): a request
+  // no URL can be made of gets the error format rather than an empty 400.
+  const listener = getRequestListener(
     // `env` carries the Node request (api/headers.ts reads headers from it: no Headers object per request).
-    fetch: (request: Request, env: unknown) => {
+    (request: Request, env: unknown) => {
       const inst = instance();
       if (inst) return inst.app.fetch(request, env);
       // Liveness: the process answers while it waits for Redis (a 503 here would have an
@@ -250,12 +252,17 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
         );
       return notReady(request);
     },
-    serverOptions: {
+    { errorHandler: answerAdapterError },
+  );
+  const server = createServer(
+    {
       ...serverOptions,
       // How often Node checks the two request time-outs below (its default is 30 s).
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(settings.httpHeadersTimeoutMs / 4))),
     },
-  }) as Server;
+    // The listener never rejects (its errors are answered); Node wants a void handler.
+    (req, res) => void listener(req, res),
+  );
   server.on('clientError', answerClientError);
   server.headersTimeout = settings.httpHeadersTimeoutMs;
   server.requestTimeout = settings.httpRequestTimeoutMs;

@@ -1,7 +1,8 @@
 /**
  * Replies that Node's HTTP parser makes before the app sees a request carry the same error body
  * as every other reply (CONTRACT §5): a request line or headers over the limit → 431, malformed
- * HTTP → 400, each with `error-info` naming it, on the real server (`edgeplane serve`).
+ * HTTP → 400, each with `error-info` naming it, on the real server (`edgeplane serve`); so do
+ * requests no URL can be made of (`OPTIONS *`), which the Hono adapter answers.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -91,6 +92,21 @@ test('a request line that is not HTTP: 400 with the error body', async () => {
   assert.is(reply.status, 400);
   assert.is(wireErrors(reply.body)[0]?.['error-info'], 'bad-http');
 });
+
+// HTTP the parser accepts but no URL can be made of (the adapter's own reply was an empty 400).
+for (const [what, line, why] of [
+  ['the request target *', 'OPTIONS * HTTP/1.1\r\nHost: x', /request cannot be served/],
+  ['a Host header that is no host', 'GET /healthz HTTP/1.1\r\nHost: a b', /host/i],
+  ['a backslash in the path', 'GET /v1\\config HTTP/1.1\r\nHost: x', /backslash/i],
+] as const)
+  test(`${what}: 400 bad-request-target with the error body`, async () => {
+    const reply = parse(await exchange(`${line}\r\nConnection: close\r\n\r\n`));
+    assert.is(reply.status, 400);
+    assert.is(reply.headers['content-type'], 'application/json');
+    const [e] = wireErrors(reply.body);
+    assert.is(e?.['error-info'], 'bad-request-target');
+    assert.match(e?.['error-message'] ?? '', why);
+  });
 
 test('the server still answers afterwards', async () => {
   const reply = await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
