@@ -24,6 +24,10 @@ function responses(r: Route): Obj {
   for (const [code, reply] of Object.entries(r.replies))
     out[code] = typeof reply === 'string' ? { description: reply } : reply;
   for (const code of r.errors) out[String(code)] = { ...errorRef, description: statusText[code] };
+  // While the process starts (waiting for Redis, loading), every route but the two probes
+  // answers 503 `starting` in the error format (main/serve.ts).
+  if (r.id !== 'healthz' && r.id !== 'readyz')
+    out['503'] ??= { ...errorRef, description: 'edgeplane is starting (error-info starting): try again' };
   return out;
 }
 

@@ -15,6 +15,8 @@ import { join } from 'node:path';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { startServe, type ServeProc } from '../helpers/serve-proc.js';
 import { eventually } from '../helpers/wait.js';
+import { replyChecker } from '../helpers/openapi-check.js';
+import { openApiRoutes } from '../../src/ops/openapi.js';
 import { waitForRedis } from '../../src/main/serve.js';
 
 const tmp = (name: string) => mkdtempSync(join(tmpdir(), `edgeplane-startup-${name}-`));
@@ -368,6 +370,25 @@ test('while waiting for Redis: /healthz 200 (alive, with the reason), /readyz an
     );
     assert.match(ready.checks[0]?.reason ?? '', /not reachable yet/);
     assert.is((await fetch(`http://127.0.0.1:${port}/v1/config`)).status, 503);
+    // Each 503 while starting is one the OpenAPI document declares, in its error format.
+    const doc = (await (await openApiRoutes().request('/v1/openapi.json')).json()) as Parameters<
+      typeof replyChecker
+    >[0];
+    const check = replyChecker(doc);
+    for (const [method, path] of [
+      ['GET', '/metrics'],
+      ['GET', '/v1/config'],
+      ['GET', '/v1/openapi.json'],
+      ['POST', '/v1/login'],
+      ['GET', '/v1/state/volga/webhooks'],
+    ] as const) {
+      const r = await fetch(`http://127.0.0.1:${port}${path}`, { method });
+      const body = await r.text();
+      assert.is(r.status, 503, path);
+      assert.match(body, /"error-info":"starting"/, path);
+      const checked = check({ method, path, status: r.status, contentType: r.headers.get('content-type'), body });
+      assert.is(checked.problem, undefined, `${method} ${path}: ${checked.problem}`);
+    }
   } finally {
     p.kill('SIGKILL');
   }
