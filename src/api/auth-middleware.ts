@@ -34,8 +34,6 @@ export type GuardOptions = {
 export type Guard = (handler: Handler) => Handler;
 
 export function createGuard(opts: GuardOptions): Guard {
-  const now = opts.now ?? Date.now;
-
   const authenticated = (handler: Handler, c: Ctx): Response | Promise<Response> => {
     // The routes the table declares public (route-table.ts): login, probes, metrics, the OpenAPI document.
     if (publicPaths.has(c.req.path)) return handler(c);
@@ -60,20 +58,43 @@ export function createGuard(opts: GuardOptions): Guard {
     }
     // /v1/login records its own attempts (with the username tried).
     if (c.req.path === '/v1/login') return res;
-    const principal = c.get('principal');
-    await record(opts.audit, {
-      user: principal?.user ?? null,
-      tenant: principal?.tenant ?? null,
-      method: c.req.method,
-      path: c.req.path,
-      status: res.status,
-      time: new Date(now()).toISOString(),
-      'client-address': clientAddress(c),
-    });
+    await auditRecord(opts, c, res.status);
     return res;
   };
 
   return (handler) => (c) => (writeMethods.has(c.req.method) ? audited(handler, c) : authenticated(handler, c));
+}
+
+async function auditRecord(opts: Pick<GuardOptions, 'audit' | 'now'>, c: Ctx, status: number): Promise<void> {
+  const principal = c.get('principal');
+  await record(opts.audit, {
+    user: principal?.user ?? null,
+    tenant: principal?.tenant ?? null,
+    method: c.req.method,
+    path: c.req.path,
+    status,
+    time: new Date((opts.now ?? Date.now)()).toISOString(),
+    'client-address': clientAddress(c),
+  });
+}
+
+/**
+ * The wrapper of the sites' own routes (/v1/fleet/sites/*, behind their site-token guard, not
+ * this one): a write they refuse (401, 403) is audited like any other refused write; their
+ * accepted ones (a site's reports and acknowledgements, every few seconds) are not.
+ */
+export function auditRefusals(opts: Omit<GuardOptions, 'auth'>): Guard {
+  return (handler) => async (c) => {
+    if (!writeMethods.has(c.req.method)) return handler(c);
+    let res: Response;
+    try {
+      res = await handler(c);
+    } catch (err) {
+      res = await opts.renderError(err instanceof Error ? err : new Error(String(err)), c);
+    }
+    if (res.status === 401 || res.status === 403) await auditRecord(opts, c, res.status);
+    return res;
+  };
 }
 
 /**

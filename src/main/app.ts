@@ -6,7 +6,7 @@
  */
 import { Hono } from 'hono';
 import { ApiError } from '../lib/errors.js';
-import { createGuard, guardRoutes } from '../api/auth-middleware.js';
+import { auditRefusals, createGuard, guardRoutes, type Guard } from '../api/auth-middleware.js';
 import { authRoutes } from '../api/auth-routes.js';
 import { configRoutes } from '../api/config.js';
 import { revisionRoutes } from '../api/revisions.js';
@@ -39,7 +39,10 @@ export function buildApp(deps: AppInput): Hono<AppEnv> {
   // `app` directly would skip authentication and the audit.
   // The fleet's sync route has a guard of its own that accepts only site tokens (fleet/control/routes.ts),
   // deliberately outside this one, which never accepts them.
-  for (const source of deps.fleet?.siteRoutes(deps) ?? []) app.route('/', source);
+  // Their refused writes are audited as every other refused write is (auditRefusals).
+  const siteGuard = auditRefusals({ audit: (e) => deps.auth.audit(e), renderError });
+  for (const source of deps.fleet?.siteRoutes(deps) ?? [])
+    for (const r of source.routes) app.on(r.method, r.path, siteGuard(r.handler as Parameters<Guard>[0]) as never);
   const fleetUser = deps.fleet?.userRoutes(deps) ?? [];
   const metrics = deps.metrics ?? createMetrics({ enabled: deps.settings.metricsEnabled });
   metrics.exporters(() => exporterSamples(deps.runtime));

@@ -38,6 +38,17 @@ async function setUp(api: TestApi): Promise<{ a: string; b: string }> {
   return { a: await issue('site-a'), b: await issue('site-b') };
 }
 
+/** Every event of the audit topic so far (read as a group of the test's own). */
+async function auditEvents(api: TestApi): Promise<Array<{ method: string; path: string; status: number }>> {
+  const { bus } = api.instance.deps;
+  const group = `audit-reader-${Math.random().toString(36).slice(2)}`;
+  await bus.ensureGroup('system:audit-trail-log', group, { at: 'beginning' });
+  const read = await bus.read('system:audit-trail-log', group, 'test', { cursor: '>', count: 10_000 });
+  return read.entries.map(
+    (e) => JSON.parse(String(e.fields.payload)) as { method: string; path: string; status: number },
+  );
+}
+
 forEachBackend((backend) => {
   test(`${backend}: a site token on every route of the OpenAPI document → 401/403, never a success`, async () => {
     const api = await startApi(backend);
@@ -126,6 +137,20 @@ forEachBackend((backend) => {
       // What sites send: the version in the query, no body.
       const byQuery = await api.req('POST', '/v1/fleet/sites/site-a/ack?version=1-1', { headers: as(tokens.a) });
       assert.is(byQuery.status, 204);
+      // The refused writes of these routes are audited as every refused write is; accepted ones are not.
+      const audit = await auditEvents(api);
+      const seen = (method: string, path: string, status: number) =>
+        audit.some((e) => e.method === method && e.path === path && e.status === status);
+      assert.ok(seen('POST', '/v1/fleet/sites/site-b/ack', 403), 'a refused ack is audited');
+      assert.ok(seen('POST', '/v1/fleet/sites/site-b/report', 403), 'a refused report is audited');
+      assert.not.ok(
+        audit.some((e) => e.path === '/v1/fleet/sites/site-a/ack'),
+        'accepted acks are not',
+      );
+      assert.not.ok(
+        audit.some((e) => e.method === 'GET'),
+        'reads are not',
+      );
       const state = await api.req('GET', '/v1/state/sites/site-a');
       assert.is(((await state.json()) as Record<string, unknown>)['config-version'], '1-1');
       for (const [query, code] of [
