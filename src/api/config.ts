@@ -12,6 +12,7 @@ import { runTransaction, type Change, type TxContext, type TxMode } from '../mod
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import {
+  noEtagConditions,
   listReply,
   methodNotAllowed,
   options,
@@ -120,7 +121,7 @@ function wholeTreeConditions(c: Ctx): void {
     throw new ApiError(
       'precondition-failed',
       `Cannot write ${PREFIX}: it has no ETag for ${im ? 'If-Match' : 'If-None-Match'} to compare; give x-etag on each object`,
-      { code: 'etag-mismatch' },
+      { code: im ? 'etag-mismatch' : 'etag-match' },
     );
 }
 
@@ -452,6 +453,8 @@ async function readAll(c: Ctx, deps: AppDeps): Promise<Response> {
     }
     return out;
   };
+  const early = noEtagConditions(c, PREFIX);
+  if (early) return early;
   if (q.watch)
     return watchResponse(c, deps, {
       relevant: (keys) => keys.some((k) => tenants.some((t) => k.startsWith(t + '/'))),

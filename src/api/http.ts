@@ -88,6 +88,22 @@ export function searchParams(c: Ctx): URLSearchParams {
   return q < 0 ? noParams : new URLSearchParams(url.slice(q + 1));
 }
 
+/**
+ * If-Match / If-None-Match on a read of what has no ETag (the whole /v1/config, anything under
+ * /v1/state), in RFC 9110's order: `If-Match: *` holds (what is read exists), any other
+ * If-Match cannot, 412; `If-None-Match: *` matches, 304; any other cannot match, so the read is
+ * answered (undefined).
+ */
+export function noEtagConditions(c: Ctx, what: string): Response | undefined {
+  const im = header(c, 'if-match');
+  if (im !== undefined && im.trim() !== '*')
+    throw new ApiError('precondition-failed', `Cannot read ${what}: it has no ETag for If-Match to compare`, {
+      code: 'etag-mismatch',
+    });
+  if (header(c, 'if-none-match')?.trim() === '*') return new Response(null, { status: 304 });
+  return undefined;
+}
+
 /** Encodes `body` as the client asked (JSON or YAML); `multi` = one YAML document per item. */
 export function reply(
   c: Ctx,

@@ -13,6 +13,7 @@ import type { StateContext, StateItem } from '../resources/module.js';
 import { parseQuery, type ParsedQuery } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import {
+  noEtagConditions,
   checkSite,
   listReply,
   methodNotAllowed,
@@ -268,6 +269,8 @@ async function readAllState(deps: AppDeps, c: Ctx, pick: SourceOf): Promise<Resp
   const p = principalOf(c);
   const source = pick(q.site);
   const objects = () => allStateObjects(deps, p, source, q);
+  const early = noEtagConditions(c, PREFIX);
+  if (early) return early;
   if (q.watch) return watchResponse(c, deps, stateWatch(p.tenant, objects));
   const out: Json[] = (await objects()).map((o): Json =>
     isObject(o.value) ? { 'x-path': o.xPath, ...o.value } : { 'x-path': o.xPath, value: o.value },
@@ -336,6 +339,8 @@ async function readStateList(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved,
     }
     return items;
   };
+  const early = noEtagConditions(c, c.req.path);
+  if (early) return early;
   if (q.watch) {
     noWatchWith(q);
     return watchResponse(
@@ -381,6 +386,8 @@ async function readStateItem(deps: AppDeps, c: Ctx, pick: SourceOf, r: Resolved,
       }),
     );
   const value = await one();
+  const early = noEtagConditions(c, c.req.path);
+  if (early) return early;
   // A secret in clear is never kept by a cache on the way (as token replies).
   if (r.def.itemState) return reply(c, 200, value as JsonObject, { headers: { 'cache-control': 'no-store' } });
   return reply(c, 200, shape(r.def, value as JsonObject, q));

@@ -98,6 +98,31 @@ function run(backend: Backend): void {
     },
   );
 
+  t(
+    'reads without an ETag (the whole /v1/config, /v1/state): If-Match * holds, another is 412; If-None-Match * is 304',
+    async () => {
+      assert.is((await api.json('POST', LIST, { body: app('c1') })).status, 201);
+      for (const path of ['/v1/config', '/v1/state', '/v1/state/applications', '/v1/state/applications/c1']) {
+        const cond = async (h: Record<string, string>) => (await api.json('GET', path, { headers: h })).status;
+        assert.is(await cond({ 'if-match': '*' }), 200, `${path} If-Match *`);
+        const refused = await api.json('GET', path, { headers: { 'if-match': '"x"' } });
+        assert.is(refused.status, 412, `${path} If-Match "x"`);
+        assert.is(firstProblem(refused.body).code, 'etag-mismatch');
+        assert.is(await cond({ 'if-none-match': '*' }), 304, `${path} If-None-Match *`);
+        assert.is(await cond({ 'if-none-match': '"x"' }), 200, `${path} If-None-Match "x"`);
+      }
+      // A state object that does not exist is still a 404, whatever If-None-Match says.
+      assert.is(
+        (await api.json('GET', '/v1/state/applications/nope', { headers: { 'if-none-match': '*' } })).status,
+        404,
+      );
+      // A write to /v1/config itself with If-None-Match: * names the condition that matched.
+      const w = await api.json('PATCH', '/v1/config', { headers: { 'if-none-match': '*' }, body: [] });
+      assert.is(w.status, 412);
+      assert.is(firstProblem(w.body).code, 'etag-match');
+    },
+  );
+
   t("validate on a list GET: every stored object checked against today's schemas and checks", async () => {
     const ok = await api.json('GET', `${LIST}?validate`);
     assert.is(ok.status, 200);
