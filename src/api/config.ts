@@ -178,13 +178,22 @@ async function writeObject(
     await listConditions(deps, c, r);
     const value = objectBody(doc);
     if (typeof value.name !== 'string')
-      throw new ApiError(
-        'invalid-value',
-        `Missing required field name: POST to ${c.req.path} creates the entry it names`,
-        { code: 'schema-required', path: 'name' },
-      );
+      throw value.name === undefined
+        ? new ApiError(
+            'invalid-value',
+            `Missing required field name: POST to ${c.req.path} creates the entry it names`,
+            {
+              code: 'schema-required',
+              path: 'name',
+            },
+          )
+        : new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name: expected a string`, {
+            code: 'schema-type',
+            path: 'name',
+          });
     const path = `${r.path}/${value.name}`;
-    if (!resolvePath(path))
+    // `.` and `..` would be taken as dot-segments of the path (the list itself, its parent).
+    if (value.name === '.' || value.name === '..' || !resolvePath(path))
       throw new ApiError('invalid-value', `Cannot use ${JSON.stringify(value.name)} as name`, {
         code: 'bad-name',
         path: 'name',
