@@ -146,6 +146,21 @@ export function answerAdapterError(err: unknown): Response {
   return Response.json(e.toBody(), { status: e.status });
 }
 
+/**
+ * Node's `checkExpectation` event: a request whose `Expect` is not `100-continue`. Without a
+ * listener Node answers 417 with an empty body; this one answers it in the error format.
+ */
+export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const expect = String(req.headers.expect ?? '').slice(0, 100);
+  const e = new ApiError(
+    'expectation-failed',
+    `Cannot meet Expect: ${JSON.stringify(expect)}: the only expectation this server meets is 100-continue`,
+  );
+  const body = JSON.stringify(e.toBody());
+  res.writeHead(e.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 function clientErrorOf(code: string | undefined): ApiError {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':

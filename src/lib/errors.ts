@@ -18,6 +18,7 @@ export const errorStatus = {
   conflict: 409,
   'request-timeout': 408,
   'precondition-failed': 412,
+  'expectation-failed': 417,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'too-many-requests': 429,

@@ -18,7 +18,13 @@ import { accessSync, constants } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { lockDataDir, prepareDataDir, DataDirError, type DataDirLock } from './data-dir.js';
-import { answerAdapterError, answerClientError, serverOptions, warmResponses } from '../api/node-server.js';
+import {
+  answerAdapterError,
+  answerClientError,
+  answerExpectation,
+  serverOptions,
+  warmResponses,
+} from '../api/node-server.js';
 import { errorResponse } from '../api/reply.js';
 import { ApiError } from '../lib/errors.js';
 import { log, setLogLevel } from '../lib/log.js';
@@ -264,6 +270,7 @@ function httpServer(settings: Settings, startup: Startup, instance: () => Instan
     (req, res) => void listener(req, res),
   );
   server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerExpectation);
   server.headersTimeout = settings.httpHeadersTimeoutMs;
   server.requestTimeout = settings.httpRequestTimeoutMs;
   server.keepAliveTimeout = settings.httpKeepAliveTimeoutMs;

@@ -97,6 +97,7 @@ test('a request line that is not HTTP: 400 with the error body', async () => {
 for (const [what, line, why] of [
   ['the request target *', 'OPTIONS * HTTP/1.1\r\nHost: x', /request cannot be served/],
   ['a Host header that is no host', 'GET /healthz HTTP/1.1\r\nHost: a b', /host/i],
+  ['no Host header', 'GET /healthz HTTP/1.0', /host/i],
   ['a backslash in the path', 'GET /v1\\config HTTP/1.1\r\nHost: x', /backslash/i],
 ] as const)
   test(`${what}: 400 bad-request-target with the error body`, async () => {
@@ -107,6 +108,19 @@ for (const [what, line, why] of [
     assert.is(e?.['error-info'], 'bad-request-target');
     assert.match(e?.['error-message'] ?? '', why);
   });
+
+test('an Expect other than 100-continue: 417 expectation-failed with the error body; nothing written', async () => {
+  const reply = parse(
+    await exchange(
+      'PUT /v1/config/applications/e1 HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+    ),
+  );
+  assert.is(reply.status, 417);
+  assert.is(reply.headers['content-type'], 'application/json');
+  const [e] = wireErrors(reply.body);
+  assert.is(e?.['error-info'], 'expectation-failed');
+  assert.match(e?.['error-message'] ?? '', /"bogus"/);
+});
 
 test('the server still answers afterwards', async () => {
   const reply = await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
