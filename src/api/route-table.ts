@@ -85,6 +85,26 @@ const route = <const P extends string>(
   r: Omit<Route, 'query' | 'errors' | 'path'> & { path: P; query?: readonly QueryParam[]; errors?: readonly number[] },
 ): Route & { path: P } => ({ query: [], errors: [], ...r });
 
+/** The conditional request headers (RFC 9110 13.1) of the routes that evaluate them. */
+const conditionHeaders: readonly Obj[] = [
+  {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description:
+      'Only when the ETag is one of these (strong comparison) or `*` (it exists); else 412. Where there is no ETag (the whole /v1/config, /v1/state), only `*` holds',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description:
+      'Only when the ETag is none of these (weak comparison) and, for `*`, when nothing exists; else a read is 304, a write 412',
+    schema: { type: 'string' },
+  },
+];
+
 const multiWrite = (id: string, method: Method): Route =>
   route({
     id,
@@ -94,6 +114,7 @@ const multiWrite = (id: string, method: Method): Route =>
     summary: 'Apply several objects in one transaction (all or nothing)',
     access: 'user',
     query: resourceQuery.multiWrite,
+    otherParams: conditionHeaders,
     body: {
       required: true,
       content: objectBody({ oneOf: [list(ref('x-object')), ref('x-object')] }),
@@ -277,8 +298,12 @@ export const routes = {
     summary: 'Every configuration object, each with x-path',
     access: 'user',
     query: resourceQuery.configAll,
-    replies: { 200: { description: 'OK', content: watchable(list(ref('x-object'))) } },
-    errors: [400, 401, 406],
+    otherParams: conditionHeaders,
+    replies: {
+      200: { description: 'OK', content: watchable(list(ref('x-object'))) },
+      304: 'Not modified (If-None-Match: *)',
+    },
+    errors: [400, 401, 406, 412],
   }),
   configPost: multiWrite('postConfig', 'POST'),
   configPatch: multiWrite('patchConfig', 'PATCH'),
@@ -290,8 +315,12 @@ export const routes = {
     summary: 'Every state object, each with x-path',
     access: 'user',
     query: resourceQuery.stateAll,
-    replies: { 200: { description: 'OK', content: watchable(list(ref('x-object'))) } },
-    errors: [400, 401, 404, 406, 503],
+    otherParams: conditionHeaders,
+    replies: {
+      200: { description: 'OK', content: watchable(list(ref('x-object'))) },
+      304: 'Not modified (If-None-Match: *)',
+    },
+    errors: [400, 401, 404, 406, 412, 503],
   }),
   topics: route({
     id: 'listTopics',
@@ -609,7 +638,7 @@ function configRoutes(def: ResourceDef): Route[] {
   const n = schemaNames(def);
   const P = pascal(def.id);
   const sealed = def.needsUnsealed ? [503] : [];
-  const common = { tag: def.id, access: 'user' } as const;
+  const common = { tag: def.id, access: 'user', otherParams: conditionHeaders } as const;
   const writeOk = { 200: bodyOk(dryRunReply, 'dry-run: what would change') };
   const at = t.item ?? t.base;
   const one: Route[] = [
@@ -702,7 +731,8 @@ function stateRoutes(def: ResourceDef): Route[] {
   const t = resourceTemplates('/v1/state', def);
   const n = schemaNames(def);
   const P = pascal(def.id);
-  const errors = [...readErrors, 503];
+  const errors = [...readErrors, 412, 503];
+  const notModified = { 304: 'Not modified (If-None-Match: *)' };
   const item = route({
     id: `get${P}State`,
     method: 'GET',
@@ -711,7 +741,8 @@ function stateRoutes(def: ResourceDef): Route[] {
     summary: `Read the state of the ${def.id}`,
     access: 'user',
     query: resourceQuery.stateItem,
-    replies: { 200: { description: 'OK', content: watchable(def.itemStateSchema ?? ref(n.state)) } },
+    otherParams: conditionHeaders,
+    replies: { 200: { description: 'OK', content: watchable(def.itemStateSchema ?? ref(n.state)) }, ...notModified },
     errors,
   });
   if (!t.item) return [item];
@@ -724,7 +755,8 @@ function stateRoutes(def: ResourceDef): Route[] {
       summary: `State of every ${def.id}`,
       access: 'user',
       query: resourceQuery.stateList,
-      replies: { 200: { description: 'OK', content: watchable(listReply(ref(n.state))) } },
+      otherParams: conditionHeaders,
+      replies: { 200: { description: 'OK', content: watchable(listReply(ref(n.state))) }, ...notModified },
       errors,
     }),
     item,

@@ -27,7 +27,10 @@ function responses(r: Route): Obj {
   // While the process starts (waiting for Redis, loading), every route but the two probes
   // answers 503 `starting` in the error format (main/serve.ts).
   if (r.id !== 'healthz' && r.id !== 'readyz')
-    out['503'] ??= { ...errorRef, description: 'edgeplane is starting (error-info starting): try again' };
+    out['503'] ??= {
+      ...errorRef,
+      description: 'edgeplane is starting (starting), or its store does not answer (store-unavailable): try again',
+    };
   return out;
 }
 
