@@ -10,7 +10,7 @@ import { isObject, type Json, type JsonObject } from '../lib/json.js';
 import { configKey, webhookStateKey } from '../store/keys.js';
 import { resolvePath, resources, type ResourceDef, type Resolved } from '../model/resources.js';
 import type { StateContext, StateItem } from '../resources/module.js';
-import { parseQuery, type ParsedQuery } from '../query/params.js';
+import { type ParsedQuery, parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import {
   noEtagConditions,
@@ -242,6 +242,7 @@ export function stateRoutes(deps: AppDeps, given?: StateSource): Hono<AppEnv> {
 /** POST …/webhooks/<name>/restart: the exporter re-reads its configuration and secrets. */
 async function restartExporter(deps: AppDeps, c: Ctx, name: string): Promise<Response> {
   const p = principalOf(c);
+  refuseDryRun(searchParams(c), c.req.path);
   parseQuery(searchParams(c), routes.restart.query);
   deps.auth.authorize(p, c.req.path, 'execute');
   await noBody(c, 'restart');

@@ -9,7 +9,7 @@ import { TOPIC_PATTERN } from '../resources/schemas.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { payloadText } from '../bus/payload.js';
 import { auditTopic } from '../auth/audit.js';
-import { parseQuery } from '../query/params.js';
+import { parseQuery, refuseDryRun } from '../query/params.js';
 import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, listReply, principalOf, readBody, reply, searchParams } from './http.js';
 import { routes } from './route-table.js';
@@ -80,6 +80,7 @@ export function topicRoutes(deps: AppDeps): Hono<AppEnv> {
     return reply(c, 200, q.fields ? q.fields.apply(v) : v);
   });
   on(app, routes.produce, async (c) => {
+    refuseDryRun(searchParams(c), c.req.path);
     parseQuery(searchParams(c), routes.produce.query);
     const topic = c.req.param('topic');
     checkTopic(topic);

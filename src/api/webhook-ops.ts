@@ -14,7 +14,7 @@ import type { AppDeps, AppEnv } from './deps.js';
 import { checkSite, principalOf, readBody, reply, searchParams } from './http.js';
 import { routes } from './route-table.js';
 import { allowRoutes, on } from './routing.js';
-import { parseQuery } from '../query/params.js';
+import { parseQuery, refuseDryRun } from '../query/params.js';
 import { webhook } from '../resources/webhook/index.js';
 
 export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
@@ -39,6 +39,7 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
   on(app, routes.rewind, async (c) => {
     const p = principalOf(c);
     const name = c.req.param('name');
+    refuseDryRun(searchParams(c), c.req.path);
     parseQuery(searchParams(c), routes.rewind.query);
     deps.auth.authorize(p, c.req.path, 'execute');
     unsealed('rewind an exporter');

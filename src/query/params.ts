@@ -65,7 +65,7 @@ const booleans = {
   watch: 'watch',
 } as const satisfies Partial<Record<QueryParam, keyof ParsedQuery>>;
 
-/** An operation (login, token refresh, unseal) has neither dry-run nor validate: `no-dry-run`. */
+/** An operation (login, token refresh, unseal, restart, rewind, produce) has neither dry-run nor validate: `no-dry-run`. */
 export function refuseDryRun(params: URLSearchParams, path: string): void {
   for (const name of ['dry-run', 'validate'])
     if (params.has(name)) throw bad(name, 'no-dry-run', `${path} is an operation and has no ${name}`);
@@ -110,7 +110,7 @@ export function parseQuery(
       throw bad(
         name,
         'unknown-parameter',
-        `this request accepts only ${allowed.length ? allowed.join(', ') : 'no query parameter'}`,
+        allowed.length ? `this request accepts only ${allowed.join(', ')}` : 'this request takes no query parameter',
       );
     }
     if (seen.has(name)) throw bad(name, 'duplicate-parameter', 'it is given more than once');

@@ -64,10 +64,18 @@ function extras(backend: Backend): void {
     const refresh = await api.json('POST', '/v1/state/strongbox/token/refresh?x=1');
     assert.is(refresh.status, 400);
     assert.is(code(refresh.body), 'unknown-parameter');
+    assert.match(JSON.stringify(refresh.body), /takes no query parameter/);
   });
 
   t('dry-run or validate on any operation gives one code: no-dry-run', async () => {
-    const operations = ['/v1/login', '/v1/state/strongbox/token/refresh', '/v1/strongbox/unseal'];
+    const operations = [
+      '/v1/login',
+      '/v1/state/strongbox/token/refresh',
+      '/v1/strongbox/unseal',
+      '/v1/state/volga/webhooks/w/restart',
+      '/v1/state/volga/webhooks/w/rewind',
+      '/v1/state/volga/topics/t/produce',
+    ];
     for (const path of operations) {
       for (const name of ['dry-run', 'validate']) {
         const res = await api.json('POST', `${path}?${name}`, { body: { key: 'k' } });
