@@ -33,9 +33,27 @@ export function renderError(err: unknown, c: Context): Response {
       format,
     );
   const e = err instanceof Error ? err : new Error(String(err));
+  // The client went away while its body was read: nothing of ours failed, and no one reads the reply.
+  if (clientGone(e)) {
+    log('debug', 'request aborted by the client', { method: c.req.method, path: c.req.path });
+    return errorResponse(
+      new ApiError('bad-request', 'The request was aborted by the client before its body ended'),
+      format,
+    );
+  }
   log('error', 'request failed', { method: c.req.method, path: c.req.path, error: e.message, stack: e.stack });
   return errorResponse(
     new ApiError('internal', 'Internal error: the request was not completed; see the server log'),
     format,
   );
+}
+
+/** Node's error for a request body cut by its client (`aborted`, ECONNRESET), also as the cause of a body-read error. */
+function clientGone(e: Error): boolean {
+  for (let x: unknown = e, i = 0; x instanceof Error && i < 4; x = x.cause, i++) {
+    const code = (x as { code?: unknown }).code;
+    if (code === 'ECONNRESET' || (x.message === 'aborted' && (code === undefined || code === 'ECONNRESET')))
+      return true;
+  }
+  return false;
 }

@@ -122,6 +122,25 @@ test('an Expect other than 100-continue: 417 expectation-failed with the error b
   assert.match(e?.['error-message'] ?? '', /"bogus"/);
 });
 
+test('a client that cuts its request body: no error logged (nothing of ours failed)', async () => {
+  // A login (no token needed) whose body stops after 10 of 1000 bytes, then the socket closes.
+  await new Promise<void>((resolve) => {
+    const s = connect(port, '127.0.0.1', () => {
+      s.write(
+        'POST /v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"usernam',
+      );
+      setTimeout(() => s.destroy(), 200);
+    });
+    s.on('close', () => resolve());
+    s.on('error', () => undefined);
+  });
+  // The server has seen the close once it answers the next request.
+  await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  await new Promise((r) => setTimeout(r, 200));
+  const errors = server.lines().filter((l) => l.level === 'error');
+  assert.equal(errors, [], 'no error lines');
+});
+
 test('the server still answers afterwards', async () => {
   const reply = await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
   assert.match(reply, /^HTTP\/1\.1 200/);
