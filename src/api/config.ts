@@ -282,6 +282,7 @@ function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): R
       runtimeState: false,
       read: async () => {
         const e = await deps.store.get(key);
+        if (!e && r.kind === 'object') return [{ xPath: r.xPath, value: shape(r.def, {}, q) }];
         return e ? [{ xPath: r.xPath, value: shape(r.def, redact(r.def, e.value), q) }] : [];
       },
     });
@@ -292,11 +293,24 @@ function readOne(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): R
 }
 
 function answerOne(c: Ctx, r: Resolved, q: ParsedQuery, entry: Entry | undefined): Response {
+  if (!entry && r.kind === 'object') return neverWritten(c, r, q);
   if (!entry) throw new ApiError('not-found', `No object at ${r.xPath}`, { code: 'missing', 'x-path': r.xPath });
   const etag = entry.etag;
   const early = conditionalRead(c, r.xPath, etag);
   if (early) return early;
   return reply(c, 200, shape(r.def, redact(r.def, entry.value), q), { headers: { ETag: etag } });
+}
+
+/**
+ * A singleton (system/settings) never written exists in effect: it reads as `{}` (its defaults
+ * with `with-defaults`), without an ETag, so an If-Match (even `*`) cannot hold.
+ */
+function neverWritten(c: Ctx, r: Resolved, q: ParsedQuery): Response {
+  if (header(c, 'if-match') !== undefined)
+    throw new ApiError('precondition-failed', `Cannot read ${r.xPath}: it was never written, so it has no ETag`, {
+      code: 'etag-mismatch',
+    });
+  return reply(c, 200, shape(r.def, {}, q));
 }
 
 async function readList(c: Ctx, deps: AppDeps, r: Resolved, params: URLSearchParams): Promise<Response> {

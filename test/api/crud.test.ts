@@ -98,8 +98,11 @@ function crudSuite(backend: Backend): void {
     assert.is((await api.json('GET', '/v1/config/sites/s9')).status, 404);
   });
 
-  t('OBJECT (system/settings): PUT 201 then 204, PATCH 204, DELETE 204, POST 405', async () => {
+  t('OBJECT (system/settings): read before any write, PUT 201 then 204, PATCH 204, DELETE 204, POST 405', async () => {
     const path = '/v1/config/system/settings';
+    const before = await api.json('GET', path);
+    assert.is(before.status, 200, 'it exists in effect before its first write');
+    assert.equal(before.body, {});
     const put1 = await api.json('PUT', path, { body: { 'default-domain': 'one.example' } });
     assert.is(put1.status, 201);
     const put2 = await api.json('PUT', path, { body: { 'default-domain': 'two.example' } });
@@ -112,7 +115,12 @@ function crudSuite(backend: Backend): void {
     assert.is(post.status, 405);
     assert.is(post.headers.get('allow'), 'GET, PUT, PATCH, DELETE, OPTIONS');
     assert.is((await api.json('DELETE', path)).status, 204);
-    assert.is((await api.json('GET', path)).status, 404);
+    // Never written (again), it exists in effect: {} without an ETag, so no If-Match holds.
+    const empty = await api.json('GET', path);
+    assert.is(empty.status, 200);
+    assert.equal(empty.body, {});
+    assert.is(empty.headers.get('etag'), null);
+    assert.is((await api.json('GET', path, { headers: { 'if-match': '*' } })).status, 412);
   });
 
   t('a body whose name differs from the path → 400 name-mismatch, nothing stored', async () => {
