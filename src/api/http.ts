@@ -85,7 +85,36 @@ const noParams = new URLSearchParams();
 export function searchParams(c: Ctx): URLSearchParams {
   const url = c.req.url;
   const q = url.indexOf('?');
-  return q < 0 ? noParams : new URLSearchParams(url.slice(q + 1));
+  if (q < 0) return noParams;
+  const raw = url.slice(q + 1);
+  if (raw.includes('%')) checkPercentEncoding(raw);
+  return new URLSearchParams(raw);
+}
+
+/**
+ * URLSearchParams makes bad percent-encoding (not UTF-8, `%` without two hex digits) U+FFFD or
+ * leaves it as is: a 400 naming the parameter instead, as a bad path segment is.
+ */
+function checkPercentEncoding(raw: string): void {
+  for (const part of raw.split('&')) {
+    if (!part.includes('%')) continue;
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      const eq = part.indexOf('=');
+      let name = eq < 0 ? part : part.slice(0, eq);
+      try {
+        name = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // The name itself is badly encoded: named as sent.
+      }
+      throw new ApiError(
+        'invalid-query',
+        `Cannot use the ${name.slice(0, 100)} parameter: it has bad percent-encoding (not UTF-8, or % without two hex digits)`,
+        { code: 'bad-value', parameter: name.slice(0, 100) },
+      );
+    }
+  }
 }
 
 /**

@@ -68,6 +68,7 @@ export const errorDetails = {
   contention: 409,
   'descendant-not-last': 400,
   'document-count': 400,
+  'dot-segment': 400,
   'duplicate-key': 400,
   'duplicate-output': 400,
   'duplicate-parameter': 400,

@@ -36,6 +36,14 @@ export function compileMatchPath(text: string): MatchPath {
   parts.forEach((c, i) => {
     if (c.text === '')
       throw queryError('match-path', 'empty-component', c.pos, 'a path component is empty (two slashes in a row)');
+    // Paths are matched as resolved: a dot-segment never appears in one.
+    if (c.text === '.' || c.text === '..')
+      throw queryError(
+        'match-path',
+        'dot-segment',
+        c.pos,
+        `a component is ${JSON.stringify(c.text)}: paths are matched as resolved, so it matches nothing`,
+      );
     if (c.text === '**' && i !== parts.length - 1)
       throw queryError('match-path', 'descendant-not-last', c.pos, "'**' may only be the last component");
     const star = c.text.indexOf('*');

@@ -151,5 +151,12 @@ export function parseQuery(
         throw new ApiError('internal', `query parameter ${name} is allowed but has no parser`);
     }
   }
+  // keys answers the names only: a count or a selection of fields would be silently dropped.
+  const withKeys = out.keys ? (out.count ? 'count' : out.fields ? 'fields' : undefined) : undefined;
+  if (withKeys)
+    throw new ApiError('invalid-query', `Cannot use keys with ${withKeys}: keys answers the names only`, {
+      code: 'conflicting-parameters',
+      parameter: 'keys',
+    });
   return out;
 }

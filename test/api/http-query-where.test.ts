@@ -225,6 +225,11 @@ function whereSuite(backend: Backend): void {
     await rejected(api, `/v1/config?match-path=${q('/v1/**/sites')}`, 'match-path', 'descendant-not-last', 4);
     await rejected(api, `/v1/state?match-path=${q('/v1//sites')}`, 'match-path', 'empty-component', 4);
     await rejected(api, '/v1/config?match-path=', 'match-path', 'empty', 0);
+    await rejected(api, `/v1/config?match-path=${q('/v1/config/volga/../sites/*')}`, 'match-path', 'dot-segment', 17);
+    // Bad percent-encoding in any parameter: a 400 naming it (it was read as U+FFFD).
+    await rejected(api, '/v1/config/volga/webhooks?fields=name%FF', 'fields', 'bad-value');
+    await rejected(api, '/v1/state?where=%FF', 'where', 'bad-value');
+    await rejected(api, '/v1/config?match-path=/v1/%ZZ', 'match-path', 'bad-value');
     await rejected(api, '/v1/config?match-path=/', 'match-path', 'empty', 0);
     await rejected(api, `/v1/config/sites?match-path=${q('/v1/config/sites/*')}`, 'match-path', 'unknown-parameter');
     // Paths that could match nothing: outside the read's root, or a wildcard inside a component.

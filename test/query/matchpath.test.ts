@@ -51,6 +51,8 @@ const errors: Array<[string, string, number]> = [
   ['/**/**', 'descendant-not-last', 1],
   ['/v1/config/volga/webhooks/w*', 'partial-wildcard', 27],
   ['/v1/config/**x', 'partial-wildcard', 11],
+  ['/v1/config/volga/../volga/webhooks/*', 'dot-segment', 17],
+  ['/v1/./config', 'dot-segment', 4],
 ];
 for (const [pattern, code, position] of errors) {
   test(`match-path error ${code} at ${position}: ${JSON.stringify(pattern)}`, () => {

@@ -110,6 +110,8 @@ const errors: Array<[string, readonly string[], string, string, number | undefin
   [`where=${encodeURIComponent('type =')}`, all, 'syntax', 'where', 6],
   [`where=${encodeURIComponent('foo(1)')}`, all, 'unknown-function', 'where', 0],
   ['match-path=/a/**/b', all, 'descendant-not-last', 'match-path', 3],
+  ['keys&count', all, 'conflicting-parameters', 'keys', undefined],
+  ['keys&fields=name', all, 'conflicting-parameters', 'keys', undefined],
 ];
 for (const [qs, allowed, code, parameter, position] of errors) {
   test(`400 ${code} for ${qs}`, () => {
