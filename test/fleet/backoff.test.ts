@@ -62,48 +62,54 @@ test('jitter: sites that lose the control plane together spread their reconnecti
   assert.is(buckets.size, 10, 'spread over the whole jitter window, not one instant');
 });
 
-test('the site loop waits by that back-off between failures and starts over after a stream with events', async () => {
-  let connections = 0;
-  const server = createServer((req, res) => {
-    connections++;
-    if (connections === 4) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
-      return;
-    }
-    if (req.url?.endsWith('/ack')) return void res.writeHead(204).end();
-    res.writeHead(503).end('not now');
+for (const [how, end] of [
+  ['closed', (res: import('node:http').ServerResponse) => res.end()],
+  // A control-plane restart: the stream breaks after its events (the loop sees an error, not an end).
+  ['broken', (res: import('node:http').ServerResponse) => setTimeout(() => res.socket?.destroy(), 50)],
+] as const)
+  test(`the site loop waits by that back-off between failures and starts over after a stream with events (${how})`, async () => {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      connections++;
+      if (connections === 4) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: change\nid: 5-0\ndata: {"changes": []}\n\n');
+        end(res);
+        return;
+      }
+      if (req.url?.endsWith('/ack')) return void res.writeHead(204).end();
+      res.writeHead(503).end('not now');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const dir = tempDir('edgeplane-backoff-');
+    const store = await openEmbeddedStore(dir);
+    const waits: number[] = [];
+    let enough: () => void = () => undefined;
+    const done = new Promise<void>((r) => (enough = r));
+    const sync = startSiteSync({
+      url,
+      site: 'edge-x',
+      token: 't',
+      target: storeTarget(store, new ManagedKeys()),
+      publicKey: () => Promise.resolve(generateSiteKey().publicKey),
+      random: () => 0.5,
+      baseBackoffMs: 100,
+      maxBackoffMs: 1000,
+      sleep: async (ms) => {
+        waits.push(ms);
+        if (waits.length >= 9) enough();
+      },
+    });
+    const timeout = setTimeout(() => enough(), 10_000);
+    await done;
+    clearTimeout(timeout);
+    await sync.stop();
+    await store.close();
+    await new Promise<void>((r) => server.close(() => r()));
+    // Three refusals (attempts 0, 1, 2), a stream that applied 5-0 (back to attempt 0), then
+    // refusals again up to the cap: 75 % of min(1000, 100 × 2^attempt) with the draw 0.5.
+    assert.equal(waits.slice(0, 9), [75, 150, 300, 75, 150, 300, 600, 750, 750]);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const dir = tempDir('edgeplane-backoff-');
-  const store = await openEmbeddedStore(dir);
-  const waits: number[] = [];
-  let enough: () => void = () => undefined;
-  const done = new Promise<void>((r) => (enough = r));
-  const sync = startSiteSync({
-    url,
-    site: 'edge-x',
-    token: 't',
-    target: storeTarget(store, new ManagedKeys()),
-    publicKey: () => Promise.resolve(generateSiteKey().publicKey),
-    random: () => 0.5,
-    baseBackoffMs: 100,
-    maxBackoffMs: 1000,
-    sleep: async (ms) => {
-      waits.push(ms);
-      if (waits.length >= 9) enough();
-    },
-  });
-  const timeout = setTimeout(() => enough(), 10_000);
-  await done;
-  clearTimeout(timeout);
-  await sync.stop();
-  await store.close();
-  await new Promise<void>((r) => server.close(() => r()));
-  // Three refusals (attempts 0, 1, 2), a stream that applied 5-0 (back to attempt 0), then
-  // refusals again up to the cap: 75 % of min(1000, 100 × 2^attempt) with the draw 0.5.
-  assert.equal(waits.slice(0, 9), [75, 150, 300, 75, 150, 300, 600, 750, 750]);
-});
 
 test.run();

@@ -403,7 +403,12 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     if (hooks) answerRead(hooks, post, o.site, data);
   };
 
-  const handle = (ev: EventSourceMessage) => applyEvent(o, acks, answer, ev);
+  /** Events the current stream delivered (a change, a bookmark, a read): it worked, whatever ends it. */
+  let streamEvents = 0;
+  const handle = (ev: EventSourceMessage) => {
+    streamEvents++;
+    return applyEvent(o, acks, answer, ev);
+  };
 
   /** Acknowledgements in the sync request's body (FLEET_ACKS=stream), until a control plane lacks the route. */
   const mode = { duplex: (o.acks ?? 'stream') === 'stream' };
@@ -440,13 +445,17 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const loop = (async () => {
     let attempt = 0;
     while (!stopped) {
+      streamEvents = 0;
       try {
-        if (await once()) attempt = 0;
+        await once();
         if (!stopped) log('info', 'fleet: the control plane closed the sync stream; reconnecting', { site: o.site });
       } catch (err) {
         if (stopped) break;
         link.failed(err);
       }
+      // A stream that delivered events worked: the back-off starts again, whether it was closed
+      // or broke (a control-plane restart), so earlier outages do not slow this reconnection.
+      if (streamEvents > 0) attempt = 0;
       connected = false;
       if (stopped) break;
       // Half to all of min(max, base × 2^attempt) (attempt is 0 after a stream that delivered
