@@ -21,7 +21,31 @@ export type ProbeCheck = {
 };
 
 /** A `site=` read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
-export type ForwardedRead = { id: string; tenant: string; path: string; query: string };
+/**
+ * A `site=` read sent down to a site: `rules` are the caller's read rules (path pattern and
+ * effect, as its policies hold them), which the site applies to what it answers (a list's
+ * members, `count`, `keys`), as the control plane would; without them the site answers as an
+ * administrator of the tenant.
+ */
+export type ForwardedRead = {
+  id: string;
+  tenant: string;
+  path: string;
+  query: string;
+  rules?: Array<{ path: string; effect: 'allow' | 'deny' }>;
+};
+
+/** The read rules of a forwarded read as it travelled (JSON), when it has them; a malformed rule allows nothing. */
+export function forwardedRules(v: unknown): { rules?: NonNullable<ForwardedRead['rules']> } {
+  if (!Array.isArray(v)) return {};
+  const rules: NonNullable<ForwardedRead['rules']> = [];
+  for (const r of v) {
+    const rule = r as { path?: unknown; effect?: unknown } | null;
+    if (typeof rule?.path !== 'string' || (rule.effect !== 'allow' && rule.effect !== 'deny')) return { rules: [] };
+    rules.push({ path: rule.path, effect: rule.effect });
+  }
+  return { rules };
+}
 /** The site's answer: the HTTP status and the JSON body its own API gave. */
 export type ForwardedAnswer = { status: number; body: Json };
 /** What a site reported: per tenant, its state objects (state.ts `ReportedItem`), and when. */

@@ -13,9 +13,10 @@
  * a secret value never travels back up, so the control plane answers it from its own store.
  *
  * At an edge site (`createLocalReader`): the site runs a forwarded read through its own state
- * routes, with its own read rules (fields, where, content, keys, count…), as an administrator
- * of the caller's tenant; the control plane has already applied the caller's policies to the
- * path, and filters `GET /v1/state` (one object per path) by them once more.
+ * routes, with its own read rules (fields, where, content, keys, count…), in the caller's
+ * tenant with the caller's read rules (sent with the read), so a list, a count or keys hold
+ * only the members the caller may read; the control plane has already applied the caller's
+ * policies to the path, and filters `GET /v1/state` (one object per path) by them once more.
  */
 import { Hono, type Context } from 'hono';
 import { ApiError } from '../lib/errors.js';
@@ -70,7 +71,7 @@ async function answerOf(res: Response): Promise<ForwardedAnswer> {
 /** An edge site's side: answers a forwarded read with its own state routes. */
 export function createLocalReader(deps: AppDeps): (read: Omit<ForwardedRead, 'id'>) => Promise<ForwardedAnswer> {
   const app = innerApp([historyRoutes(deps), webhookOpRoutes(deps), stateRoutes(deps)]);
-  const policies = compilePolicies([{ name: adminPolicyName, value: adminPolicy }]);
+  const admin = compilePolicies([{ name: adminPolicyName, value: adminPolicy }]);
   return async (read) => {
     if (read.path !== '/v1/state' && !read.path.startsWith('/v1/state/'))
       return answerOf(
@@ -87,7 +88,16 @@ export function createLocalReader(deps: AppDeps): (read: Omit<ForwardedRead, 'id
       tenant: read.tenant,
       tokenId: '',
       expires: Number.MAX_SAFE_INTEGER,
-      policies,
+      // The caller's read rules when the control plane sent them (every member of a list, a
+      // count or keys is then what the caller may read); else as an administrator of the tenant.
+      policies: read.rules
+        ? compilePolicies([
+            {
+              name: 'caller',
+              value: { name: 'caller', rules: read.rules.map((r) => ({ ...r, operations: ['read'] })) },
+            },
+          ])
+        : admin,
       tenants: new Set([read.tenant]),
     };
     const url = `http://site${read.path}${read.query ? `?${read.query}` : ''}`;
@@ -176,7 +186,11 @@ export function withSiteReads(deps: AppDeps, source: Hono<AppEnv>): Hono<AppEnv>
     if (path !== '/v1/state') deps.auth.authorize(p, path.replace(/\/history$/, ''), 'read');
     const rest = new URLSearchParams(params);
     rest.delete('site');
-    const read = { tenant: p.tenant, path, query: rest.toString() };
+    // The caller's read rules go down with the read: the site filters a list's members by them.
+    const rules = p.policies.rules
+      .filter((r) => r.operations.has('read'))
+      .map((r) => ({ path: r.pattern.source, effect: r.effect }));
+    const read = { tenant: p.tenant, path, query: rest.toString(), rules };
     const live = await reads.ask(site, read);
     if (live) {
       let body = live.body;

@@ -182,6 +182,33 @@ test('site= on B is forwarded live to the site held by A, which applies its own 
   assert.is(codeOf(watch.body), 'conflicting-parameters');
 });
 
+test("site= answered live holds only what the caller's policies let it read (a list, count, keys)", async () => {
+  // viewer may read the list of exporters, but not the exporter to-sink.
+  const policy = {
+    name: 'list-only',
+    rules: [
+      { path: '/v1/state/volga/webhooks', operations: ['read'], effect: 'allow' },
+      { path: '/v1/state/volga/webhooks/to-sink', operations: ['read'], effect: 'deny' },
+      { path: '/v1/state/volga/webhooks/*', operations: ['read'], effect: 'allow' },
+    ],
+  };
+  assert.is((await adminB.call('PUT', '/v1/config/system/policies/list-only', policy)).status, 201);
+  const user = { name: 'viewer', password: 'viewer-password-1', policies: ['list-only'] };
+  assert.is((await adminB.call('PUT', '/v1/config/system/users/viewer', user)).status, 201);
+  const viewer = client(cpB.url, 'viewer-password-1', 'viewer');
+  // The admin sees to-sink at edge-1, live.
+  const all = await adminB.call('GET', '/v1/state/volga/webhooks?site=edge-1&keys');
+  assert.ok((all.body as string[]).includes('to-sink'), all.text);
+  const one = await viewer.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
+  assert.is(one.status, 403, one.text);
+  const list = await viewer.call('GET', '/v1/state/volga/webhooks?site=edge-1&fields=name,url');
+  assert.is(list.status, 200, list.text);
+  assert.is(list.headers.get('x-state-age'), null, 'answered live');
+  assert.equal(list.body, []);
+  assert.equal((await viewer.call('GET', '/v1/state/volga/webhooks?site=edge-1&keys')).body, []);
+  assert.equal((await viewer.call('GET', '/v1/state/volga/webhooks?site=edge-1&count')).body, { count: 0 });
+});
+
 test("the site's report is acknowledged and kept in Redis with its time", async () => {
   const r = createClient({ url: redisUrl });
   await r.connect();
@@ -323,7 +350,8 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
     const never = await adminB.call('GET', '/v1/state/sites?site=edge-2');
     assert.is(never.status, 503, never.text);
     assert.is(codeOf(never.body), 'site-unreachable');
-    // The read did travel down the stream, as a request event with its tenant, path and query.
+    // The read did travel down the stream, as a request event with its tenant, path and query,
+    // and the caller's read rules (the admin's: everything).
     const events = sseEvents(seen);
     const request = events.find((e) => e.event === 'request');
     assert.ok(request, 'a request event');
@@ -334,6 +362,7 @@ test('a connected site that does not answer: after 5 s, its last report (or 503 
         tenant: 'default',
         path: '/v1/state/sites',
         query: '',
+        rules: [{ path: '/**', effect: 'allow' }],
       },
     );
     // Bookmarks: the version the stream is at, with the keep-alive.

@@ -5,7 +5,7 @@
  * go through Redis pub/sub, never through one process's memory: whichever process holds the
  * site's stream and whichever receives the answer, the one that asked gets it.
  *
- *   ep:fleet:read     pub/sub: {site, id, tenant, path, query}, to the stream(s) of `site`
+ *   ep:fleet:read     pub/sub: {site, id, tenant, path, query, rules}, to the stream(s) of `site`
  *   ep:fleet:answer   pub/sub: {site, id, status, body}, to the process that asked
  * (with `:N` appended on database N, like the change log's channel; on Redis Cluster the sharded
  * channels `{ep:fleet}:read` and `{ep:fleet}:answer`, SPUBLISH/SSUBSCRIBE, subscribed again on
@@ -26,7 +26,7 @@ import {
   type RedisTarget,
 } from '../../lib/redis.js';
 
-import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
+import { forwardedRules, type ForwardedAnswer, type ForwardedRead } from '../../api/deps.js';
 import { errorText } from '../../lib/error-text.js';
 
 export type { ForwardedAnswer, ForwardedRead };
@@ -142,7 +142,7 @@ export async function openRedisRelay(target: RedisTarget | string): Promise<Flee
     const m = parse(text);
     if (!m || typeof m.site !== 'string' || typeof m.id !== 'string') return;
     if (typeof m.tenant !== 'string' || typeof m.path !== 'string' || typeof m.query !== 'string') return;
-    r.deliverRead(m.site, { id: m.id, tenant: m.tenant, path: m.path, query: m.query });
+    r.deliverRead(m.site, { id: m.id, tenant: m.tenant, path: m.path, query: m.query, ...forwardedRules(m.rules) });
   };
   const onAnswerText = (text: string) => {
     const m = parse(text);

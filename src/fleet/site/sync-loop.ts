@@ -28,7 +28,7 @@ import { isObject, type JsonObject } from '../../lib/json.js';
 import { log } from '../../lib/log.js';
 import { compareVersions, siteKeyHeader, type FleetChange } from '../common/protocol.js';
 import { readSyncRecord, syncRecordKey, type ManagedKeys } from './managed.js';
-import type { ForwardedAnswer, ForwardedRead } from '../../api/deps.js';
+import { forwardedRules, type ForwardedAnswer, type ForwardedRead } from '../../api/deps.js';
 import { startReporter, type Reporter } from './reporter.js';
 import { backoffDelay } from '../../lib/backoff.js';
 import { errorChainText } from '../../lib/error-text.js';
@@ -196,7 +196,7 @@ function answerRead(
     if (!isObject(doc) || typeof doc.id !== 'string') return;
     const { id, tenant, path, query } = doc;
     if (typeof tenant !== 'string' || typeof path !== 'string' || typeof query !== 'string') return;
-    const a = await hooks.read({ tenant, path, query });
+    const a = await hooks.read({ tenant, path, query, ...forwardedRules(doc.rules) });
     const res = await post('answer', { id, status: a.status, body: a.body });
     await res.body?.cancel();
   })().catch((err: unknown) =>
