@@ -101,10 +101,17 @@ export function toNum(v: XValue): number {
   return stringToNumber(typeof v === 'string' ? v : toStr(v));
 }
 
+/**
+ * XPath's boolean(): a node-set is true when it has a node, except that a node holding JSON
+ * `false` counts as false (the data are JSON, where a boolean member is a value: `in-sync =
+ * false()`, `not(enabled)` and a bare `in-sync` test that value, as the seed's form
+ * `connected = true()` means, rather than the member's presence).
+ */
 export function toBool(v: XValue): boolean {
   if (typeof v === 'boolean') return v;
   if (typeof v === 'number') return v !== 0 && !Number.isNaN(v);
-  return v.length > 0;
+  if (typeof v === 'string') return v.length > 0;
+  return v.some((n) => n.value !== false);
 }
 
 export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
@@ -152,7 +159,7 @@ export function textTest(op: CompareOp, atom: string | number): (text: string) =
 
 /** Some node n of `set` with `n op atom` (the node on the left). */
 function setAtom(op: CompareOp, set: NodeSet, atom: string | number | boolean): boolean {
-  if (typeof atom === 'boolean') return atoms(op, set.length > 0, atom);
+  if (typeof atom === 'boolean') return atoms(op, toBool(set), atom);
   const pass = textTest(op, atom);
   for (const n of set) if (pass(stringValue(n))) return true;
   return false;

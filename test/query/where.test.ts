@@ -63,10 +63,18 @@ const cases: Array<[string, boolean]> = [
   ['hosts/host-id != hosts/host-id', true],
   ['hosts/cpus < hosts/cpus', true],
   ['tags = tags', true],
-  // Node-set against boolean: boolean(node-set), whatever the text (XPath, like XML).
+  // Node-set against boolean: boolean(node-set), where a node holding JSON false is false
+  // (the value of a boolean member, not its presence).
   ['connection-state/connected = true()', true],
-  ['disabled = true()', true],
+  ['connection-state/connected = false()', false],
+  ['disabled = true()', false],
+  ['disabled = false()', true],
+  ['not(disabled)', true],
+  ['disabled', false],
+  ['connection-state/connected', true],
+  ['boolean(disabled)', false],
   ['missing = false()', true],
+  ['not(missing)', true],
   ["disabled = 'false'", true],
   ["connection-state/connected = 'true'", true],
   // Number against string and node-set text.
