@@ -36,6 +36,16 @@ export type TopicInfo = {
 export type StartAt = { at: 'end' } | { at: 'beginning' } | { at: 'after'; id: string };
 
 /**
+ * Where a group made by ensureGroup starts: a StartAt, or `since` a time (ms): at the oldest
+ * entry when that entry is no older (a topic made since then is read whole), else after the
+ * last entry.
+ */
+export type GroupStart = StartAt | { at: 'since'; ms: number };
+
+/** The millisecond part of a stream entry ID. */
+export const idMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
+
+/**
  * `cursor` '>' reads entries never delivered to the group; an ID reads this consumer's own
  * pending entries after that ID (use '0' to start). `lag`: entries not yet delivered to the
  * group after the read (undefined when the backend cannot tell).
@@ -82,7 +92,7 @@ export interface Bus {
   listTopics(): Promise<string[]>;
   topicInfo(topic: string): Promise<TopicInfo | undefined>;
   /** Creates the group (and the stream) unless it exists; an existing group keeps its position. */
-  ensureGroup(topic: string, group: string, start: StartAt): Promise<void>;
+  ensureGroup(topic: string, group: string, start: GroupStart): Promise<void>;
   read(topic: string, group: string, consumer: string, opts: { cursor: string; count: number }): Promise<GroupRead>;
   /**
    * Acknowledges entries. With `count`, counts each entry this call really acknowledged

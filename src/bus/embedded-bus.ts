@@ -9,12 +9,14 @@ import {
   BusError,
   compareIds,
   entryObject,
+  idMs,
   noCounts,
   type AckCount,
   type Bus,
   type OutcomeCounts,
   type GroupRead,
   type ProduceInput,
+  type GroupStart,
   type StartAt,
   type StreamEntry,
   type TopicInfo,
@@ -91,10 +93,20 @@ function groupOps(
   'ensureGroup' | 'read' | 'ack' | 'counts' | 'backlog' | 'claimFrom' | 'destroyGroup' | 'setGroupPosition'
 > {
   return {
-    async ensureGroup(topic: string, name: string, start: StartAt): Promise<void> {
+    async ensureGroup(topic: string, name: string, start: GroupStart): Promise<void> {
       const s = log.stream(topic);
       if (s.groups.has(name)) return;
-      const last = start.at === 'end' ? s.lastId : start.at === 'beginning' ? '0-0' : start.id;
+      const first = s.entries[0];
+      const last =
+        start.at === 'end'
+          ? s.lastId
+          : start.at === 'beginning'
+            ? '0-0'
+            : start.at === 'since'
+              ? !first || idMs(first.id) >= start.ms
+                ? '0-0'
+                : s.lastId
+              : start.id;
       log.record({ op: 'group', topic, group: name, last });
     },
 

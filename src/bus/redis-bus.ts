@@ -28,6 +28,7 @@ import {
   type Bus,
   type GroupRead,
   type ProduceInput,
+  type GroupStart,
   type StartAt,
   type TopicInfo,
   countedOutcomes,
@@ -75,6 +76,19 @@ function translate(err: unknown): Error {
   if (text.startsWith('NOGROUP') || /^ERR .*NOGROUP/.test(text)) return new BusError('no-group', text);
   return err instanceof Error ? err : new BusError('unavailable', text);
 }
+
+/**
+ * A group `since` a time (StartAt): at 0 when the stream's oldest entry is no older than
+ * ARGV[2] ms (or it is empty), else at `$`; an existing group is left as it is.
+ */
+const sinceGroupScript = luaScript(`
+local key, group, since = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
+local id = '$'
+if #first == 0 or tonumber(string.match(first[1][1], '^(%d+)')) >= since then id = '0' end
+local ok, err = pcall(redis.call, 'XGROUP', 'CREATE', key, group, id, 'MKSTREAM')
+if not ok and not string.find(tostring(err), 'BUSYGROUP') then return redis.error_reply(tostring(err)) end
+return 1`);
 
 /** XGROUP SETID (creating the group when missing), then XACK of every pending entry, atomically. */
 const setIdScript = luaScript(`
@@ -233,7 +247,21 @@ function groupMethods(
   'ensureGroup' | 'ack' | 'counts' | 'rateToken' | 'backlog' | 'groupConsumers' | 'destroyGroup' | 'setGroupPosition'
 > {
   return {
-    async ensureGroup(topic: string, group: string, start: StartAt): Promise<void> {
+    async ensureGroup(topic: string, group: string, start: GroupStart): Promise<void> {
+      if (start.at === 'since') {
+        // One script: the oldest entry read and the group made from it, with no write between.
+        await evalScript(cmd, sinceGroupScript, [
+          'EVALSHA',
+          sinceGroupScript.SHA1,
+          '1',
+          streamPrefix + topic,
+          group,
+          String(start.ms),
+        ]).catch((err: unknown) => {
+          throw translate(err);
+        });
+        return;
+      }
       const id = start.at === 'end' ? '$' : start.at === 'beginning' ? '0' : start.id;
       try {
         await send(cmd, ['XGROUP', 'CREATE', streamPrefix + topic, group, id, 'MKSTREAM']);

@@ -9,7 +9,8 @@
 import { setMaxListeners } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Agent } from 'undici';
-import type { Bus, GroupRead, StartAt } from '../bus/bus.js';
+import type { Bus, GroupRead, GroupStart } from '../bus/bus.js';
+import type { Store } from '../store/store.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { DeliverContext } from './deliver.js';
@@ -41,22 +42,54 @@ export type ExporterDeps = {
   /** Told the seconds from dispatch to delivery (retries included) of each delivered message. */
   observeDelivery?: (seconds: number) => void;
   controls: RunControls;
+  /** When the exporter first ran at this store (exporterEpoch); undefined when the store did not say. */
+  epochMs?: number | undefined;
   /** oauth2 (CONTRACT §12): the exporter's access tokens. */
   oauth?: TokenSource | undefined;
 };
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Where a new group of the exporter starts (start-position). */
-export function startAt(spec: ExporterSpec): StartAt {
-  return spec.start === 'end' ? { at: 'end' } : { at: 'beginning' };
+/**
+ * Where a new group of the exporter starts (start-position). `epochMs`: when the exporter first
+ * ran at this store. With `end`, a topic made since then is read from its beginning (every
+ * entry in it is newer than the exporter), whenever it is found: while running, or at a start
+ * after it was paused, stopped or its process down; an older one from its end. Without an
+ * epoch (the store did not answer) a topic's group starts at its end.
+ */
+export function startAt(spec: ExporterSpec, epochMs?: number): GroupStart {
+  if (spec.start !== 'end') return { at: 'beginning' };
+  return epochMs === undefined ? { at: 'end' } : { at: 'since', ms: epochMs };
+}
+
+/** `epoch:webhook:<tenant>/<name>` → when the exporter first ran at this store (ms). */
+export const epochKey = (tenant: string, name: string): string => `epoch:webhook:${tenant}/${name}`;
+
+/**
+ * When the exporter first ran at this store (recorded at that first start as `now`, wall-clock
+ * time: it is compared with stream entry IDs); undefined when the store cannot answer.
+ */
+export async function exporterEpoch(
+  store: Store,
+  tenant: string,
+  name: string,
+  now: number,
+): Promise<number | undefined> {
+  try {
+    const v = await store.kvGet(epochKey(tenant, name));
+    if (v !== undefined && Number.isFinite(Number(v))) return Number(v);
+    await store.kvSet(epochKey(tenant, name), String(now));
+    return now;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The counter name of an exporter's outcomes at a site (bus.ts AckCount). */
 export const countAs = (group: string, site: string): string => `${group}|${site}`;
 
 /** Opens a topic's reader, trying again every second until it opens or the exporter stops. */
-async function openReader(d: ExporterDeps, topic: string, start: StartAt, stopping: AbortSignal) {
+async function openReader(d: ExporterDeps, topic: string, start: GroupStart, stopping: AbortSignal) {
   const reader = new TopicReader(d.bus, topic, d.group, d.consumer, start, countAs(d.group, d.site), (t, counts) =>
     d.state.setTopicCounts(t, counts),
   );
@@ -118,7 +151,7 @@ export class Exporter {
     this.wakeLoop?.();
   };
 
-  private async addTopic(topic: string, start: StartAt): Promise<void> {
+  private async addTopic(topic: string, start: GroupStart): Promise<void> {
     if (this.readers.has(topic) || this.opening.has(topic)) return;
     this.opening.add(topic);
     try {
@@ -136,13 +169,15 @@ export class Exporter {
 
   private async run(): Promise<void> {
     const { spec, state } = this.d;
-    await Promise.all(spec.topics.map((t) => this.addTopic(t, startAt(spec))));
+    await Promise.all(spec.topics.map((t) => this.addTopic(t, startAt(spec, this.d.epochMs))));
     if (spec.patterns.length > 0) {
       let first = true;
       this.cleanups.push(
         this.d.bus.onTopics((all) => {
-          // Topics that appear after the start hold only messages produced since: read them whole.
-          const start = first ? startAt(spec) : { at: 'beginning' as const };
+          // A topic found later is read whole when it was made since the exporter's first start
+          // (startAt); without an epoch, those of the first listing start at the start-position.
+          const start =
+            first || this.d.epochMs !== undefined ? startAt(spec, this.d.epochMs) : { at: 'beginning' as const };
           first = false;
           for (const t of all)
             if (spec.topicAllowed(t) && spec.patterns.some((p) => p.test(t))) void this.addTopic(t, start);

@@ -12,7 +12,7 @@ import { log, repeatingLog } from '../lib/log.js';
 import type { Store } from '../store/store.js';
 import { snapshotReader, type SnapshotReader } from '../store/snapshot.js';
 import type { Clock } from '../lib/clock.js';
-import { countAs, Exporter, startAt } from './exporter.js';
+import { countAs, epochKey, Exporter, exporterEpoch, startAt } from './exporter.js';
 import { LagMonitor } from './lag-monitor.js';
 import { placeHere } from '../resources/placement.js';
 import { deployment } from '../resources/deployment.js';
@@ -310,9 +310,10 @@ export class Supervisor {
           );
     // The topics it consumed keep showing their backlog, which grows while it is paused.
     const topics = new Set([...state.consumedTopics(), ...spec.topics, ...matched]);
+    const start = startAt(spec, await exporterEpoch(this.o.store, tenant, name, Date.now()));
     for (const t of topics) {
       // An existing group keeps its position; a failure leaves it to the start (as before).
-      await bus.ensureGroup(t, group, startAt(spec)).catch(() => undefined);
+      await bus.ensureGroup(t, group, start).catch(() => undefined);
       state.addTopic(t);
       state.setTopicCounts(t, await bus.counts(t, countAs(group, this.o.site)).catch(() => noCounts()));
     }
@@ -365,8 +366,10 @@ export class Supervisor {
       state.setStatus('error');
       return;
     }
+    const epochMs = await exporterEpoch(this.o.store, tenant, name, Date.now());
     const exporter = new Exporter({
       spec,
+      epochMs,
       bus: this.busOf(tenant),
       clock: this.o.clock,
       agent,
@@ -406,8 +409,9 @@ export class Supervisor {
     const topics = new Set([...(slot.exporter?.topics() ?? []), ...(slot.spec?.topics ?? [])]);
     if (slot.exporter) await slot.exporter.stop(updateDeadlineMs);
     for (const t of topics) await this.busOf(slot.tenant).destroyGroup(t, groupName(slot.tenant, slot.name));
-    // Its attempt log goes with it: an exporter created again under its name starts a new one.
+    // Its attempt log and first start go with it: an exporter created again under its name starts anew.
     await this.o.store.kvDel(attemptsKey(slot.tenant, slot.name)).catch(() => undefined);
+    await this.o.store.kvDel(epochKey(slot.tenant, slot.name)).catch(() => undefined);
     log('info', 'exporter removed', { tenant: slot.tenant, exporter: slot.name });
   }
 

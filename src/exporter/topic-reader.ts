@@ -11,7 +11,7 @@ import {
   type CountedOutcome,
   type GroupRead,
   type OutcomeCounts,
-  type StartAt,
+  type GroupStart,
   type StreamEntry,
 } from '../bus/bus.js';
 import { log } from '../lib/log.js';
@@ -40,7 +40,7 @@ export class TopicReader {
     readonly topic: string,
     private readonly group: string,
     private readonly consumer: string,
-    private readonly start: StartAt,
+    private readonly start: GroupStart,
     /** The name the outcomes are counted under (bus.ts AckCount): the group and the site. */
     private readonly countAs: string = `${group}|`,
     /** Told the counted outcomes on this topic: at open, then after each ack. */
@@ -136,7 +136,7 @@ export class TopicReader {
         this.cursor = '0';
         throw err;
       }
-      const at: StartAt = this.lastHandled ? { at: 'after', id: this.lastHandled } : this.start;
+      const at: GroupStart = this.lastHandled ? { at: 'after', id: this.lastHandled } : this.start;
       log('warn', 'exporter: consumer group missing, recreating it', {
         topic: this.topic,
         group: this.group,

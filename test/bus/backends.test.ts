@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
-import { BusError, type Bus, type CountedOutcome } from '../../src/bus/bus.js';
+import { BusError, idMs, type Bus, type CountedOutcome } from '../../src/bus/bus.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
 import { openRedisBus } from '../../src/bus/redis-bus.js';
 import { rejects } from '../helpers/assert.js';
@@ -60,6 +60,32 @@ forEachDeployment((backend) => {
     await bus.ensureGroup(topic, 'g-end', { at: 'beginning' });
     assert.equal((await bus.read(topic, 'g-end', 'c', { cursor: '>', count: 10 })).entries, []);
   });
+
+  t(
+    'group since a time: a topic made since is read whole, an older one from its end, a missing one whole',
+    async (bus) => {
+      const old = `${backend}-since-old`;
+      const made = `${backend}-since-new`;
+      await bus.produce(old, { payload: 'before' });
+      const ms = idMs(await bus.produce(old, { payload: 'before too' })) + 1;
+      // A topic made since: its first entry is at least `ms` (Redis IDs never go back in time).
+      await new Promise((r) => setTimeout(r, 5));
+      await bus.produce(made, { payload: 'n1' });
+      await bus.ensureGroup(old, 'g', { at: 'since', ms });
+      await bus.ensureGroup(made, 'g', { at: 'since', ms });
+      await bus.ensureGroup(`${backend}-since-none`, 'g', { at: 'since', ms });
+      await bus.produce(old, { payload: 'after' });
+      await bus.produce(`${backend}-since-none`, { payload: 'm1' });
+      const read = async (topic: string) =>
+        (await bus.read(topic, 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload);
+      assert.equal(await read(old), ['after']);
+      assert.equal(await read(made), ['n1']);
+      assert.equal(await read(`${backend}-since-none`), ['m1']);
+      // An existing group keeps its position.
+      await bus.ensureGroup(made, 'g', { at: 'since', ms: 0 });
+      assert.equal(await read(made), []);
+    },
+  );
 
   t('unacked entries come back from the pending list (cursor 0); acked ones do not', async (bus) => {
     const topic = `${backend}-pel`;

@@ -111,6 +111,76 @@ test('created paused (start-position end): what is produced meanwhile waits for 
   );
 });
 
+/** An exporter of the topics a pattern finds (start-position end, the default). */
+const patterned = (name: string, prefix: string, enabled: boolean) => ({
+  name,
+  'topic-patterns': [`^${prefix}`],
+  'site-placement': { 'all-sites': true },
+  url: `${hook.url}/${name}`,
+  data: '${TOPIC}:${MSG_PAYLOAD}',
+  enabled,
+});
+
+test('topic-patterns: a topic made while the exporter is paused is read whole at the resume', async () => {
+  const name = uniq('pz-');
+  const prefix = `${name}-t-`;
+  await env.produce(`${prefix}old`, 'before');
+  await env.webhook(patterned(name, prefix, true));
+  await env.state(rt, name, (s) => s.status === 'ready', 'ready');
+  await env.produce(`${prefix}old`, 'o1');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'o1');
+  await env.webhook(patterned(name, prefix, false));
+  await env.state(rt, name, (s) => s.status === 'paused', 'paused');
+  for (const p of ['y1', 'y2']) await env.produce(`${prefix}new`, p);
+  await env.webhook(patterned(name, prefix, true));
+  await hook.waitFor(() => bodiesOf(name).length === 3, 'the new topic read whole');
+  assert.equal(
+    bodiesOf(name)
+      .map((r) => r.body)
+      .sort(),
+    [`${prefix}new:y1`, `${prefix}new:y2`, `${prefix}old:o1`],
+  );
+});
+
+test('topic-patterns: a topic made while the process is down is read whole at its start', async () => {
+  const name = uniq('pd-');
+  const prefix = `${name}-t-`;
+  await env.webhook(patterned(name, prefix, true));
+  await env.state(rt, name, (s) => s.status === 'ready', 'ready');
+  await env.produce(`${prefix}a`, 'a1');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'a1');
+  await rt.stop(1000);
+  await env.produce(`${prefix}d`, 'd1');
+  await env.produce(`${prefix}d`, 'd2');
+  await env.produce(`${prefix}a`, 'a2');
+  rt = await env.start({
+    clock,
+    secrets: staticSecrets({ 'default/v1/sig': { key: signingKey, bad: 'not-a-whsec-value' } }),
+  });
+  await hook.waitFor(() => bodiesOf(name).length === 4, 'd1, d2 and a2 after the start');
+  assert.equal(
+    bodiesOf(name)
+      .map((r) => r.body)
+      .sort(),
+    [`${prefix}a:a1`, `${prefix}a:a2`, `${prefix}d:d1`, `${prefix}d:d2`],
+  );
+});
+
+test('topic-patterns (start-position end): a topic older than the exporter, matched after a change of its patterns, is read from its end', async () => {
+  const name = uniq('po-');
+  await env.produce(`${name}-old`, 'before the exporter');
+  await env.webhook(patterned(name, `${name}-new`, true));
+  await env.state(rt, name, (s) => s.status === 'ready', 'ready');
+  await env.webhook(patterned(name, `${name}-`, true));
+  await env.state(rt, name, (s) => JSON.stringify(s['consumed-topics']) === JSON.stringify([`${name}-old`]), 'found');
+  await env.produce(`${name}-old`, 'after');
+  await hook.waitFor(() => bodiesOf(name).length === 1, 'the new entry');
+  assert.equal(
+    bodiesOf(name).map((r) => r.body),
+    [`${name}-old:after`],
+  );
+});
+
 test('dead-letter-topic: a dropped and an ignored message land there with their reason', async () => {
   const dlq = uniq('dlq-');
   const { topic, name } = await exporter({ tries: 2, 'dead-letter-topic': dlq, url: '${MSG_PAYLOAD}' });
