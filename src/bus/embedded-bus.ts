@@ -85,6 +85,15 @@ function topicOps(
   };
 }
 
+/** The ID a new group of stream `s` starts after (GroupStart, as the Redis bus makes it). */
+function startId(s: Stream, start: GroupStart): string {
+  if (start.at === 'end') return s.lastId;
+  if (start.at === 'beginning') return '0-0';
+  if (start.at === 'after') return start.id;
+  const first = s.entries[0];
+  return !first || idMs(first.id) >= start.ms ? '0-0' : s.lastId;
+}
+
 /** A consumer group's life: made, read, acked with its counted outcomes, claimed, moved, destroyed. */
 function groupOps(
   log: StreamLog,
@@ -96,18 +105,7 @@ function groupOps(
     async ensureGroup(topic: string, name: string, start: GroupStart): Promise<void> {
       const s = log.stream(topic);
       if (s.groups.has(name)) return;
-      const first = s.entries[0];
-      const last =
-        start.at === 'end'
-          ? s.lastId
-          : start.at === 'beginning'
-            ? '0-0'
-            : start.at === 'since'
-              ? !first || idMs(first.id) >= start.ms
-                ? '0-0'
-                : s.lastId
-              : start.id;
-      log.record({ op: 'group', topic, group: name, last });
+      log.record({ op: 'group', topic, group: name, last: startId(s, start) });
     },
 
     async read(

@@ -375,6 +375,22 @@ function linkLog(site: string) {
   };
 }
 
+/** A sleep that `wake` ends early (the back-off between attempts, cut short by a stop). */
+function wakeableSleep(): { sleep(ms: number): Promise<void>; wake(): void } {
+  let wake: (() => void) | undefined;
+  return {
+    sleep: (ms) =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, ms);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      }),
+    wake: () => wake?.(),
+  };
+}
+
 export function startSiteSync(o: SiteSyncOptions): SiteSync {
   const random = o.random ?? Math.random;
   const base = o.baseBackoffMs ?? 500;
@@ -384,7 +400,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
   let stopped = false;
   let connected = false;
   let current: AbortController | undefined;
-  let wakeSleep: (() => void) | undefined;
+  const nap = wakeableSleep();
 
   const acks = startAcker(
     { url: new URL(`${o.url}/v1/fleet/sites/${encodeURIComponent(o.site)}/ack`), token: o.token, ca: o.ca },
@@ -433,15 +449,6 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
     }
   }
 
-  const realSleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, ms);
-      wakeSleep = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
-
   const loop = (async () => {
     let attempt = 0;
     while (!stopped) {
@@ -460,7 +467,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       if (stopped) break;
       // Half to all of min(max, base × 2^attempt) (attempt is 0 after a stream that delivered
       // events), so sites cut off together (a control-plane restart) do not dial back at one instant.
-      await (o.sleep ?? realSleep)(backoffDelay(attempt, { baseMs: base, maxMs: max, jitter: 'equal' }, random));
+      await (o.sleep ?? nap.sleep)(backoffDelay(attempt, { baseMs: base, maxMs: max, jitter: 'equal' }, random));
       attempt++;
     }
   })();
@@ -474,7 +481,7 @@ export function startSiteSync(o: SiteSyncOptions): SiteSync {
       if (connected) await reporter?.flush(2000);
       reporter?.stop();
       current?.abort();
-      wakeSleep?.();
+      nap.wake();
       await loop;
       await agent.close().catch(() => undefined);
     },
