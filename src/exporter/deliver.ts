@@ -296,6 +296,7 @@ function recordAttempt(
   probe: boolean,
   r: PostOutcome,
   ms: number,
+  retryable: boolean,
 ): void {
   const { controls } = ctx;
   const first = p.messages[0]!;
@@ -309,7 +310,9 @@ function recordAttempt(
     durationMs: ms,
     body: r.ok ? undefined : r.body,
   });
-  controls.breakers.record(p.target.origin, r.ok, r.ok ? undefined : r.error, probe);
+  // A failure retry-on does not list (the webhook answered, refusing this message) is not the
+  // origin failing: it neither opens the breaker nor fails its probe.
+  controls.breakers.record(p.target.origin, r.ok || !retryable, r.ok ? undefined : r.error, probe);
   controls.limiter?.done(ms, !r.ok && (r.status === undefined || r.status === 429 || r.status === 503));
 }
 
@@ -354,9 +357,9 @@ export async function post(ctx: DeliverContext, p: Post): Promise<Outcome> {
     const r = await (ctx.oauth
       ? postWithToken(ctx, ctx.oauth, p.target, headers, p.body)
       : postOnce({ target: p.target, headers, body: p.body, agent: ctx.agent() }));
-    recordAttempt(ctx, p, attempt, admitted.probe, r, performance.now() - t0);
+    const retryable = r.ok || !ctx.controls.retryOn || ctx.controls.retryOn(r.status);
+    recordAttempt(ctx, p, attempt, admitted.probe, r, performance.now() - t0, retryable);
     if (r.ok) return finish(ctx, attempt, 'delivered');
-    const retryable = ctx.controls.retryOn ? ctx.controls.retryOn(r.status) : true;
     const retry = retryable && mayRetry(spec.policy, attempt);
     const first = p.messages[0]!;
     const failed = { topic: first.topic, id: first.entry.id, attempt, error: r.error, status: r.status, body: r.body };

@@ -235,6 +235,19 @@ test('retry-on: an unlisted 401 is dropped at once (to the dead-letter topic); a
   hook.script([]);
 });
 
+test('retry-on: refusals it does not list never open the circuit breaker (each dropped at once, the status back to ready)', async () => {
+  const { topic, name } = await exporter({ 'retry-on': ['5xx'], 'max-in-flight': 4 });
+  hook.script((_n, req) => (req.path.startsWith(`/${name}`) ? { status: 400 } : {}));
+  const n = breakerThreshold * 3;
+  for (let i = 0; i < n; i++) await env.produce(topic, `bad-${i}`);
+  // With the breaker fed, the drops past the threshold waited for cool-downs on the clock.
+  await env.state(rt, name, (s) => s.dropped === n, 'every refusal dropped, none held back');
+  const s = await env.state(rt, name, (st) => st.status === 'ready', 'ready: nothing waits');
+  assert.is(s['next-attempt-time'] ?? null, null);
+  assert.is(requestsOf(name).length, n, 'one POST each');
+  hook.script([]);
+});
+
 test('retry-on with a single code: 429 retried, a timeout (connection) not', async () => {
   const { topic, name } = await exporter({ 'retry-on': [429] });
   let n = 0;
