@@ -100,7 +100,8 @@ const maxBodyBytes = 1 << 20;
  * One POST's outcome from undici's dispatch events: no response stream is made (`request()`
  * makes a Readable a response, whose body is then dumped: measurably more CPU and more turns of
  * the event loop a POST, which at max-in-flight 1 lie on the path from one POST to the next).
- * A failing response keeps the first 200 bytes of its body (for the attempt log). Settles once.
+ * A 2xx settles on its status line; a failing response keeps the first 200 bytes of its body
+ * (for the attempt log) and settles at its end. Settles once.
  */
 class PostHandler implements Dispatcher.DispatchHandler {
   private status = 0;
@@ -132,7 +133,14 @@ class PostHandler implements Dispatcher.DispatchHandler {
     // 1xx informational answers come before the real one.
     if (statusCode < 200) return;
     this.status = statusCode;
-    if (statusCode < 300) return;
+    // A 2xx is the outcome: decided on the status line, whatever the body does after it (one
+    // that never ends would otherwise hold the slot, then fail the delivered message at the
+    // body timeout). The body is still read, so the socket goes back to the pool.
+    if (statusCode < 300) {
+      this.settled = true;
+      this.resolve({ ok: true, status: statusCode });
+      return;
+    }
     this.head = [];
     const ra = headers['retry-after'];
     this.retryAfter = Array.isArray(ra) ? ra[0] : ra;
@@ -155,7 +163,6 @@ class PostHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.settled = true;
     const { status, origin } = this;
-    if (status >= 200 && status < 300) return this.resolve({ ok: true, status });
     this.resolve({
       ok: false,
       error: `POST to ${origin} answered HTTP ${status}`,

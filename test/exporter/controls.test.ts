@@ -248,6 +248,23 @@ test('retry-on: refusals it does not list never open the circuit breaker (each d
   hook.script([]);
 });
 
+test('a 2xx is the outcome on its status line: a body that never ends neither holds the slot nor fails the message', async () => {
+  const { topic, name } = await exporter({ 'max-in-flight': 1 });
+  hook.script((_n, req) => (req.path.startsWith(`/${name}`) && req.body === 'first' ? { hangBody: true } : {}));
+  await env.produce(topic, 'first');
+  await env.produce(topic, 'second');
+  await env.state(rt, name, (s) => s.delivered === 2, 'both delivered');
+  // Past the attempt timeout (1 s here) the first is still delivered once, never retried.
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(
+    requestsOf(name).map((r) => r.body),
+    ['first', 'second'],
+  );
+  const s = await env.state(rt, name, () => true, 'state');
+  assert.is(s['failed-attempts'], 0);
+  hook.script([]);
+});
+
 test('retry-on with a single code: 429 retried, a timeout (connection) not', async () => {
   const { topic, name } = await exporter({ 'retry-on': [429] });
   let n = 0;

@@ -1,7 +1,8 @@
 /**
  * A real HTTP or HTTPS webhook receiver on port 0 whose replies are scripted per request:
  * `{status}` (default 200), `{status: 503, headers: {'retry-after': '1'}}`, `{hang: true}`
- * (never answers), `{reset: true}` (destroys the socket), `{delayMs}` (slow). Requests past
+ * (never answers), `{hangBody: true}` (the status line and headers, then part of a body that
+ * never ends), `{reset: true}` (destroys the socket), `{delayMs}` (slow). Requests past
  * the end of the script get 200. Every request is recorded with its body and headers.
  */
 import {
@@ -18,6 +19,8 @@ export type Reply = {
   status?: number;
   headers?: Record<string, string>;
   hang?: boolean;
+  /** Answers its status and headers, then a body that never ends. */
+  hangBody?: boolean;
   reset?: boolean;
   delayMs?: number;
   /** The response body (default `ok`). */
@@ -96,7 +99,8 @@ export async function startWebhookServer(
       const answer = () => {
         rec.status = reply.status ?? 200;
         res.writeHead(reply.status ?? 200, reply.headers ?? {});
-        res.end(reply.body ?? 'ok');
+        if (reply.hangBody) res.write('part of a body that never ends');
+        else res.end(reply.body ?? 'ok');
       };
       if (reply.delayMs) setTimeout(answer, reply.delayMs);
       else answer();
