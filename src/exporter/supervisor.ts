@@ -5,6 +5,7 @@
  * are fingerprinted; a different fingerprint restarts it keeping the group offsets, a
  * deleted object stops it and destroys its groups, an object placed elsewhere is `stopped`.
  */
+import { createHash } from 'node:crypto';
 import { noCounts, type Bus } from '../bus/bus.js';
 import { tenantBus } from '../bus/tenant-topics.js';
 import { canonicalJson, type JsonObject } from '../lib/json.js';
@@ -69,11 +70,24 @@ type Slot = {
   spec: ExporterSpec | undefined;
   /** Set when the exporter could not start because of its secrets: retried periodically. */
   secretError: boolean;
+  /**
+   * When the secrets were read but unusable (a client certificate whose key does not match):
+   * a digest of those values, so the retry waits for them to change.
+   */
+  unusableSecrets?: string | undefined;
   /** The running exporter's secret values, updated in place when a secret changes. */
   secrets: Map<string, string>;
-  /** While paused: the real backlog of its topics (nothing reads them). */
+  /** While paused or in error for its secrets: the real backlog of its topics (nothing reads them). */
   pausedLag: LagMonitor | undefined;
 };
+
+/** A digest of secret values (kept instead of the values to tell whether they changed). */
+function digestOf(values: ReadonlyMap<string, string>): string {
+  const h = createHash('sha256');
+  for (const [k, v] of [...values].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    h.update(k).update('\0').update(v).update('\0');
+  return h.digest('hex');
+}
 
 /** The resources whose objects change what runs here (every one but applications). */
 /** Keys whose change may change what runs here (one regex: it is asked of every changed key). */
@@ -180,6 +194,7 @@ export class Supervisor {
       if (!s.secretError) continue;
       const still = s.spec ? await readSecretVars(this.o.secrets, s.spec.secretVars) : undefined;
       if (still && !still.ok && still.error === s.state.lastError) continue;
+      if (still?.ok && s.unusableSecrets !== undefined && digestOf(still.values) === s.unusableSecrets) continue;
       this.forced.add(id);
       any = true;
     }
@@ -297,8 +312,17 @@ export class Supervisor {
    * it is paused waits for it (and shows as lag), as for one paused after it ran.
    */
   private async pause(slot: Slot, spec: ExporterSpec): Promise<void> {
+    slot.state.setStatus('paused');
+    await this.holdPosition(slot, spec);
+  }
+
+  /**
+   * An exporter that does not run here (paused, or in `error` for its secrets): its groups are
+   * made at its start-position unless they exist, so what is produced meanwhile waits for it,
+   * and their backlog shows in `topic-lag`.
+   */
+  private async holdPosition(slot: Slot, spec: ExporterSpec): Promise<void> {
     const { tenant, name, state } = slot;
-    state.setStatus('paused');
     const bus = this.busOf(tenant);
     const group = groupName(tenant, name);
     // Topics of its patterns that exist now are held as its named ones (later ones are read whole).
@@ -328,6 +352,7 @@ export class Supervisor {
       slot.secretError = true;
       state.error(secrets.error, this.o.clock.now());
       state.setStatus('error');
+      await this.holdPosition(slot, spec);
       return;
     }
     slot.secrets = secrets.values;
@@ -362,8 +387,12 @@ export class Supervisor {
         : constant(this.o.agents.agentFor(spec.tls, this.o.attemptTimeoutMs));
     } catch (err) {
       await controls.close();
+      // Retried with the secret store's errors (retrySecretErrors) once the values change.
+      slot.secretError = true;
+      slot.unusableSecrets = digestOf(slot.secrets);
       state.error(err instanceof Error ? err.message : String(err), this.o.clock.now());
       state.setStatus('error');
+      await this.holdPosition(slot, spec);
       return;
     }
     const epochMs = await exporterEpoch(this.o.store, tenant, name, Date.now());

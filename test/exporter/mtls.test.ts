@@ -28,7 +28,7 @@ test.before(async () => {
   vault['default/v1/cc'] = makeClientCert(certs, 'client-a');
   vault['default/v1/bad'] = { cert: 'not a certificate', key: 'secret-key-text' };
   await env.put('strongbox/vaults/v1/secrets/cc', { name: 'cc' });
-  rt = await env.start({ secrets: staticSecrets(vault) });
+  rt = await env.start({ secrets: staticSecrets(vault), secretRetryMs: 200 });
 });
 test.after(async () => {
   await env.close();
@@ -64,11 +64,19 @@ test('the vault certificate is presented; a rotated one is used from the next me
   assert.is(s['failed-attempts'], 0, 'no attempt failed across the rotation');
 });
 
-test('a vault value that is not a certificate: status error, the value never shown', async () => {
-  const { name } = await env.exporter(rt, hook.url, mtls('bad'), false);
+test('a vault value that is not a certificate: status error, the value never shown; fixed, it runs again by itself', async () => {
+  const { topic, name } = await env.exporter(rt, hook.url, mtls('bad'), false);
   const s = await env.state(rt, name, (x) => x.status === 'error', 'error');
   assert.match(String(s['last-error']), /client-certificate: the vault value is not a usable PEM certificate and key/);
   assert.not.ok(JSON.stringify(s).includes('secret-key-text'));
+  // Retried (every 200 ms here) only once the value changes: the status stays as it is meanwhile.
+  await sleep(600);
+  assert.is((await env.state(rt, name, () => true, 'state')).status, 'error');
+  await env.produce(topic, 'waited');
+  vault['default/v1/bad'] = makeClientCert(certs, 'client-fixed');
+  await hook.waitFor((r) => r.some((x) => x.body === 'waited' && x.status === 200), 'delivered with the fixed value');
+  assert.is(hook.delivered().find((x) => x.body === 'waited')?.clientCn, 'client-fixed');
+  await env.state(rt, name, (x) => x.status === 'ready', 'ready');
 });
 
 test('without a client certificate the receiver refuses the handshake: a failed attempt', async () => {
