@@ -247,4 +247,28 @@ test('the control plane killed (kill -9) mid-rollout carries on from the wave it
   await eventually(async () => (await urls()).every((u) => u === '/v3'), 'every site runs v3', wait);
 });
 
+test('an object deleted mid-rollout and made again: the sites not yet reached never get the deleted content back', async () => {
+  assert.is((await admin.call('PUT', path, hook('/v4', { 'healthy-for': '30s' }))).status, 204);
+  await eventually(async () => (await urlAt(0)) === '/v4', 'edge-1 (wave 1) runs v4', wait);
+  assert.is((await admin.call('DELETE', path)).status, 204);
+  await eventually(async () => (await urls()).every((u) => u === undefined), 'no site runs the hook', wait);
+  assert.is((await admin.call('PUT', path, hook('/v5'))).status, 201);
+  // Until the rollout of the new object is done, a site has v5 or nothing: never v3 or v4.
+  const seen = new Set<string>();
+  await eventually(
+    async () => {
+      for (const u of await urls()) seen.add(String(u));
+      return (await rollout())?.state === 'done';
+    },
+    'the new object rolled out',
+    wait,
+  );
+  await eventually(async () => (await urls()).every((u) => u === '/v5'), 'every site runs v5', wait);
+  assert.equal(
+    [...seen].filter((u) => u !== '/v5' && u !== 'undefined'),
+    [],
+    'no old content',
+  );
+});
+
 test.run();

@@ -180,8 +180,9 @@ async function begin(c: Ctx, p: PassView, key: string, spec: RolloutSpec, old: R
     updated: 0,
     gen: old?.gen ?? 0,
   });
-  // Sites still on the content before an unfinished rollout keep it: that is the previous content.
-  const previous = old && old.state !== 'done' ? old.previous : made?.before;
+  // Sites still on the content before an unfinished rollout keep it: that is the previous
+  // content; but after a create (the object was deleted, or is new) the sites had none.
+  const previous = made?.before === null ? null : old && old.state !== 'done' ? old.previous : made?.before;
   if (previous === undefined)
     return done(
       'the previous content is not in the configuration history (CONFIG_HISTORY): sent to every site at once',
@@ -352,6 +353,24 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
     project: async () => await project?.(),
   };
 
+  /** Whether the stored records were listed once (at the first pass), for those left by an earlier process. */
+  let listed = false;
+  /**
+   * The records of objects that no longer carry `rollout` (deleted, or the member removed) are
+   * dropped: a record left behind made a later create (or a rollout added again) roll out from
+   * its stale previous content. At the first pass every stored record is looked at; then those
+   * of the last pass.
+   */
+  async function forget(current: readonly string[]): Promise<void> {
+    const now = new Set(current);
+    let before: readonly string[] = keys;
+    if (!listed) {
+      before = (await o.store.kvKeys(recordPrefix).catch(() => [])).map((k) => k.slice(recordPrefix.length));
+      listed = true;
+    }
+    for (const key of before) if (!now.has(key)) await o.store.kvDel(recordPrefix + key).catch(() => undefined);
+  }
+
   /** True while this process holds the driver's lease (taken when free). */
   async function leader(): Promise<boolean> {
     if (c.now() < leaseUntil) return true;
@@ -372,6 +391,7 @@ export function createRollouts(o: RolloutsOptions): Rollouts {
   return {
     async prepare(p) {
       const got = await prepare(c, p);
+      await forget(got.keys);
       keys = got.keys;
       return siteViews(p, got.active);
     },
