@@ -7,5 +7,6 @@ export type RuntimeView = {
   restart(tenant: string, name: string): Promise<boolean>;
   /** Calls `listener` after exporter states were published (watches of /v1/state follow them). */
   onStateChange?(listener: () => void): () => void;
-  rewind?(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
+  /** False (nothing moved) when the exporter is placed on other sites than this process's. */
+  rewind?(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<boolean>;
 };

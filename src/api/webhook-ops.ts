@@ -55,8 +55,16 @@ export function webhookOpRoutes(deps: AppDeps): Hono<AppEnv> {
       const topics = new Set([...running, ...(await consumedTopics(bus, p.tenant, cfg, deps.settings.tenant))]);
       for (const t of topics) await bus.setGroupPosition(t, group, at);
     };
-    if (deps.runtime?.rewind) await deps.runtime.rewind(p.tenant, name, apply);
+    // A process that runs no exporters moves the groups of the store it shares with those that do.
+    let moved = true;
+    if (deps.runtime?.rewind) moved = await deps.runtime.rewind(p.tenant, name, apply);
     else await apply([]);
+    if (!moved)
+      throw new ApiError(
+        'not-found',
+        `Webhook exporter ${name} does not run at this site (${deps.settings.site}): its site-placement names other sites; rewind it where it runs`,
+        { code: 'not-running' },
+      );
     return new Response(null, { status: 204 });
   });
 

@@ -67,7 +67,8 @@ export type Runtime = {
   /** Calls `listener` after a publication that wrote changed states. */
   onStateChange(listener: () => void): () => void;
   /** Rewind: stops the exporter if it runs here, runs `apply` with the topics it read, starts it again. */
-  rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void>;
+  /** False (nothing moved) when the exporter is placed on other sites than this process's. */
+  rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<boolean>;
   readonly bus: Bus;
 };
 

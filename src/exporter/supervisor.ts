@@ -163,11 +163,13 @@ export class Supervisor {
 
   /**
    * Rewind (delivery controls): stops the exporter when it runs here, lets `apply` move its
-   * groups, and starts it again. `apply` gets the topics the running exporter read.
+   * groups, and starts it again. `apply` gets the topics the running exporter read. False (and
+   * nothing moved) when it is placed on other sites: its groups here are not the ones it reads.
    */
-  async rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<void> {
+  async rewind(tenant: string, name: string, apply: (running: string[]) => Promise<void>): Promise<boolean> {
     const id = slotId(tenant, name);
     const slot = this.slots.get(id);
+    if (slot?.state.status === 'stopped') return false;
     const running = slot?.exporter?.topics() ?? [];
     if (slot?.exporter) {
       await slot.exporter.stop(updateDeadlineMs);
@@ -181,6 +183,7 @@ export class Supervisor {
         await this.reconcile();
       }
     }
+    return true;
   }
 
   /**

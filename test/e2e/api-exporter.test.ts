@@ -60,7 +60,7 @@ function e2e(backend: Backend): void {
     await eventually(async () => (await state('h1')).delivered === 1, 'delivered counter');
   });
 
-  t('restart of an exporter placed on other sites: 404 not-running, its state untouched', async () => {
+  t('restart and rewind of an exporter placed on other sites: 404 not-running, its state untouched', async () => {
     const created = await api.json('POST', '/v1/config/volga/webhooks', {
       body: {
         name: 'elsewhere',
@@ -82,6 +82,12 @@ function e2e(backend: Backend): void {
       assert.is((r.body as Errors).errors[0]?.['error-info'], 'not-running');
     }
     assert.is(api.instance.runtime?.exporterState('default', 'elsewhere')?.['start-time'], before, 'not restarted');
+    // Rewind alike: nothing moved, and no group made on this site's bus.
+    const rw = await api.json('POST', '/v1/state/volga/webhooks/elsewhere/rewind', { body: { to: 'beginning' } });
+    assert.is(rw.status, 404, JSON.stringify(rw.body));
+    assert.is((rw.body as Errors).errors[0]?.['error-info'], 'not-running');
+    assert.equal(await api.instance.deps.bus.groupConsumers('te', 'edgeplane:default:elsewhere'), []);
+    assert.is((await api.instance.deps.bus.topicInfo('te')) ?? undefined, undefined, 'no stream made for it');
   });
 
   t('produce: every payload reads back as the JSON value sent (a string "42" stays a string)', async () => {
