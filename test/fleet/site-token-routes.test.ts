@@ -134,6 +134,18 @@ forEachBackend((backend) => {
         body: { version: '1-0' },
       });
       assert.is(ack.status, 204);
+      // A body on issue-token (or on a rollout operation) is a 400 and revokes nothing.
+      const bad = await api.req('POST', '/v1/state/sites/site-a/issue-token', { raw: '{bad' });
+      assert.is(bad.status, 400);
+      await bad.body?.cancel();
+      const withTtl = await api.json('POST', '/v1/state/sites/site-a/issue-token', { body: { ttl: 5 } });
+      assert.is(withTtl.status, 400);
+      assert.is((withTtl.body as { errors: Array<{ 'error-info': string }> }).errors[0]!['error-info'], 'no-body');
+      const dry = await api.json('POST', '/v1/state/sites/site-a/issue-token?dry-run');
+      assert.is((dry.body as { errors: Array<{ 'error-info': string }> }).errors[0]!['error-info'], 'no-dry-run');
+      const abort = await api.req('POST', '/v1/state/volga/webhooks/x/rollout/abort', { raw: '{"x":' });
+      assert.is(abort.status, 400);
+      await abort.body?.cancel();
       // What sites send: the version in the query, no body.
       const byQuery = await api.req('POST', '/v1/fleet/sites/site-a/ack?version=1-1', { headers: as(tokens.a) });
       assert.is(byQuery.status, 204);

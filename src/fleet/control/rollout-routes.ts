@@ -8,11 +8,11 @@
  */
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
-import { principalOf, searchParams } from '../../api/http.js';
+import { noBody, principalOf, searchParams } from '../../api/http.js';
 import { rolloutRoutes } from '../../api/route-table.js';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
-import { parseQuery } from '../../query/params.js';
+import { parseQuery, refuseDryRun } from '../../query/params.js';
 import { resolvePath } from '../../model/resources.js';
 import { configKey } from '../../store/keys.js';
 import type { Rollouts } from './rollouts.js';
@@ -23,8 +23,10 @@ export function rolloutOpRoutes(deps: AppDeps, rollouts: Rollouts): Hono<AppEnv>
     const verb = route.path.endsWith('/resume') ? 'resume' : 'abort';
     on(app, route, async (c) => {
       const p = principalOf(c);
+      refuseDryRun(searchParams(c), c.req.path);
       parseQuery(searchParams(c), route.query);
       deps.auth.authorize(p, c.req.path, 'execute');
+      await noBody(c, `${verb} a rollout`);
       const path = c.req.path.slice('/v1/state/'.length, -`/rollout/${verb}`.length);
       const r = resolvePath(path);
       const key = r && r.kind !== 'list' ? configKey(p.tenant, r.path) : undefined;

@@ -36,7 +36,7 @@
  */
 import { Hono, type Context } from 'hono';
 import type { AppDeps, AppEnv } from '../../api/deps.js';
-import { principalOf, readBody, reply, searchParams } from '../../api/http.js';
+import { noBody, principalOf, readBody, reply, searchParams } from '../../api/http.js';
 import { routes } from '../../api/route-table.js';
 import { header } from '../../api/headers.js';
 import { markLongRequest } from '../../api/node-server.js';
@@ -44,7 +44,7 @@ import type { IncomingMessage } from 'node:http';
 import { allowRoutes, on } from '../../api/routing.js';
 import { ApiError } from '../../lib/errors.js';
 import { backoffDelay } from '../../lib/backoff.js';
-import { parseQuery } from '../../query/params.js';
+import { parseQuery, refuseDryRun } from '../../query/params.js';
 import { randomUUID } from 'node:crypto';
 import { isObject, type Json } from '../../lib/json.js';
 import { compareVersions, parseVersion, siteKeyHeader, type FleetEntry } from '../common/protocol.js';
@@ -68,8 +68,11 @@ export function fleetUserRoutes(deps: AppDeps, reseal: (site: string) => Promise
   const app = new Hono<AppEnv>();
   on(app, routes.issueToken, async (c) => {
     const p = principalOf(c);
+    refuseDryRun(searchParams(c), c.req.path);
     parseQuery(searchParams(c), routes.issueToken.query);
     deps.auth.authorize(p, c.req.path, 'execute');
+    // A body is refused, not ignored: issuing revokes the site's token in use.
+    await noBody(c, 'issue a site token');
     const name = c.req.param('name');
     const root = deps.settings.tenant;
     if (p.tenant !== root)
