@@ -162,7 +162,8 @@ export function withSiteReads(deps: AppDeps, source: Hono<AppEnv>): Hono<AppEnv>
       if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return handler(c);
       const params = searchParams(c);
       const site = params.get('site');
-      if (!site || site === deps.settings.site) return handler(c);
+      // Given twice, the route's own parsing refuses it (duplicate-parameter) when it answers here.
+      if (!site || site === deps.settings.site || params.getAll('site').length > 1) return handler(c);
       return forward(c, handler, params, site);
     };
   const forward = async (c: Context<AppEnv>, handler: Handler, params: URLSearchParams, site: string) => {

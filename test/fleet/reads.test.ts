@@ -174,6 +174,9 @@ test('site= on B is forwarded live to the site held by A, which applies its own 
   const hq = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=hq');
   assert.is(hq.status, 200);
   assert.is.not((hq.body as Exporter).site, 'edge-1');
+  const twice = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1&site=hq');
+  assert.is(twice.status, 400, twice.text);
+  assert.is(codeOf(twice.body), 'duplicate-parameter');
   const unknown = await adminB.call('GET', '/v1/state/volga/webhooks?site=nowhere');
   assert.is(unknown.status, 404);
   assert.is(codeOf(unknown.body), 'unknown-site');
