@@ -271,4 +271,30 @@ test('an object deleted mid-rollout and made again: the sites not yet reached ne
   );
 });
 
+test('a site that leaves the placement while its wave waits for it (down, then relabelled away) no longer holds the rollout', async () => {
+  await sites[3]!.stop();
+  assert.is((await admin.call('PUT', path, hook('/v6'))).status, 204);
+  let r: Rollout | undefined;
+  await eventually(
+    async () => {
+      r = await rollout();
+      return r?.state === 'progressing' && /edge-4/.test(r.reason);
+    },
+    () => `the last wave waits for edge-4: ${JSON.stringify(r)}`,
+    wait,
+  );
+  const moved = await admin.call('PUT', '/v1/config/sites/edge-4', {
+    name: 'edge-4',
+    labels: { region: 'us', ring: 'main' },
+  });
+  assert.is(moved.status, 204, moved.text);
+  const done = await until('done');
+  assert.equal([done['sites-updated'], done['sites-total']], [3, 3]);
+  await eventually(
+    async () => (await Promise.all([0, 1, 2].map(urlAt))).every((u) => u === '/v6'),
+    'v6 at edge-1..3',
+    wait,
+  );
+});
+
 test.run();

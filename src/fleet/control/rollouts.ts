@@ -219,9 +219,30 @@ async function prepare(c: Ctx, p: PassView): Promise<{ active: RolloutRecord[]; 
       if (rec === next && next.state === 'progressing')
         log('info', 'fleet: rollout started', { key, revision: next.revision, waves: next.waves.length });
     }
-    if (rec && rec.state !== 'done') active.push(rec);
+    if (rec && rec.state !== 'done') active.push(await pruneWaves(c, p, rec));
   }
   return { active, keys: seen };
+}
+
+/**
+ * The record without the sites its object no longer reaches (a site deleted, or one whose
+ * labels now place the object elsewhere): a wave never waits for a site that will not get it.
+ */
+async function pruneWaves(c: Ctx, p: PassView, rec: RolloutRecord): Promise<RolloutRecord> {
+  let changed = false;
+  const waves: string[][] = [];
+  for (const wave of rec.waves) {
+    const kept: string[] = [];
+    for (const s of wave)
+      if (p.sites.has(s) && (applicableTo(p.view, s, c.o.root, p.index).has(rec.key) || (await p.holds(s, rec.key))))
+        kept.push(s);
+      else changed = true;
+    waves.push(kept);
+  }
+  if (!changed) return rec;
+  const next = { ...rec, waves };
+  log('info', 'fleet: sites the object no longer reaches leave its rollout', { key: rec.key });
+  return (await c.save(next, rec.gen)) ? next : ((await c.load(rec.key)) ?? rec);
 }
 
 /** Per site, the configuration it is to be given while `active` rollouts hold some of its objects back. */
