@@ -19,6 +19,9 @@ export function retryAfterMs(header: string | undefined, now: number): number | 
   if (header === undefined) return undefined;
   const text = header.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Else an HTTP-date, which starts with the day's name (RFC 9110 5.6.7: IMF-fixdate and the two
+  // obsolete forms); `-5` or `1.5` are neither (Date.parse would read them as dates long past).
+  if (!/^[A-Za-z]{3}/.test(text)) return undefined;
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);

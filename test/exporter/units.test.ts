@@ -82,6 +82,9 @@ test('Retry-After: seconds, HTTP date, garbage; capped at the maximum', () => {
   assert.is(retryAfterMs('Thu, 01 Jan 2026 00:00:10 GMT', now), 10_000);
   assert.is(retryAfterMs('Wed, 31 Dec 2025 00:00:10 GMT', now), 0);
   assert.is(retryAfterMs('soon', now), undefined);
+  // Neither delay-seconds nor an HTTP-date: ignored (the back-off rules), not read as a date past.
+  for (const bad of ['-5', '1.5', '+3', '2026-01-01']) assert.is(retryAfterMs(bad, now), undefined, bad);
+  assert.is(retryAfterMs('Thursday, 01-Jan-26 00:00:10 GMT', now), 10_000, 'the obsolete RFC 850 form');
   assert.is(retryAfterMs(undefined, now), undefined);
   const policy = { tries: 0, baseMs: 100, maxMs: 5000 };
   assert.is(nextDelayMs(policy, 1, 60_000), 5000);
