@@ -217,6 +217,27 @@ const cases: Case[] = [
     errors: 1,
   },
   {
+    name: 'oauth2 token-url that is not an http(s) URL',
+    body: {
+      ...hook,
+      oauth2: { 'token-url': 'ftp://x', 'client-id': 'c', 'client-secret': { vault: 'v', secret: 's', key: 'k' } },
+    },
+    status: 400,
+    code: 'invalid-url',
+    at: { path: 'oauth2/token-url' },
+    message: `Cannot use "ftp://x" as oauth2/token-url: it must be an absolute http or https URL (${HOOK})`,
+  },
+  {
+    name: 'oauth2 token-url that is no URL',
+    body: {
+      ...hook,
+      oauth2: { 'token-url': 'not a url', 'client-id': 'c', 'client-secret': { vault: 'v', secret: 's', key: 'k' } },
+    },
+    status: 400,
+    code: 'invalid-url',
+    at: { path: 'oauth2/token-url' },
+  },
+  {
     name: 'schema: maximum next to an exclusive minimum',
     body: { ...hook, 'rate-limit': { 'per-second': 1e7 } },
     status: 400,

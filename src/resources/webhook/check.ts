@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors.js';
 import type { Json, JsonObject } from '../../lib/json.js';
 import { compileRegex } from '../../lib/regex.js';
 import { builtinName, compileTemplate, knownVariable, type Template } from '../../expand/template.js';
-import { jsonSyntaxError } from '../../lib/json.js';
+import { isObject, jsonSyntaxError } from '../../lib/json.js';
 import { compileLabelExpr } from '../../query/labels.js';
 import { durationMs, durationTooLong } from '../../lib/duration.js';
 import { retryDefaults } from '../schemas.js';
@@ -72,6 +72,16 @@ export function checkWebhook(obj: JsonObject, xPath: string, spec: ExporterSpec 
   }
   retryProblems(obj, xPath, out);
   out.push(...controlProblems(obj, xPath));
+  const oauth2 = obj.oauth2;
+  const tokenUrl = isObject(oauth2) ? oauth2['token-url'] : undefined;
+  if (typeof tokenUrl === 'string' && !/^https?:$/.test(URL.parse(tokenUrl)?.protocol ?? ''))
+    out.push(
+      new ApiError(
+        'invalid-value',
+        `Cannot use ${JSON.stringify(tokenUrl.slice(0, 200))} as oauth2/token-url: it must be an absolute http or https URL (${xPath})`,
+        { code: 'invalid-url', path: 'oauth2/token-url', 'x-path': xPath },
+      ),
+    );
   return out;
 }
 
