@@ -9,6 +9,7 @@
 import type { Agent } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import { oauthSecretVar, type OAuth2Spec } from '../resources/webhook/extensions.js';
+import { badHeaderChar } from '../resources/webhook/header-value.js';
 
 export type TokenResult = { ok: true; token: string } | { ok: false; error: string };
 
@@ -71,6 +72,9 @@ export class TokenSource {
       }
       const o = (body ?? {}) as Record<string, unknown>;
       if (typeof o.access_token !== 'string' || !o.access_token) return fail('answered without access_token');
+      // Sent as `Bearer <token>`: one that no header can carry is refused here, never cached.
+      if (badHeaderChar(o.access_token) !== undefined || o.access_token.trim() !== o.access_token)
+        return fail('answered an access_token that is not a valid header value');
       const expiresIn = typeof o.expires_in === 'number' && o.expires_in > 0 ? o.expires_in * 1000 : 3_600_000;
       this.cached = { token: o.access_token, until: started + expiresIn - Math.min(30_000, expiresIn / 10) };
       return { ok: true, token: o.access_token };

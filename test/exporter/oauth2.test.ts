@@ -22,6 +22,8 @@ const clock: Clock = { now: () => Date.now() + offset, sleep: systemClock.sleep 
 const issued: Array<{ auth: string; body: string }> = [];
 let valid = '';
 let failing = false;
+/** A token no header can carry (the endpoint answers it while set). */
+let unsendable = false;
 const tokenServer = createServer((req: IncomingMessage, res) => {
   let body = '';
   req.on('data', (c: Buffer) => (body += c.toString()));
@@ -31,7 +33,7 @@ const tokenServer = createServer((req: IncomingMessage, res) => {
       res.writeHead(500).end('down');
       return;
     }
-    valid = `tok-${issued.length}`;
+    valid = unsendable ? `tok-${issued.length}\r\nInjected: 1` : `tok-${issued.length}`;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ access_token: valid, token_type: 'Bearer', expires_in: 3600 }));
   });
@@ -90,6 +92,25 @@ test('one token for many messages; again on expiry and after a 401; a failing en
   assert.not.ok(JSON.stringify(s).includes('s3cret'));
   failing = false;
   await env.state(rt, name, (x) => x.delivered === 8 && x.status === 'ready', 'delivered once the endpoint is back');
+
+  // A token that no header can carry is the endpoint's failure, and is not kept: the next
+  // fetch (at the next attempt) gets a good one.
+  unsendable = true;
+  offset += 3600_000;
+  const fetches = issued.length;
+  await env.produce(topic, 'bad-token');
+  const bad = await env.state(rt, name, (x) => x.status === 'retrying', 'retrying');
+  assert.match(
+    String(bad['last-error']),
+    /^oauth2: token endpoint .* answered an access_token that is not a valid header value$/,
+  );
+  unsendable = false;
+  await env.state(rt, name, (x) => x.delivered === 9 && x.status === 'ready', 'delivered with the next token');
+  assert.ok(issued.length >= fetches + 2, 'fetched again, not cached');
+  assert.not.ok(
+    hook.requests.some((r) => 'injected' in r.headers),
+    'nothing injected',
+  );
 });
 
 test.run();
