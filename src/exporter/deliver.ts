@@ -105,20 +105,28 @@ function endExpansion(): void {
 async function postWithToken(
   ctx: DeliverContext,
   oauth: TokenSource,
-  target: Target,
+  p: Post,
+  attempt: number,
   headers: string[],
-  body: string,
 ): Promise<PostOutcome> {
   for (let round = 0; ; round++) {
     const t = await oauth.token();
     if (!t.ok) return { ok: false, error: t.error, retryAfter: undefined };
+    const t0 = performance.now();
     const r = await postOnce({
-      target,
+      target: p.target,
       headers: headers.concat('authorization', `Bearer ${t.token}`),
-      body,
+      body: p.body,
       agent: ctx.agent(),
     });
     if (r.ok || r.status !== 401 || round > 0) return r;
+    // The POST sent again at once with a new token is a POST of its own: it takes a rate-limit
+    // token, and the refused one is counted and logged (a stop meanwhile: post() records it).
+    if (ctx.controls.rate && !(await ctx.controls.rate.take(ctx.stopping))) return r;
+    recordAttempt(ctx, p, attempt, false, r, performance.now() - t0, true);
+    const first = p.messages[0]!;
+    const failed = { topic: first.topic, id: first.entry.id, attempt, error: r.error, status: r.status, body: r.body };
+    ctx.state.attemptFailed(failed, ctx.clock.now(), false);
     oauth.invalidate(t.token);
   }
 }
@@ -355,7 +363,7 @@ export async function post(ctx: DeliverContext, p: Post): Promise<Outcome> {
     const t0 = performance.now();
     // oauth2: the cached access token, fetched again after one 401 (a failing token endpoint is a failed attempt).
     const r = await (ctx.oauth
-      ? postWithToken(ctx, ctx.oauth, p.target, headers, p.body)
+      ? postWithToken(ctx, ctx.oauth, p, attempt, headers)
       : postOnce({ target: p.target, headers, body: p.body, agent: ctx.agent() }));
     const retryable = r.ok || !ctx.controls.retryOn || ctx.controls.retryOn(r.status);
     recordAttempt(ctx, p, attempt, admitted.probe, r, performance.now() - t0, retryable);

@@ -81,8 +81,12 @@ test('one token for many messages; again on expiry and after a 401; a failing en
 
   valid = 'revoked-by-the-webhook';
   await env.produce(topic, 'after-revoke');
-  await env.state(rt, name, (s) => s.delivered === 7, 'delivered after a 401');
+  const after401 = await env.state(rt, name, (s) => s.delivered === 7, 'delivered after a 401');
   assert.is(issued.length, 3, 'fetched again after the 401');
+  // The refused POST counts as a failed attempt (not as a retry: the status stays ready).
+  assert.is(after401['failed-attempts'], 1);
+  assert.match(String(after401['last-error']), /answered HTTP 401/);
+  assert.is(after401.status, 'ready');
 
   failing = true;
   offset += 3600_000;
