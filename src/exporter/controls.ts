@@ -53,7 +53,7 @@ export function startControls(o: {
   return {
     // Throws (the exporter goes to status error) when the vault value is not a whsec_ key.
     signer: secret !== undefined ? new Signer(() => o.secrets.get(signingVar)) : undefined,
-    deadLetter: c.deadLetterTopic ? new DeadLetter(o.bus, c.deadLetterTopic, o.clock) : undefined,
+    deadLetter: c.deadLetterTopic ? new DeadLetter(o.bus, c.deadLetterTopic, o.clock, o.state) : undefined,
     retryOn: c.retryOn,
     breakers,
     attempts,

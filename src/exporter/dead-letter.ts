@@ -10,6 +10,7 @@ import type { Bus } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
+import type { ExporterState } from './state.js';
 import { backoffDelay } from '../lib/backoff.js';
 import { errorText } from '../lib/error-text.js';
 
@@ -20,6 +21,8 @@ export class DeadLetter {
     private readonly bus: Bus,
     readonly topic: string,
     private readonly clock: Clock,
+    /** Told while an append fails (the exporter shows `retrying` and why), and when it is over. */
+    private readonly state?: Pick<ExporterState, 'heldBack' | 'retryEnded'>,
   ) {}
 
   /** False when the exporter stopped before the append succeeded (the message must not be acked). */
@@ -35,13 +38,21 @@ export class DeadLetter {
     for (let i = 0; !stopping.aborted; i++) {
       try {
         await this.bus.produce(this.topic, fields);
+        if (i > 0) this.state?.retryEnded(this.clock.now());
         return true;
       } catch (err) {
         log('warn', 'exporter: cannot append to the dead-letter topic, retrying', {
           topic: this.topic,
           error: errorText(err),
         });
+        this.state?.heldBack(
+          `message ${msg.entry.id} of topic ${msg.topic}: cannot append to the dead-letter topic ${this.topic}: ${errorText(err)}`,
+          this.clock.now(),
+          i === 0,
+        );
         await this.clock.sleep(backoffDelay(i, { baseMs: 100, maxMs: 5000 }), stopping);
+        // Stopped meanwhile: the message is not handled (it comes again), nor failing any more.
+        if (stopping.aborted) this.state?.retryEnded(this.clock.now(), false);
       }
     }
     return false;

@@ -175,6 +175,17 @@ export class ExporterState {
   }
 
   /**
+   * A message is held back by something other than a POST (its dead-letter append fails): as a
+   * failing message, `retrying` with the reason in `last-error`, until retryEnded.
+   */
+  heldBack(error: string, now: number, first: boolean): void {
+    this.error(error, now);
+    if (!first) return;
+    this.failing++;
+    if (this.status === 'ready') this.setStatus('retrying', now);
+  }
+
+  /**
    * A message that had failed is handled now (delivered, dropped: `handled`) or given up at a
    * stop (not handled: the status stays until the stop sets `stopped`, never `ready` between).
    */

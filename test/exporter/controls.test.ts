@@ -209,6 +209,20 @@ test('dead-letter-topic: a dropped and an ignored message land there with their 
   hook.script([]);
 });
 
+test('dead-letter-topic that cannot be appended to: retrying with the reason in last-error, ready once it works', async () => {
+  const dlq = uniq('dlq-broken-');
+  await redis.set(`volga:${dlq}`, 'not a stream');
+  const { topic, name } = await exporter({ 'dead-letter-topic': dlq, url: '${MSG_PAYLOAD}' });
+  await env.produce(topic, 'not a url at all');
+  const s = await env.state(rt, name, (x) => x.status === 'retrying', 'retrying while the append fails');
+  assert.match(String(s['last-error']), new RegExp(`cannot append to the dead-letter topic ${dlq}: .*WRONGTYPE`));
+  assert.is(s.ignored, 0, 'not handled yet');
+  await redis.del(`volga:${dlq}`);
+  const done = await env.state(rt, name, (x) => x.ignored === 1 && x.status === 'ready', 'handled, ready');
+  assert.is(done['failed-attempts'], 0, 'no POST attempt failed');
+  assert.is((await streamEntries(dlq)).length, 1);
+});
+
 test('retry-on: an unlisted 401 is dropped at once (to the dead-letter topic); a listed 503 is retried', async () => {
   const dlq = uniq('dlq-');
   const { topic, name } = await exporter({ 'retry-on': ['5xx', 'connection'], 'dead-letter-topic': dlq });
