@@ -1,12 +1,13 @@
 /**
  * `dead-letter-topic`: a message that is dropped (tries exhausted, or a failure `retry-on` does
  * not list) or ignored (URL or expansion failed) is appended to this topic of the same bus
- * with the fields `payload` (the original message's payload), `topic`, `seqno`, `reason`,
- * `attempts` and `last-status` (an HTTP status, `connection`, or empty when no POST was made).
+ * with the fields `payload` (the original message's payload, and its `producer-name`, `host`,
+ * `origin` and `time` when it has them), `topic`, `seqno`, `reason`, `attempts` and
+ * `last-status` (an HTTP status, `connection`, or empty when no POST was made).
  * The original message is acked only once the append succeeded: a failing append is retried
  * until it works or the exporter stops (then the message stays pending and comes again).
  */
-import type { Bus } from '../bus/bus.js';
+import type { Bus, ProduceInput } from '../bus/bus.js';
 import { log } from '../lib/log.js';
 import type { Clock } from '../lib/clock.js';
 import type { Message } from './message.js';
@@ -27,14 +28,20 @@ export class DeadLetter {
 
   /** False when the exporter stopped before the append succeeded (the message must not be acked). */
   async append(msg: Message, info: DeadLetterInfo, stopping: AbortSignal): Promise<boolean> {
-    const fields = {
-      payload: msg.entry.fields.payload ?? '',
+    const original = msg.entry.fields;
+    const fields: ProduceInput = { payload: original.payload ?? '' };
+    // The original message's other fields too, so an entry can be produced again as it was.
+    for (const name of ['producer-name', 'host', 'origin', 'time'] as const) {
+      const v = original[name];
+      if (v !== undefined) fields[name] = v;
+    }
+    Object.assign(fields, {
       topic: msg.topic,
       seqno: msg.entry.id,
       reason: info.reason,
       attempts: String(info.attempts),
       'last-status': info.lastStatus === undefined ? '' : String(info.lastStatus),
-    };
+    });
     for (let i = 0; !stopping.aborted; i++) {
       try {
         await this.bus.produce(this.topic, fields);

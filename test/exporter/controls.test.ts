@@ -186,7 +186,24 @@ test('dead-letter-topic: a dropped and an ignored message land there with their 
   const { topic, name } = await exporter({ tries: 2, 'dead-letter-topic': dlq, url: '${MSG_PAYLOAD}' });
   hook.script((_n, req) => (req.path === `/${name}-bad` ? { status: 503 } : {}));
   const badId = await env.produce(topic, `${hook.url}/${name}-bad`);
-  const ignoredId = await env.produce(topic, 'not a url at all');
+  // With the optional fields of a message: they go along, so the entry can be produced again as it was.
+  const ignoredId = String(
+    await redis.sendCommand([
+      'XADD',
+      `volga:${topic}`,
+      '*',
+      'payload',
+      'not a url at all',
+      'producer-name',
+      'p1',
+      'host',
+      'h1',
+      'origin',
+      'o1',
+      'time',
+      '2026-01-01T00:00:00.000Z',
+    ]),
+  );
   await env.produce(topic, `${hook.url}/${name}-good`);
   await env.state(rt, name, (s) => s.dropped === 1 && s.ignored === 1 && s.delivered === 1, 'all three handled');
   const entries = await eventually(async () => {
@@ -202,6 +219,10 @@ test('dead-letter-topic: a dropped and an ignored message land there with their 
     'last-status': '503',
   });
   assert.is(entries[1]!.payload, 'not a url at all');
+  assert.equal(
+    [entries[1]!['producer-name'], entries[1]!.host, entries[1]!.origin, entries[1]!.time],
+    ['p1', 'h1', 'o1', '2026-01-01T00:00:00.000Z'],
+  );
   assert.is(entries[1]!.seqno, ignoredId);
   assert.is(entries[1]!.attempts, '0');
   assert.is(entries[1]!['last-status'], '');
