@@ -145,8 +145,9 @@ export const webhookSchema = rolledOut(
       type: 'array',
       items: {
         anyOf: [
-          { type: 'string', pattern: '^([1-5]xx|[1-5][0-9]{2}|connection)$' },
-          { type: 'integer', minimum: 100, maximum: 599 },
+          // Failures only: a 1xx is never a final answer and a 2xx is a success.
+          { type: 'string', pattern: '^([3-5]xx|[3-5][0-9]{2}|connection)$' },
+          { type: 'integer', minimum: 300, maximum: 599 },
         ],
       },
       uniqueItems: true,

@@ -349,6 +349,15 @@ const cases: Case[] = [
     at: { path: 'retry-on[0]' },
     errors: 1,
   },
+  // Not failures: a 1xx is never final, a 2xx is a success.
+  ...(['2xx', '1xx', 200, '204'] as const).map((entry) => ({
+    name: `retry-on with ${JSON.stringify(entry)}, which is no failure`,
+    body: { ...hook, 'retry-on': ['5xx', entry] },
+    status: 400,
+    code: 'schema-invalid',
+    at: { path: 'retry-on[1]' },
+    errors: 1,
+  })),
   {
     // A password or a secret value is never echoed in an error (a reply, a log line of EDGEPLANE_CONFIG).
     name: 'a password too short: said, not shown',

@@ -1,6 +1,6 @@
 /**
- * `retry-on`: which failed POSTs are retried. Items: `5xx`, `4xx` (any class `1xx`…`5xx`),
- * a single status code (`429`, `408`, or as a number), `connection` (no response: refused,
+ * `retry-on`: which failed POSTs are retried. Items: `5xx`, `4xx` (a class `3xx`…`5xx`: a
+ * failure), a single status code (`429`, `408`, or as a number, 300–599), `connection` (no response: refused,
  * reset, timed out). Without the field every failure is retried. A failure not listed drops
  * the message at once (to the dead-letter topic when one is set).
  */
@@ -20,8 +20,8 @@ export function compileRetryOn(v: unknown): RetryOn | undefined {
   v.forEach((item, i) => {
     const text = typeof item === 'number' ? String(item) : item;
     if (text === 'connection') connection = true;
-    else if (typeof text === 'string' && /^[1-5]xx$/.test(text)) classes.add(Number(text[0]));
-    else if (typeof text === 'string' && /^[1-5][0-9]{2}$/.test(text)) codes.add(Number(text));
+    else if (typeof text === 'string' && /^[3-5]xx$/.test(text)) classes.add(Number(text[0]));
+    else if (typeof text === 'string' && /^[3-5][0-9]{2}$/.test(text)) codes.add(Number(text));
     else
       throw bad(
         `retry-on[${i}]`,
