@@ -265,15 +265,35 @@ export class ApiError extends Error {
   /** This error (not `more`) as one entry of an error body. */
   toEntry(): ErrorEntry {
     const details = this.details;
+    const message = capped(this.message, maxMessageChars);
     return details
-      ? { 'error-message': this.message, 'error-info': this.infoCode, 'error-details': details }
-      : { 'error-message': this.message, 'error-info': this.infoCode };
+      ? { 'error-message': message, 'error-info': this.infoCode, 'error-details': cappedDetails(details) }
+      : { 'error-message': message, 'error-info': this.infoCode };
   }
 
   /** The error body: {errors: [{error-message, error-info, error-details?}]}, this error and `more`. */
   toBody(): ErrorBody {
     return { errors: [this as ApiError, ...this.more].map((e) => e.toEntry()) };
   }
+}
+
+/**
+ * Error texts quote what the client sent (a path, a name, a field): an error never grows with
+ * the input. A message is cut at 2,000 characters and each text of its details at 500, saying
+ * how long it was.
+ */
+const maxMessageChars = 2000;
+const maxDetailChars = 500;
+
+function capped(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
+
+function cappedDetails(details: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(details))
+    if (typeof v === 'string' && v.length > maxDetailChars) (out ??= { ...details })[k] = capped(v, maxDetailChars);
+  return out ?? details;
 }
 
 /** One entry of an error body (CONTRACT §5): `error-info` is the code as a string. */

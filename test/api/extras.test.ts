@@ -67,6 +67,22 @@ function extras(backend: Backend): void {
     assert.match(JSON.stringify(refresh.body), /takes no query parameter/);
   });
 
+  t('an error never grows with the input: a huge key or x-path is quoted cut, with its length', async () => {
+    const key = 'k'.repeat(100_000);
+    const bigKey = await api.req('PUT', '/v1/config/applications/a1', {
+      raw: JSON.stringify({ name: 'a1', [key]: 1 }),
+    });
+    const text = await bigKey.text();
+    assert.is(bigKey.status, 400);
+    assert.ok(text.length < 6000, `a ${text.length}-character reply`);
+    assert.match(text, /\(100000 characters\)/);
+    const path = `/v1/config/applications/${'x'.repeat(200_000)}`;
+    const bigPath = await api.req('PATCH', '/v1/config', { body: [{ 'x-path': path, name: 'x', version: '1' }] });
+    const t2 = await bigPath.text();
+    assert.is(bigPath.status, 400);
+    assert.ok(t2.length < 6000, `a ${t2.length}-character reply`);
+  });
+
   t('dry-run or validate on any operation gives one code: no-dry-run', async () => {
     const operations = [
       '/v1/login',
