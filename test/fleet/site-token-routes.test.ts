@@ -163,6 +163,12 @@ forEachBackend((backend) => {
         audit.some((e) => e.method === 'GET'),
         'reads are not',
       );
+      // A version past the head of the site's log was never sent: 400, not recorded.
+      const beyond = await api.json('POST', '/v1/fleet/sites/site-a/ack?version=99999999999999-0', {
+        headers: as(tokens.a),
+      });
+      assert.is(beyond.status, 400, JSON.stringify(beyond.body));
+      assert.is((beyond.body as { errors: Array<{ 'error-info': string }> }).errors[0]!['error-info'], 'bad-value');
       const state = await api.req('GET', '/v1/state/sites/site-a');
       assert.is(((await state.json()) as Record<string, unknown>)['config-version'], '1-1');
       for (const [query, code] of [

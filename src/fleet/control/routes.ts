@@ -200,6 +200,15 @@ function siteStateRoutes(app: Hono<AppEnv>, deps: AppDeps, o: SyncOptions): void
         code: 'schema-required',
         path: 'version',
       });
+    // A version past the head of the site's log was never sent: recorded, it would show the site
+    // out of sync (and hold a rollout) until its next change.
+    const head = (await o.fleetLog.heads([site])).get(site) ?? '0-0';
+    if (compareVersions(version, head) > 0)
+      throw new ApiError(
+        'invalid-query',
+        `Cannot acknowledge version ${version}: the log of site ${site} ends at ${head}, it was never sent`,
+        { code: 'bad-value', parameter: 'version' },
+      );
     await o.presence.applied(site, version);
     return new Response(null, { status: 204 });
   });
