@@ -38,7 +38,7 @@ export type StartAt = { at: 'end' } | { at: 'beginning' } | { at: 'after'; id: s
 /**
  * Where a group made by ensureGroup starts: a StartAt, or `since` a time (ms): at the oldest
  * entry when that entry is no older (a topic made since then is read whole), else after the
- * last entry.
+ * last entry older than that time (what was produced since is read).
  */
 export type GroupStart = StartAt | { at: 'since'; ms: number };
 

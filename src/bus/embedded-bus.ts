@@ -91,7 +91,14 @@ function startId(s: Stream, start: GroupStart): string {
   if (start.at === 'beginning') return '0-0';
   if (start.at === 'after') return start.id;
   const first = s.entries[0];
-  return !first || idMs(first.id) >= start.ms ? '0-0' : s.lastId;
+  if (!first || idMs(first.id) >= start.ms) return '0-0';
+  // After the last entry older than `since` (the entries are in ID order).
+  let at = first.id;
+  for (const e of s.entries) {
+    if (idMs(e.id) >= start.ms) break;
+    at = e.id;
+  }
+  return at;
 }
 
 /** A consumer group's life: made, read, acked with its counted outcomes, claimed, moved, destroyed. */

@@ -78,14 +78,17 @@ function translate(err: unknown): Error {
 }
 
 /**
- * A group `since` a time (StartAt): at 0 when the stream's oldest entry is no older than
- * ARGV[2] ms (or it is empty), else at `$`; an existing group is left as it is.
+ * A group `since` a time (GroupStart): at 0 when the stream's oldest entry is no older than
+ * ARGV[2] ms (or it is empty), else after its last entry older than that (ARGV[3]: the
+ * greatest ID of the millisecond before); an existing group is left as it is.
  */
 const sinceGroupScript = luaScript(`
-local key, group, since = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local key, group, since, before = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
-local id = '$'
-if #first == 0 or tonumber(string.match(first[1][1], '^(%d+)')) >= since then id = '0' end
+local id = '0'
+if #first > 0 and tonumber(string.match(first[1][1], '^(%d+)')) < since then
+  id = redis.call('XREVRANGE', key, before, '-', 'COUNT', 1)[1][1]
+end
 local ok, err = pcall(redis.call, 'XGROUP', 'CREATE', key, group, id, 'MKSTREAM')
 if not ok and not string.find(tostring(err), 'BUSYGROUP') then return redis.error_reply(tostring(err)) end
 return 1`);
@@ -257,6 +260,7 @@ function groupMethods(
           streamPrefix + topic,
           group,
           String(start.ms),
+          `${start.ms - 1}-18446744073709551615`,
         ]).catch((err: unknown) => {
           throw translate(err);
         });

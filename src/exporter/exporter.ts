@@ -54,7 +54,8 @@ const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Where a new group of the exporter starts (start-position). `epochMs`: when the exporter first
  * ran at this store. With `end`, a topic made since then is read from its beginning (every
  * entry in it is newer than the exporter), whenever it is found: while running, or at a start
- * after it was paused, stopped or its process down; an older one from its end. Without an
+ * after it was paused, stopped or its process down; in an older one, what was produced since
+ * then. Without an
  * epoch (the store did not answer) a topic's group starts at its end.
  */
 export function startAt(spec: ExporterSpec, epochMs?: number): GroupStart {

@@ -62,7 +62,7 @@ forEachDeployment((backend) => {
   });
 
   t(
-    'group since a time: a topic made since is read whole, an older one from its end, a missing one whole',
+    'group since a time: a topic made since is read whole, an older one from that time, a missing one whole',
     async (bus) => {
       const old = `${backend}-since-old`;
       const made = `${backend}-since-new`;
@@ -71,6 +71,8 @@ forEachDeployment((backend) => {
       // A topic made since: its first entry is at least `ms` (Redis IDs never go back in time).
       await new Promise((r) => setTimeout(r, 5));
       await bus.produce(made, { payload: 'n1' });
+      // Produced since `ms` to the older topic: read too.
+      await bus.produce(old, { payload: 'between' });
       await bus.ensureGroup(old, 'g', { at: 'since', ms });
       await bus.ensureGroup(made, 'g', { at: 'since', ms });
       await bus.ensureGroup(`${backend}-since-none`, 'g', { at: 'since', ms });
@@ -78,7 +80,7 @@ forEachDeployment((backend) => {
       await bus.produce(`${backend}-since-none`, { payload: 'm1' });
       const read = async (topic: string) =>
         (await bus.read(topic, 'g', 'c', { cursor: '>', count: 10 })).entries.map((e) => e.fields.payload);
-      assert.equal(await read(old), ['after']);
+      assert.equal(await read(old), ['between', 'after']);
       assert.equal(await read(made), ['n1']);
       assert.equal(await read(`${backend}-since-none`), ['m1']);
       // An existing group keeps its position.

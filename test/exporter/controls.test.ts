@@ -166,7 +166,7 @@ test('topic-patterns: a topic made while the process is down is read whole at it
   );
 });
 
-test('topic-patterns (start-position end): a topic older than the exporter, matched after a change of its patterns, is read from its end', async () => {
+test("topic-patterns (start-position end): a topic older than the exporter, matched after a change of its patterns, is read from the exporter's first start", async () => {
   const name = uniq('po-');
   await env.produce(`${name}-old`, 'before the exporter');
   await env.webhook(patterned(name, `${name}-new`, true));
