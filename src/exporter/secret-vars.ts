@@ -40,6 +40,9 @@ export async function readSecretVars(
       p = reader.read(v.tenant, v.vault, v.secret, v.fromTenant);
       cache.set(id, p);
     }
+    // The field's own secrets (signing, client-certificate, oauth2) have names with a dot, which
+    // no variable has: the error names the field.
+    const who = v.name.includes('.') ? v.name.slice(0, v.name.indexOf('.')) : `variable ${v.name}`;
     let dict: Record<string, string>;
     try {
       dict = await p;
@@ -47,12 +50,12 @@ export async function readSecretVars(
       const why = errorText(err);
       return {
         ok: false,
-        error: `variable ${v.name}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}`,
+        error: `${who}: cannot read secret ${v.secret} of vault ${v.vault} (tenant ${v.fromTenant ?? v.tenant}): ${why}`,
       };
     }
     const value = dict[v.key];
     if (value === undefined)
-      return { ok: false, error: `variable ${v.name}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };
+      return { ok: false, error: `${who}: secret ${v.secret} of vault ${v.vault} has no key ${v.key}` };
     values.set(v.name, value);
   }
   return { ok: true, values };

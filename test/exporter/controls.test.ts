@@ -355,6 +355,12 @@ test('signing with a vault value that is not a whsec_ key: status error without 
   assert.not.ok(String(s['last-error']).includes('not-a-whsec-value'));
 });
 
+test('signing with a key the secret does not have: the error names signing, not a variable', async () => {
+  const { name } = await exporter({ signing: { vault: 'v1', secret: 'sig', key: 'absent' } }, false);
+  const s = await env.state(rt, name, (x) => x.status === 'error', 'error status');
+  assert.is(s['last-error'], 'signing: secret sig of vault v1 has no key absent');
+});
+
 test('circuit breaker: a failing origin is probed one at a time; another origin of the exporter is not held up', async () => {
   const other = await startWebhookServer();
   try {
