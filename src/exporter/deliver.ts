@@ -282,8 +282,17 @@ async function admitAttempt(ctx: DeliverContext, origin: string): Promise<{ prob
     if (admitted === 'stopped') return undefined;
     probe = admitted === 'probe';
   }
-  // rate-limit: a token of the site's bucket per attempt (one per POST, a batch's too).
-  if (controls.rate && !(await controls.rate.take(ctx.stopping))) return undefined;
+  // rate-limit: a token of the site's bucket per attempt (one per POST, a batch's too); while it
+  // waits for one, next-attempt-time says when it goes.
+  if (controls.rate) {
+    let ticket: number | undefined;
+    const took = await controls.rate.take(ctx.stopping, (until) => {
+      if (ticket !== undefined) ctx.state.attemptDue(ticket);
+      ticket = ctx.state.attemptScheduled(until);
+    });
+    if (ticket !== undefined) ctx.state.attemptDue(ticket);
+    if (!took) return undefined;
+  }
   return { probe };
 }
 

@@ -20,7 +20,8 @@ export class RateLimit {
   ) {}
 
   /** Resolves true once a token is taken, false when `stopping` aborted first. */
-  async take(stopping: AbortSignal): Promise<boolean> {
+  /** `onWait`: told when the attempt will go each time it has to wait for a token. */
+  async take(stopping: AbortSignal, onWait?: (untilMs: number) => void): Promise<boolean> {
     while (!stopping.aborted) {
       let wait: number;
       try {
@@ -30,6 +31,7 @@ export class RateLimit {
         wait = 100;
       }
       if (wait <= 0) return true;
+      onWait?.(this.clock.now() + wait);
       await this.clock.sleep(wait, stopping);
     }
     return false;

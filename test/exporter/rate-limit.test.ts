@@ -15,6 +15,8 @@ import * as assert from 'uvu/assert';
 import { openEnv, spawnExporterProc } from '../helpers/exporter-proc.js';
 import { startWebhookServer } from '../helpers/webhook-server.js';
 import { openEmbeddedBus } from '../../src/bus/embedded-bus.js';
+import { RateLimit } from '../../src/exporter/rate-limit.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { startApi } from '../helpers/api.js';
 import { freshRedisDb } from '../helpers/redis.js';
 import { sleep } from '../helpers/wait.js';
@@ -139,6 +141,20 @@ test('embedded bus: the bucket in memory gives the burst at once, then one token
   assert.equal(waits.slice(0, 5), [0, 0, 0, 0, 0]);
   assert.ok(waits[5]! > 0 && waits[5]! <= 100, `then a wait of at most 100 ms, got ${waits[5]}`);
   assert.is(await bus.rateToken('other', 'local', 10, 5), 0, 'each exporter its own bucket');
+  await bus.close();
+});
+
+test('an attempt waiting for a token says when it goes (next-attempt-time), once per wait', async () => {
+  const bus = openEmbeddedBus(undefined);
+  const rate = new RateLimit(bus, 'y', 'local', 20, 1, systemClock);
+  const never = new AbortController().signal;
+  const told: number[] = [];
+  assert.ok(await rate.take(never, (until) => told.push(until)));
+  assert.equal(told, [], 'the burst: no wait');
+  const before = Date.now();
+  assert.ok(await rate.take(never, (until) => told.push(until)));
+  assert.is(told.length, 1, 'one wait, told once');
+  assert.ok(told[0]! > before, 'a time to come');
   await bus.close();
 });
 
