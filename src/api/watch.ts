@@ -39,6 +39,8 @@ type Watcher = { spec: WatchSpec; notify: () => void; close: () => void };
 export class WatchHub {
   /** Interval of the keep-alive comment; at most 15 s so that proxies keep the stream open. */
   keepAliveMs = 10_000;
+  /** How often state watches read again for what changes with time alone (set before the first watch). */
+  stateRereadMs = 2_000;
   private readonly watchers = new Set<Watcher>();
   private unsubscribe: Array<() => void> = [];
 
@@ -66,6 +68,14 @@ export class WatchHub {
             for (const x of this.watchers) if (x.spec.runtimeState) x.notify();
           }),
         );
+      // State also changes with time alone, with no notification: a site's `connection` and
+      // `last-seen` are derived from its stream's presence when read. State watches read again
+      // every few seconds, sending only what differs.
+      const timer = setInterval(() => {
+        for (const x of this.watchers) if (x.spec.runtimeState) x.notify();
+      }, this.stateRereadMs);
+      timer.unref();
+      this.unsubscribe.push(() => clearInterval(timer));
     }
     return () => {
       this.watchers.delete(w);

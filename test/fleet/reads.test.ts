@@ -258,6 +258,17 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
     'the report holds both deliveries',
     SITE_WAIT,
   );
+  // A watch of the site's state follows its connection (derived from presence: no notification).
+  const watchAbort = new AbortController();
+  const watched = await fetch(`${cpB.url}/v1/state/sites/edge-1?watch&fields=name,connection`, {
+    headers: { authorization: `Bearer ${await adminB.token()}` },
+    signal: watchAbort.signal,
+  });
+  let streamed = '';
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of watched.body!) streamed += decoder.decode(chunk as Uint8Array, { stream: true });
+  })().catch(() => undefined);
   await proxy.cut();
   await eventually(
     async () =>
@@ -266,6 +277,13 @@ test('cut off: site= on B answers the last report with x-state-age; live-only pa
     'edge-1 disconnected',
     SITE_WAIT,
   );
+  await eventually(
+    async () => /event: change\ndata: \{[^\n]*"connection":"disconnected"/.test(streamed),
+    () => `the watch sent the disconnection: ${streamed}`,
+    SITE_WAIT,
+  );
+  watchAbort.abort();
+  await reading;
   const stale = await adminB.call('GET', '/v1/state/volga/webhooks/to-sink?site=edge-1');
   assert.is(stale.status, 200, stale.text);
   const age = stale.headers.get('x-state-age');
