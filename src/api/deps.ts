@@ -20,9 +20,9 @@ export type ProbeCheck = {
   run(): Promise<string | undefined> | string | undefined;
 };
 
-/** A `site=` read sent to a site: its tenant, path (`/v1/state…`) and query string (without `site`). */
 /**
- * A `site=` read sent down to a site: `rules` are the caller's read rules (path pattern and
+ * A `site=` read sent down to a site: its tenant, path (`/v1/state…`) and query string
+ * (without `site`). `rules` are the caller's read rules (path pattern and
  * effect, as its policies hold them), which the site applies to what it answers (a list's
  * members, `count`, `keys`), as the control plane would; without them the site answers as an
  * administrator of the tenant.

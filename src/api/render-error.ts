@@ -48,12 +48,14 @@ export function renderError(err: unknown, c: Context): Response {
   );
 }
 
-/** Node's error for a request body cut by its client (`aborted`, ECONNRESET), also as the cause of a body-read error. */
+/**
+ * Node's error for a request body cut by its client (`Error: aborted`, code ECONNRESET), also
+ * as the cause of a body-read error. Only that one: an ECONNRESET of Redis, say, is ours.
+ */
 function clientGone(e: Error): boolean {
   for (let x: unknown = e, i = 0; x instanceof Error && i < 4; x = x.cause, i++) {
     const code = (x as { code?: unknown }).code;
-    if (code === 'ECONNRESET' || (x.message === 'aborted' && (code === undefined || code === 'ECONNRESET')))
-      return true;
+    if (x.message === 'aborted' && (code === undefined || code === 'ECONNRESET')) return true;
   }
   return false;
 }
