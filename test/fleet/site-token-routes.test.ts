@@ -211,10 +211,26 @@ forEachBackend((backend) => {
       const first = await open(generateSiteKey().publicKey);
       assert.is(first.status, 200);
       // A second process with the same token and a key of its own (its secrets are sealed for that key now).
-      const second = await open(generateSiteKey().publicKey);
+      const key2 = generateSiteKey().publicKey;
+      const second = await open(key2);
       assert.is(second.status, 200);
       assert.ok(await endsWithin(first, 10_000), 'the stream opened with the older key ends');
       assert.not.ok(await endsWithin(second, 1_000), 'the stream of the key recorded last goes on');
+      // The site deleted: its open stream ends, its token is refused, and stays so when a site
+      // of that name is made again (it needs a token of its own).
+      const third = await open(key2);
+      assert.is(third.status, 200);
+      assert.is((await api.json('DELETE', '/v1/config/sites/site-a')).status, 204);
+      assert.ok(await endsWithin(third, 10_000), 'the stream of a deleted site ends');
+      const ack = await api.json('POST', '/v1/fleet/sites/site-a/ack?version=1-0', {
+        headers: { authorization: `Bearer ${tokens.a}` },
+      });
+      assert.is(ack.status, 401, JSON.stringify(ack.body));
+      assert.is((await api.json('PUT', '/v1/config/sites/site-a', { body: { name: 'site-a' } })).status, 201);
+      const again = await api.json('POST', '/v1/fleet/sites/site-a/ack?version=1-0', {
+        headers: { authorization: `Bearer ${tokens.a}` },
+      });
+      assert.is(again.status, 401, 'the old token stays revoked');
     } finally {
       await api.close();
     }

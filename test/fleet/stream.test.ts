@@ -17,6 +17,7 @@ import { recordedKeyOf } from '../../src/fleet/control/sealing.js';
 import { issueSiteToken } from '../../src/fleet/control/site-tokens.js';
 import { generateSiteKey } from '../../src/secrets/sealed.js';
 import { openEmbeddedStore } from '../../src/store/embedded.js';
+import { configKey } from '../../src/store/keys.js';
 import type { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/backends.js';
 import { freshRedisDb } from '../helpers/redis.js';
@@ -28,7 +29,7 @@ type Ctx = { log: FleetLog; store: Store; token: string; events: EventSourceMess
 
 /** Opens the sync stream of site `s` (resuming from `after`) and collects its events. */
 async function open(ctx: Ctx, after?: string, keepAliveMs = 60_000): Promise<void> {
-  const app = fleetSiteRoutes({ store: ctx.store } as unknown as AppDeps, {
+  const app = fleetSiteRoutes({ store: ctx.store, settings: { tenant: 'default' } } as unknown as AppDeps, {
     fleetLog: ctx.log,
     presence: createPresence(ctx.store, ctx.log),
     relay: createEmbeddedRelay(),
@@ -92,6 +93,8 @@ function streamSuite(name: string, openLog: () => Promise<FleetLog>) {
   test.before.each(async (ctx) => {
     ctx.log = await openLog();
     ctx.store = await openEmbeddedStore(tempDir('edgeplane-stream-'));
+    // The site object: a site whose object is gone is refused (its token revoked).
+    await ctx.store.commit([{ op: 'put', key: configKey('default', 'sites/s'), value: { name: 's' } }]);
     ctx.token = await issueSiteToken(ctx.store, 's');
     ctx.events = [];
     ctx.stop = async () => undefined;

@@ -53,7 +53,7 @@ import { createInboxes } from './inbox.js';
 import { sseResponse, type SseSink } from './sse-sink.js';
 import type { Presence } from './presence.js';
 import type { FleetRelay } from './relay.js';
-import { checkedTokenId, isIdOfToken, isTokenOf, issueSiteToken, siteOfToken } from './site-tokens.js';
+import { checkedTokenId, isIdOfToken, isTokenOf, issueSiteToken, revokeSiteToken, siteOfToken } from './site-tokens.js';
 import { isPublicKeyText } from '../../secrets/sealed.js';
 import { recordedKeyOf } from './sealing.js';
 import { site } from '../../resources/site.js';
@@ -106,13 +106,29 @@ function siteUnauthorized(message: string, code: 'missing-token' | 'invalid-site
   );
 }
 
+/**
+ * True when the site object `name` is gone (deleted at the control plane): its token is then
+ * revoked, so the site syncs nothing more and one made again under its name needs a new token.
+ */
+async function siteGone(store: AppDeps['store'], root: string, name: string): Promise<boolean> {
+  const key = site.keyOf(root, name);
+  // Confirmed by a read of the store itself before anything is revoked (a process's copy may lag a create).
+  if ((await store.get(key)) || (await store.get(key, { fresh: true }))) return false;
+  await revokeSiteToken(store, name);
+  return true;
+}
+
 /** The sync routes' guard: the current site token of `site`, nothing else. */
 export async function authenticateSite(deps: AppDeps, c: Context, site: string): Promise<void> {
   const h = header(c, 'authorization') ?? '';
   const token = bearerToken(h);
   if (token === undefined)
     throw siteUnauthorized('The sync route needs Authorization: Bearer <site token>', 'missing-token');
-  if (await isTokenOf(deps.store, site, token)) return;
+  if (await isTokenOf(deps.store, site, token)) {
+    if (await siteGone(deps.store, deps.settings.tenant, site))
+      throw siteUnauthorized(`Site ${site} was deleted: its token is revoked`, 'invalid-site-token');
+    return;
+  }
   const owner = await siteOfToken(deps.store, token);
   if (owner === undefined)
     throw siteUnauthorized(
@@ -253,6 +269,8 @@ function siteStateRoutes(app: Hono<AppEnv>, deps: AppDeps, o: SyncOptions): void
 type StreamOf = {
   o: SyncOptions;
   store: AppDeps['store'];
+  /** The root tenant (where site objects are). */
+  root: string;
   batch: number;
   stream: SseSink;
   site: string;
@@ -365,6 +383,8 @@ async function serve(s: StreamOf, inboxOf: ReturnType<typeof createInboxes>, sta
           // another key (a second process with its token, a reinstall), so its secrets are now
           // sealed for that key. This one ends; its site reconnects with its own key and has
           // them sealed for it again, rather than holding values it cannot open.
+          // The site deleted: its stream ends and its token is revoked.
+          if (await siteGone(s.store, s.root, site)) return;
           if ((await s.store.kvGet(recordedKeyOf(site))) !== s.publicKey) {
             log('warn', 'fleet: site presented another key on another stream; this stream ends', {
               site,
@@ -482,10 +502,12 @@ export function fleetSiteRoutes(deps: AppDeps, o: SyncOptions): Hono<AppEnv> {
       stream.onClose(() => void gone());
       // The site went away mid-write: nothing to tell it; it resumes from its Last-Event-ID.
       const tokenId = checkedTokenId(bearer);
-      return serve({ o, store: deps.store, batch, stream, site, id, ttl, tokenId, publicKey }, inboxOf, start).then(
-        gone,
-        gone,
-      );
+      const root = deps.settings.tenant;
+      return serve(
+        { o, store: deps.store, root, batch, stream, site, id, ttl, tokenId, publicKey },
+        inboxOf,
+        start,
+      ).then(gone, gone);
     });
   };
   on(app, routes.sync, sync(false));

@@ -97,6 +97,17 @@ export async function issueSiteToken(store: Store, site: string): Promise<string
   return token;
 }
 
+/** Revokes `site`'s token (the site was deleted): a site made again under its name needs a new one. */
+export async function revokeSiteToken(store: Store, site: string): Promise<void> {
+  const id = await store.kvGet(bySite + site);
+  if (id === undefined) return;
+  await store.kvDel(bySite + site);
+  await store.kvDel(byId + id);
+  // Every process forgets the ids it trusted (as at an issue).
+  await store.kvSet(generation, randomBytes(12).toString('base64url'), undefined, { durable: true });
+  caches.get(store)?.ids.delete(site);
+}
+
 /** The site a token was issued to while it is that site's current token, else undefined. */
 export async function siteOfToken(store: Store, token: string): Promise<string | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
