@@ -46,7 +46,8 @@ Verbs:
   rollback <revision> [--dry-run]   every object changed after that revision back as it was
                                     (ctl get state/config-revisions lists the revisions)
   rollout [resume|abort] <path>     at a control plane: an object's staged rollout (wave, state,
-                                    sites updated, reason; -o), or resume it, or abort it (rollback)
+                                    sites updated, reason; -o), or resume it, or abort it (rollback);
+                                    a bare name is an exporter's
 
 Flags: -o, --output yaml|json|table   -f, --file FILE (- for stdin)   --site NAME
        --where EXPR   --fields LIST   -u, --username NAME   --password-stdin   --dry-run   -h, --help

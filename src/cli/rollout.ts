@@ -13,8 +13,13 @@ import type { Verb } from './verb.js';
 const actions = ['resume', 'abort'] as const;
 type Action = (typeof actions)[number];
 
-/** The object's state path from what the user typed (`volga/webhooks/w`, `config/...`, `state/...`). */
+/**
+ * The object's state path from what the user typed (`volga/webhooks/w`, `config/...`,
+ * `state/...`); a bare name is an exporter's, as `ctl restart <name>` takes it.
+ */
 function statePathOf(arg: string | undefined): string {
+  if (arg !== undefined && arg !== '' && !arg.includes('/'))
+    return `/v1/state/volga/webhooks/${encodeURIComponent(arg)}`;
   const p = apiPath(arg, 'rollout');
   if (p.area === 'other') throw new CliError(`rollout: ${arg ?? ''} is not a configuration or state path`, 2);
   return p.area === 'config' ? p.path.replace(/^\/v1\/config\//, '/v1/state/') : p.path;
@@ -22,6 +27,8 @@ function statePathOf(arg: string | undefined): string {
 
 export async function rollout(v: Verb): Promise<number> {
   const [first, second] = v.args;
+  if (second === undefined && (actions as readonly string[]).includes(first ?? ''))
+    throw new CliError(`rollout ${first}: give the object, e.g. ctl rollout ${first} volga/webhooks/<name>`, 2);
   const action = second === undefined ? undefined : first;
   if (action !== undefined && !(actions as readonly string[]).includes(action))
     throw new CliError(`rollout: ${JSON.stringify(action)} is not one of ${actions.join(', ')}`, 2);

@@ -385,6 +385,15 @@ test('top on an unknown site ends with the refusal (exit 1), as get does; it red
   assert.match(r.stderr, /unknown-site/);
 });
 
+test('rollout: an action without its object is a usage error (exit 2); a bare name is an exporter', async () => {
+  const r = await ctl(['rollout', 'resume']);
+  assert.is(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, /give the object/);
+  // Not a control plane: the exporter's state is read (no rollout), not /v1/state/<name>.
+  const bare = await ctl(['rollout', 'no-such-hook']);
+  assert.match(bare.stderr, /volga\/webhooks\/no-such-hook/);
+});
+
 test('pause, resume, rewind, attempts, dead-letter and rollback of an exporter', async () => {
   // An exporter of its own (h1 is top's); each verb is one API call.
   const hook = file(
