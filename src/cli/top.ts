@@ -87,7 +87,8 @@ export function frame(
         failed: num(site['failed-attempts']) ?? '-',
         dropped: num(site.dropped) ?? '-',
         // A site cut off: its row is its last report, not what it does now.
-        retry: site.connection === 'disconnected' ? siteReportWords(site, now) : '',
+        retry:
+          site.connection === 'disconnected' || site.connection === 'never-connected' ? siteReportWords(site, now) : '',
         'last error': lastErrorWords(site, now),
       });
     }

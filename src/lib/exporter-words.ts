@@ -43,6 +43,7 @@ export function retryWords(s: State, now: number): string {
  */
 export function siteReportWords(site: State, now: number): string {
   const at = timeOf(site['reported-at']);
+  if (site.connection === 'never-connected') return 'never connected';
   if (site.connection === 'disconnected')
     return at === undefined
       ? 'disconnected, not reported'

@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { aggregate, siteRow } from '../../src/fleet/control/exporter-view.js';
+import { siteReportWords } from '../../src/lib/exporter-words.js';
 import type { JsonObject } from '../../src/lib/json.js';
 
 const state = (status: string, extra: JsonObject = {}): JsonObject => ({
@@ -136,6 +137,14 @@ test('counters are summed, topic-lag per topic, the latest error wins, each site
       connection: 'connected',
     },
   ]);
+});
+
+test("a site's connection as the site's own state says it: never-connected until it reported", () => {
+  assert.is(siteRow('edge-9', undefined, undefined, false).connection, 'never-connected');
+  assert.is(siteRow('edge-9', undefined, '2026-01-01T00:00:00.000Z', false).connection, 'disconnected');
+  assert.is(siteRow('edge-9', undefined, undefined, true).connection, 'connected');
+  // As ctl top and the status page put it.
+  assert.is(siteReportWords(siteRow('edge-9', undefined, undefined, false), 0), 'never connected');
 });
 
 test.run();

@@ -12,7 +12,8 @@
  *             last-error, last-error-time, reported-at, connection}], from each site's last
  *             report (control/presence.ts); the control plane's own site from its own runtime.
  *             `connection` (an extension) is `disconnected` while no control-plane process
- *             holds the site's sync stream: the row is then its last report, not live
+ *             holds the site's sync stream (`never-connected` when it never reported): the row
+ *             is then its last report, not live
  *
  * A site that has not reported the exporter yet (never connected, or not yet synced: it says
  * `stopped` or has no such object) counts as `starting`: the fleet does not run it there yet.
@@ -78,7 +79,8 @@ export function siteRow(
   if (typeof state?.['last-error'] === 'string') row['last-error'] = state['last-error'];
   if (typeof state?.['last-error-time'] === 'string') row['last-error-time'] = state['last-error-time'];
   if (reportedAt !== undefined) row['reported-at'] = reportedAt;
-  row.connection = connected ? 'connected' : 'disconnected';
+  // As the site's own state says it: a site that never reported has never been connected.
+  row.connection = connected ? 'connected' : reportedAt === undefined ? 'never-connected' : 'disconnected';
   return row;
 }
 

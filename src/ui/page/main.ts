@@ -178,7 +178,10 @@ function siteRows(exporter: string, s: State, now: number): HTMLTableRowElement[
       cell(show(num(site.filtered)), 'num'),
       cell(show(num(site.ignored)), 'num'),
       // Under Retry: when the site reported, and whether it is cut off (the row is then its last report).
-      cell(siteReportWords(site, now), site.connection === 'disconnected' ? 'error-text' : 'muted'),
+      cell(
+        siteReportWords(site, now),
+        site.connection === 'disconnected' || site.connection === 'never-connected' ? 'error-text' : 'muted',
+      ),
       cell(siteErrorWords(site), failing ? 'error-text' : 'muted wrap'),
     );
     return tr;
