@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createClient } from 'redis';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { useApi } from '../helpers/api.js';
+import { useApi, loginAs } from '../helpers/api.js';
 import { forEachBackend } from '../helpers/backends.js';
 
 type Rev = {
@@ -212,10 +212,7 @@ forEachBackend((backend) => {
       ],
     });
     assert.is(setup.status, 204, JSON.stringify(setup.body));
-    const login = await api.json('POST', '/v1/login', {
-      body: { username: 'eve@acme', password: 'eve-password-1' },
-      headers: { authorization: '' },
-    });
+    const login = await loginAs(api, 'eve@acme', 'eve-password-1');
     const eve = { authorization: `Bearer ${(login.body as { token: string }).token}` };
     assert.is(
       (await api.json('PUT', '/v1/config/applications/shop', { body: { name: 'shop', version: '1.0' }, headers: eve }))
@@ -309,10 +306,7 @@ forEachBackend((backend) => {
     const w = await api.json('PATCH', '/v1/config', { body: exported });
     assert.is(w.status, 204, JSON.stringify(w.body));
     assert.is((await newest()).revision, before, 'no revision (users were "replaced" with themselves)');
-    const login = await api.json('POST', '/v1/login', {
-      body: { username: 'bob', password: 'bob-password-1' },
-      headers: { authorization: '' },
-    });
+    const login = await loginAs(api, 'bob', 'bob-password-1');
     assert.is(login.status, 200, 'the password is kept');
   });
 

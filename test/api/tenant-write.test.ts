@@ -5,7 +5,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { useApi } from '../helpers/api.js';
+import { useApi, loginAs } from '../helpers/api.js';
 import { forEachBackend, type Backend } from '../helpers/backends.js';
 
 function tenantSuite(backend: Backend): void {
@@ -34,10 +34,7 @@ function tenantSuite(backend: Backend): void {
     const mine = await api.json('GET', '/v1/config/applications');
     assert.equal(mine.body, [], "the parent's own tree is unchanged");
 
-    const login = await api.json('POST', '/v1/login', {
-      body: { username: 'eve@acme', password: 'eve-password-1' },
-      headers: { authorization: '' },
-    });
+    const login = await loginAs(api, 'eve@acme', 'eve-password-1');
     assert.is(login.status, 200);
     const eve = `Bearer ${(login.body as { token: string }).token}`;
     const seen = await api.json('GET', '/v1/config/applications', { headers: { authorization: eve } });
@@ -59,18 +56,12 @@ function tenantSuite(backend: Backend): void {
       ],
     });
     assert.is(r.status, 204, JSON.stringify(r.body));
-    const login = await api.json('POST', '/v1/login', {
-      body: { username: 'ops@fresh', password: 'ops-password-1' },
-      headers: { authorization: '' },
-    });
+    const login = await loginAs(api, 'ops@fresh', 'ops-password-1');
     assert.is(login.status, 200, JSON.stringify(login.body));
   });
 
   t('a subtenant cannot write into its parent or an unknown tenant', async () => {
-    const login = await api.json('POST', '/v1/login', {
-      body: { username: 'eve@acme', password: 'eve-password-1' },
-      headers: { authorization: '' },
-    });
+    const login = await loginAs(api, 'eve@acme', 'eve-password-1');
     const eve = `Bearer ${(login.body as { token: string }).token}`;
     for (const tenant of ['default', 'nosuch']) {
       const r = await api.json('PATCH', '/v1/config', {

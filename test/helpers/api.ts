@@ -129,3 +129,12 @@ export function useApi(
     close: () => api().close(),
   };
 }
+
+/** POST /v1/login as `username` (`name@tenant` for a subtenant's user), without the admin token. */
+export function loginAs(
+  api: TestApi,
+  username: string,
+  password: string,
+): Promise<{ status: number; body: unknown; headers: Headers }> {
+  return api.json('POST', '/v1/login', { body: { username, password }, headers: { authorization: '' } });
+}
